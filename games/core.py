@@ -1,0 +1,314 @@
+"""The small model every Griffon game engine shares: state, moves, events, phases, errors.
+
+A game is plain data plus pure functions (boardgame.io style):
+
+- **State** is an immutable pydantic model (`Model`, frozen). `state.to_dict()` gives JSON-ready
+  data, `StateClass.from_dict(d)` rebuilds it.
+- **Moves** are typed `Move` objects with a `kind` tag (`DrawCard`, `Stroke`, `Guess`, ...),
+  plus the engine-independent `Tick` ("time passed").
+- **Events** are typed `Event` objects with a `kind` tag. `event.to` is `None` for a public event,
+  or the tuple of player ids allowed to see it (secrets such as a Kontour word go to the drawer
+  only); `events_for(events, player)` filters them.
+- **Rules** objects (`KontourRules`, `PictomaniaRules`) expose
+  `setup(...) -> (state, events)`, `apply(state, move, now) -> (state, events)`,
+  `advance(state, now) -> (state, events)` and `view(state, player) -> state`.
+  `now` is a float number of seconds given by the caller (the engine never reads a clock) and
+  must never go backwards. Randomness only comes from `rng(seed, purpose, counter)`, whose seed
+  is stored in the state.
+- A refused move raises a `RuleError` subclass with a stable `code` and a clear message; the state
+  given to `apply` is never modified, so the caller just keeps it.
+- `replay(rules, setup_args, log)` replays a move log (`LoggedMove(now, move)`) from the setup and
+  reproduces a game exactly.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "AlreadyDone",
+    "AlreadyFound",
+    "AlreadyGuessed",
+    "BadSetup",
+    "ClockWentBack",
+    "Event",
+    "GameOver",
+    "InvalidMove",
+    "LoggedMove",
+    "Model",
+    "Move",
+    "NotAStraightLine",
+    "NotAllowed",
+    "NotYourTurn",
+    "Phase",
+    "RuleError",
+    "Rules",
+    "Tick",
+    "TimeOver",
+    "TooManyStrokes",
+    "UnknownPlayer",
+    "WrongPhase",
+    "DATA_DIR",
+    "check_phase",
+    "load_config",
+    "events_for",
+    "replay",
+    "rng",
+]
+
+
+class Model(BaseModel):
+    """Immutable, JSON-serialisable base of every state, move, event and config object."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready plain data (tuples become lists)."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Rebuild an object from `to_dict()` output (validated)."""
+        return cls.model_validate(data)
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with some fields changed (the original is untouched)."""
+        return self.model_copy(update=changes)
+
+
+class Move(Model):
+    """A player's action. Subclasses set a literal `kind` and usually a `player` id."""
+
+    kind: str
+
+
+class Tick(Move):
+    """No action: only lets time pass (ends turns or rounds whose timer ran out)."""
+
+    kind: Literal["tick"] = "tick"
+
+
+class Event(Model):
+    """Something that happened. `to=None`: everybody may see it; else only those player ids."""
+
+    kind: str
+    to: tuple[str, ...] | None = None
+
+
+def events_for(events: Iterable[Event], player: str) -> list[Event]:
+    """The events `player` may see (public ones and those addressed to them)."""
+    return [e for e in events if e.to is None or player in e.to]
+
+
+class LoggedMove(Model):
+    """One entry of a move log: a move and the time (seconds) at which it was applied."""
+
+    now: float
+    move: Any  # a concrete Move; engines parse it with their own move union
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+
+DATA_DIR = Path(__file__).parent / "data"
+C = TypeVar("C", bound=BaseModel)
+
+
+def _deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(cls: type[C], filename: str, path: str | Path | None = None, **overrides: Any) -> C:
+    """Load a typed config from `games/data/<filename>` (or `path`), with keyword overrides
+    merged in (nested dicts merge key by key). Unknown keys are refused."""
+    source = Path(path) if path is not None else DATA_DIR / filename
+    data = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+    return cls.model_validate(_deep_merge(data, overrides))
+
+
+# --------------------------------------------------------------------------------------------
+# Phases
+
+
+class Phase(Model):
+    """A phase of a game, declared as data: its name and the move kinds allowed in it."""
+
+    name: str
+    moves: tuple[str, ...]
+    description: str = ""
+
+
+def check_phase(phases: dict[str, Phase], phase: str, move_kind: str) -> None:
+    """Raise `WrongPhase` if a move of `move_kind` is not allowed in `phase`."""
+    declared = phases[phase]
+    if move_kind not in declared.moves:
+        raise WrongPhase(phase, move_kind, declared.moves)
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+
+
+class RuleError(Exception):
+    """A move the rules refuse. `code` is stable (for clients); the message is for humans."""
+
+    code: ClassVar[str] = "rule_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready error frame: code, message and details."""
+        return {"code": self.code, "message": self.message, **self.details}
+
+
+class WrongPhase(RuleError):
+    """The move is not allowed in the current phase (the message names the phase)."""
+
+    code = "wrong_phase"
+
+    def __init__(self, phase: str, move_kind: str, allowed: Sequence[str] = ()) -> None:
+        allowed_txt = ", ".join(allowed) if allowed else "none"
+        super().__init__(
+            f"move '{move_kind}' is not allowed in phase '{phase}' (allowed: {allowed_txt})",
+            phase=phase,
+            move=move_kind,
+            allowed=list(allowed),
+        )
+        self.phase = phase
+
+
+class NotYourTurn(RuleError):
+    """Only another player (e.g. the drawer) may make this move now."""
+
+    code = "not_your_turn"
+
+
+class NotAllowed(RuleError):
+    """This player may not make this move (e.g. the drawer guessing, a non-tied player in a
+    tiebreak, guessing one's own drawing)."""
+
+    code = "not_allowed"
+
+
+class UnknownPlayer(RuleError):
+    """The player id is not part of this game."""
+
+    code = "unknown_player"
+
+
+class TooManyStrokes(RuleError):
+    """Kontour: the drawing already has the maximum number of strokes."""
+
+    code = "too_many_strokes"
+
+
+class NotAStraightLine(RuleError):
+    """Kontour: the submitted stroke is a curve (or too short) and cannot be straightened."""
+
+    code = "not_a_straight_line"
+
+
+class AlreadyGuessed(RuleError):
+    """Pictomania: this player already placed a guess on that opponent's stack."""
+
+    code = "already_guessed"
+
+
+class AlreadyFound(RuleError):
+    """Kontour: this player already gave an accepted answer this turn."""
+
+    code = "already_found"
+
+
+class AlreadyDone(RuleError):
+    """Pictomania: this player took a bonus token and may take no further action."""
+
+    code = "already_done"
+
+
+class TimeOver(RuleError):
+    """The timer of the turn / round ran out (or the turn was closed) before this move."""
+
+    code = "time_over"
+
+
+class GameOver(RuleError):
+    """The game has ended; no move is accepted any more."""
+
+    code = "game_over"
+
+
+class ClockWentBack(RuleError):
+    """`now` is earlier than the last time the game saw."""
+
+    code = "clock_went_back"
+
+
+class InvalidMove(RuleError):
+    """The move is malformed (unknown color, number out of range, ...)."""
+
+    code = "invalid_move"
+
+
+class BadSetup(RuleError):
+    """The setup arguments are inconsistent (player count, deck, duplicated ids, ...)."""
+
+    code = "bad_setup"
+
+
+# --------------------------------------------------------------------------------------------
+# Randomness and replay
+
+
+def rng(seed: int | str, purpose: str, counter: int = 0) -> random.Random:
+    """A private random generator derived from the game's seed, a purpose and a counter.
+
+    String seeds are hashed with SHA-512 by `random.Random`, so this is identical across runs,
+    processes and machines (it does not depend on PYTHONHASHSEED).
+    """
+    return random.Random(f"{seed}:{purpose}:{counter}")
+
+
+S = TypeVar("S", bound=Model)
+
+
+class Rules(Protocol, Generic[S]):
+    """What every engine provides (see the module docstring)."""
+
+    def setup(self, **setup_args: Any) -> tuple[S, list[Event]]: ...
+
+    def apply(self, state: S, move: Move, now: float) -> tuple[S, list[Event]]: ...
+
+    def advance(self, state: S, now: float) -> tuple[S, list[Event]]: ...
+
+    def view(self, state: S, player: str) -> S: ...
+
+    def parse_move(self, data: dict[str, Any] | Move) -> Move: ...
+
+
+def replay(
+    rules: Rules[S], setup_args: dict[str, Any], log: Sequence[LoggedMove | tuple[float, Any]]
+) -> tuple[S, list[Event]]:
+    """Rebuild a game from its setup arguments and move log; returns the final state and every
+    event in order. Moves may be `Move` objects or their `to_dict()` form."""
+    state, events = rules.setup(**setup_args)
+    for entry in log:
+        now, move = (entry.now, entry.move) if isinstance(entry, LoggedMove) else entry
+        state, new_events = rules.apply(state, rules.parse_move(move), now)
+        events.extend(new_events)
+    return state, events
