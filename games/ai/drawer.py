@@ -1,0 +1,231 @@
+"""The AI drawer: picks a drawing of its word and draws it stroke by stroke at a human pace.
+
+Drawings come from a `DrawingSource`: real Quick, Draw! drawings of the **validation split** when a
+data folder is available (`ValidationDrawings`; never training drawings, so simulations measure the
+model honestly), else the hand-made line drawings shipped in ``games/data/line_drawings.yaml``
+(`ShippedLineDrawings`). For Kontour every drawing goes through `to_kontour_lines` (<= 15 lines).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from games.ai.base import Drawing, Related, no_relations
+from games.ai.levels import DATA_DIR, DrawerLevel
+from games.ai.lines import KONTOUR_MAX_LINES, to_kontour_lines
+
+LINE_DRAWINGS_FILE = DATA_DIR / "line_drawings.yaml"
+CANVAS = 255.0
+MIN_LINE = 8.0  # shorter Kontour lines are dropped (the engine refuses dots)
+
+
+class DrawerError(ValueError):
+    """No drawing for a word, or a malformed line-drawings file."""
+
+
+class DrawingSource(Protocol):
+    """Where the AI drawer finds drawings of a word (category key)."""
+
+    def keys(self) -> Collection[str]: ...
+
+    def drawings(self, key: str) -> list[Drawing]: ...
+
+
+@cache
+def _load_line_drawings(path: str) -> dict[str, Drawing]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DrawerError(f"cannot read line drawings {path}: {error}") from error
+    if not isinstance(data, dict):
+        raise DrawerError(f"{path}: expected a mapping word -> list of polylines")
+    out: dict[str, Drawing] = {}
+    for key, polylines in data.items():
+        strokes: Drawing = []
+        for flat in polylines or []:
+            if len(flat) < 4 or len(flat) % 2:
+                raise DrawerError(f"{path}: '{key}' has a polyline with an odd or short list")
+            strokes.append([[float(v) for v in flat[0::2]], [float(v) for v in flat[1::2]]])
+        if not strokes:
+            raise DrawerError(f"{path}: '{key}' has no polyline")
+        segments = sum(len(s[0]) - 1 for s in strokes)
+        if segments > KONTOUR_MAX_LINES:
+            raise DrawerError(f"{path}: '{key}' has {segments} lines (at most 15)")
+        out[str(key)] = strokes
+    return out
+
+
+class ShippedLineDrawings:
+    """The hand-made line drawings shipped with Griffon (one per word)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self._drawings = _load_line_drawings(str(path or LINE_DRAWINGS_FILE))
+
+    def keys(self) -> Collection[str]:
+        return self._drawings.keys()
+
+    def drawings(self, key: str) -> list[Drawing]:
+        return [self._drawings[key]] if key in self._drawings else []
+
+
+class ValidationDrawings:
+    """Quick, Draw! drawings of the validation split, grouped by word (loaded lazily per word)."""
+
+    def __init__(
+        self,
+        root: Path | str | None = None,
+        recognized_only: bool = True,
+        categories: Collection[str] | None = None,
+    ) -> None:
+        from training.data import load_dataset  # noqa: PLC0415 - optional heavy dependency
+
+        records = load_dataset(root, split="val", categories=categories)
+        self._by_word: dict[str, list[Drawing]] = {}
+        for record in sorted(records, key=lambda r: r.key_id):
+            if recognized_only and not record.recognized:
+                continue
+            self._by_word.setdefault(record.word, []).append(record.strokes)
+
+    def keys(self) -> Collection[str]:
+        return self._by_word.keys()
+
+    def drawings(self, key: str) -> list[Drawing]:
+        return list(self._by_word.get(key, []))
+
+
+class CombinedSource:
+    """First source that has drawings of a word wins (e.g. validation data, then shipped lines)."""
+
+    def __init__(self, *sources: DrawingSource) -> None:
+        self.sources = sources
+
+    def keys(self) -> Collection[str]:
+        return set().union(*(s.keys() for s in self.sources))
+
+    def drawings(self, key: str) -> list[Drawing]:
+        for source in self.sources:
+            found = source.drawings(key)
+            if found:
+                return found
+        return []
+
+
+def default_source(root: Path | str | None = None, categories: Collection[str] | None = None):
+    """Validation drawings when a Quick, Draw! folder is found (falling back to the shipped lines
+    for words it lacks), else the shipped line drawings alone."""
+    shipped = ShippedLineDrawings()
+    try:
+        from training.data import DataError  # noqa: PLC0415
+    except ImportError:
+        return shipped
+    try:
+        return CombinedSource(ValidationDrawings(root, categories=categories), shipped)
+    except DataError:
+        return shipped
+
+
+def fit_canvas(drawing: Drawing, size: float = CANVAS, margin: float = 8.0) -> Drawing:
+    """The drawing aligned top-left, scaled (aspect kept) into a ``size`` canvas, times dropped."""
+    xs = [x for s in drawing for x in s[0]]
+    ys = [y for s in drawing for y in s[1]]
+    if not xs:
+        raise DrawerError("empty drawing")
+    extent = max(max(xs) - min(xs), max(ys) - min(ys)) or 1.0
+    scale = (size - 2 * margin) / extent
+    x0, y0 = min(xs), min(ys)
+    return [
+        [[margin + (x - x0) * scale for x in s[0]], [margin + (y - y0) * scale for y in s[1]]]
+        for s in drawing
+    ]
+
+
+@dataclass(frozen=True)
+class TimedStroke:
+    """One stroke of a planned drawing: finished at `end` (seconds), points with times."""
+
+    start: float
+    end: float
+    points: tuple[tuple[float, float], ...]
+
+    def as_stroke(self) -> list[list[float]]:
+        """Quick, Draw! raw form ``[[x...], [y...], [t ms...]]`` with times since `start`."""
+        xs = [p[0] for p in self.points]
+        ys = [p[1] for p in self.points]
+        lengths = [0.0]
+        for a, b in zip(self.points, self.points[1:], strict=False):
+            lengths.append(lengths[-1] + math.dist(a, b))
+        total = lengths[-1] or 1.0
+        ts = [round((self.end - self.start) * 1000 * d / total) for d in lengths]
+        return [xs, ys, ts]
+
+
+def pace(drawing: Drawing, level: DrawerLevel, start: float) -> list[TimedStroke]:
+    """Timestamps for each stroke: ``start_s`` to think, then each stroke at ``speed`` canvas
+    units per second, with ``pause_s`` between strokes."""
+    out: list[TimedStroke] = []
+    t = start + level.start_s
+    for stroke in drawing:
+        points = tuple((float(x), float(y)) for x, y in zip(stroke[0], stroke[1], strict=True))
+        length = sum(math.dist(a, b) for a, b in zip(points, points[1:], strict=False))
+        duration = max(0.15, length / level.speed)
+        out.append(TimedStroke(t, t + duration, points))
+        t += duration + level.pause_s
+    return out
+
+
+@dataclass
+class AIDrawer:
+    """Draws words from a `DrawingSource` at the pace of a `DrawerLevel`."""
+
+    level: DrawerLevel
+    rng: random.Random
+    source: DrawingSource
+    related: Related = no_relations
+
+    def can_draw(self, key: str) -> bool:
+        """Whether the source has a drawing of `key`."""
+        return bool(self.source.drawings(key))
+
+    def choose_color(self, blue: str, orange: str) -> str:
+        """Kontour: "orange" (2 points) with probability ``orange_rate`` when it can draw it,
+        "blue" otherwise (or when it can draw only the blue word)."""
+        can_blue, can_orange = self.can_draw(blue), self.can_draw(orange)
+        roll = self.rng.random()
+        if can_orange and (not can_blue or roll < self.level.orange_rate):
+            return "orange"
+        return "blue"
+
+    def pick(self, key: str) -> Drawing:
+        """One drawing of `key`, chosen with the rng; `DrawerError` if there is none."""
+        found = self.source.drawings(key)
+        if not found:
+            raise DrawerError(f"no drawing of '{key}' to draw")
+        return found[self.rng.randrange(len(found))]
+
+    def plan(self, key: str, start: float, kontour: bool = False) -> list[TimedStroke]:
+        """The strokes to draw for `key` from time `start`; Kontour: <= 15 straight lines."""
+        drawing = fit_canvas(self.pick(key))
+        if kontour:
+            lines = to_kontour_lines(drawing, KONTOUR_MAX_LINES)
+            drawing = [s for s in lines if math.dist(*zip(s[0], s[1], strict=True)) >= MIN_LINE]
+        return pace(drawing, self.level, start)
+
+    def gesture(self, guess_key: str | None, word: str) -> str | None:
+        """Kontour drawer's reaction to a wrong guess: « proche » when related to the word,
+        else « hors sujet », each only with probability ``gesture_rate`` (None: no gesture)."""
+        if guess_key is None or guess_key == word or self.rng.random() >= self.level.gesture_rate:
+            return None
+        return "proche" if guess_key in self.related(word) else "hors_sujet"
+
+
+def drawing_of(strokes: Sequence[TimedStroke], until: float | None = None) -> list[Any]:
+    """The drawing made of the strokes finished by `until` (all when None), raw form."""
+    return [s.as_stroke() for s in strokes if until is None or s.end <= until]

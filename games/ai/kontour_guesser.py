@@ -1,0 +1,158 @@
+"""The Kontour AI guesser: watches a drawing stroke by stroke and says words over time.
+
+Policy (all times in seconds, every knob from `KontourGuesserLevel`):
+
+1. ``observe(probs, now)`` after each stroke: the distribution is perturbed once with the level's
+   noise and temperature (so the AI is consistently wrong in its own way, not flickering), and
+   becomes *visible* at ``now + reaction_s``.
+2. ``decide(now)``: take the latest visible distribution, multiply the words related to a guess
+   marked « proche » by ``close_boost`` and a guess marked « hors sujet » and its relatives by
+   ``off_topic_factor``, drop every word already said (by anyone) this turn, renormalise, and say
+   the best word if its probability reaches the current threshold. The threshold decays linearly
+   from ``threshold`` to ``threshold_floor`` over the turn (players get bolder as time runs out).
+   At most ``max_guesses_per_s`` words per second.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from games.ai.base import (
+    Related,
+    ToFrench,
+    identity_french,
+    no_relations,
+    normalize,
+    perturb,
+)
+from games.ai.levels import KontourGuesserLevel
+
+Gesture = Literal["proche", "hors_sujet"]
+GESTURES: tuple[str, ...] = ("proche", "hors_sujet")  # the engine's gesture names
+
+
+class GuesserError(ValueError):
+    """A call the AI guesser cannot make sense of (unknown gesture, time going back...)."""
+
+
+@dataclass(frozen=True)
+class Say:
+    """One word the AI says: the category key, the French word, and how sure it was."""
+
+    key: str
+    word: str
+    prob: float
+    at: float
+
+
+@dataclass
+class _Observation:
+    visible_at: float
+    probs: dict[str, float]
+
+
+@dataclass
+class KontourGuesser:
+    """One AI guesser for one Kontour turn (make a new one, or call `new_turn`, each turn)."""
+
+    level: KontourGuesserLevel
+    rng: random.Random
+    to_french: ToFrench = identity_french
+    related: Related = no_relations
+    candidates: Sequence[str] | None = None
+    turn_start: float = 0.0
+    turn_length: float = 30.0
+    said: list[str] = field(default_factory=list)
+    _excluded: set[str] = field(default_factory=set)
+    _factors: dict[str, float] = field(default_factory=dict)
+    _observations: list[_Observation] = field(default_factory=list)
+    _last_said_at: float | None = None
+    _last_now: float = float("-inf")
+
+    def new_turn(self, turn_start: float, candidates: Sequence[str] | None = None) -> None:
+        """Forget everything about the previous turn."""
+        self.turn_start = turn_start
+        self.candidates = candidates
+        self.said = []
+        self._excluded = set()
+        self._factors = {}
+        self._observations = []
+        self._last_said_at = None
+        self._last_now = float("-inf")
+
+    # -- inputs ---------------------------------------------------------------------------
+    def observe(self, probs: Mapping[str, float], now: float) -> None:
+        """The recognizer's distribution after a new stroke at time `now`."""
+        self._check_time(now)
+        if self.candidates is not None:
+            allowed = set(self.candidates)
+            probs = {k: p for k, p in probs.items() if k in allowed}
+        noisy = perturb(probs, self.rng, self.level.noise, self.level.temperature)
+        self._observations.append(_Observation(now + self.level.reaction_s, noisy))
+
+    def heard(self, key: str) -> None:
+        """Another player said `key` and it was wrong: never say it."""
+        self._excluded.add(key)
+
+    def gesture(self, kind: str, key: str | None = None) -> None:
+        """The drawer's « proche » or « hors sujet » (`hors_sujet`) about guess `key` (a
+        category key; default: this AI's last word)."""
+        if kind not in GESTURES:
+            raise GuesserError(f"unknown gesture '{kind}' (known: {', '.join(GESTURES)})")
+        target = key if key is not None else (self.said[-1] if self.said else None)
+        if target is None:
+            return
+        if kind == "proche":
+            for other in self.related(target):
+                self._factors[other] = max(self._factors.get(other, 1.0), 1.0) * (
+                    self.level.close_boost
+                )
+        else:
+            for other in {target, *self.related(target)}:
+                self._factors[other] = self._factors.get(other, 1.0) * self.level.off_topic_factor
+
+    # -- decisions ------------------------------------------------------------------------
+    def threshold(self, now: float) -> float:
+        """The confidence needed to speak at time `now`."""
+        share = min(1.0, max(0.0, (now - self.turn_start) / self.turn_length))
+        high, low = self.level.threshold, min(self.level.threshold_floor, self.level.threshold)
+        return high - (high - low) * share
+
+    def belief(self, now: float) -> dict[str, float]:
+        """What the AI believes at `now`: latest visible distribution, gestures applied, words
+        already said removed, renormalised (empty before the first stroke is seen)."""
+        visible = [o for o in self._observations if o.visible_at <= now]
+        if not visible:
+            return {}
+        gone = self._excluded | set(self.said)
+        adjusted = {
+            key: p * self._factors.get(key, 1.0)
+            for key, p in visible[-1].probs.items()
+            if key not in gone
+        }
+        return normalize(adjusted)
+
+    def decide(self, now: float) -> Say | None:
+        """The word to say at `now`, or None (not sure enough, too soon, nothing seen yet)."""
+        self._check_time(now)
+        if self._last_said_at is not None:
+            if now - self._last_said_at < 1.0 / self.level.max_guesses_per_s:
+                return None
+        belief = self.belief(now)
+        if not belief:
+            return None
+        key = max(sorted(belief), key=lambda k: belief[k])
+        prob = belief[key]
+        if prob < self.threshold(now):
+            return None
+        self.said.append(key)
+        self._last_said_at = now
+        return Say(key=key, word=self.to_french(key), prob=prob, at=now)
+
+    def _check_time(self, now: float) -> None:
+        if now < self._last_now:
+            raise GuesserError(f"time went back: {now} < {self._last_now}")
+        self._last_now = now
