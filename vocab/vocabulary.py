@@ -1,0 +1,234 @@
+"""The French vocabulary: schema, loading (cached) and look-ups by category or French word.
+
+Data lives in ``vocab/data/words.yaml`` (hand-written) and ``vocab/data/category_stats.csv``
+(measured difficulty, see ``vocab.build_stats``); both are joined here into ``Word`` records.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from vocab.normalize import normalize
+
+__all__ = [
+    "DATA_DIR",
+    "UnknownCategoryError",
+    "UnknownWordError",
+    "VocabularyError",
+    "Vocabulary",
+    "Word",
+    "WordEntry",
+    "category_for",
+    "french",
+    "load_vocabulary",
+]
+
+DATA_DIR = Path(__file__).parent / "data"
+VOWELS_AND_H = tuple("aeiouyhâàéèêëîïôœûüAEIOUYHÉÈÊÎÔŒ")
+
+
+class VocabularyError(ValueError):
+    """A vocabulary data file is missing or does not follow its schema."""
+
+
+class UnknownCategoryError(KeyError):
+    """No vocabulary entry has this Quick, Draw! category key."""
+
+
+class UnknownWordError(KeyError):
+    """No vocabulary entry has this French word, synonym or variant."""
+
+
+class WordEntry(BaseModel):
+    """One hand-written entry of ``words.yaml`` (schema of the file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    word: str = Field(min_length=1)
+    article: Literal["le", "la", "l'", "les"]
+    gender: Literal["m", "f"]
+    synonyms: tuple[str, ...] = Field(default=(), max_length=3)
+    variants: tuple[str, ...] = ()
+    drawable: bool = True
+    reason: str | None = None
+    note: str | None = None
+
+    @field_validator("word", "synonyms", "variants", mode="after")
+    @classmethod
+    def _no_blank(cls, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
+        for text in (value,) if isinstance(value, str) else value:
+            if not normalize(text) or text != text.strip():
+                raise ValueError(f"blank or untrimmed word {text!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WordEntry:
+        if self.article == "le" and self.gender != "m":
+            raise ValueError(f"« le {self.word} » must be masculine")
+        if self.article == "la" and self.gender != "f":
+            raise ValueError(f"« la {self.word} » must be feminine")
+        if self.article == "l'" and not self.word.startswith(VOWELS_AND_H):
+            raise ValueError(f"« l'{self.word} »: elision needs a vowel or a mute h")
+        if self.article in ("le", "la") and self.word.startswith(tuple("aeiouâàéèêîôœ")):
+            raise ValueError(f"« {self.article} {self.word} » should be elided (l')")
+        if not self.drawable and not self.reason:
+            raise ValueError(f"{self.word}: drawable: false needs a reason")
+        forms = [normalize(f) for f in (self.word, *self.synonyms, *self.variants)]
+        if len(set(forms)) != len(forms):
+            raise ValueError(f"{self.word}: a synonym or variant repeats another form")
+        return self
+
+
+class Word(BaseModel):
+    """A vocabulary word with its measured difficulty (what the rest of Griffon uses)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    category: str
+    word: str
+    article: str
+    gender: Literal["m", "f"]
+    synonyms: tuple[str, ...]
+    variants: tuple[str, ...]
+    drawable: bool
+    reason: str | None
+    difficulty: int = Field(ge=1, le=4)
+    recognized_rate: float
+    model_accuracy: float | None = None
+
+    @property
+    def with_article(self) -> str:
+        """« le chat », « l'avion », « les tongs »."""
+        sep = "" if self.article == "l'" else " "
+        return f"{self.article}{sep}{self.word}"
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """Every accepted written form: the word, its variants, its synonyms."""
+        return (self.word, *self.variants, *self.synonyms)
+
+
+class Vocabulary:
+    """All words, keyed by category, with reverse look-up by any normalised form."""
+
+    def __init__(self, words: dict[str, Word]) -> None:
+        self.words = words
+        self._by_form: dict[str, str] = {}
+        for key, w in words.items():
+            for form in w.forms:
+                norm = normalize(form)
+                other = self._by_form.setdefault(norm, key)
+                if other != key:
+                    raise VocabularyError(
+                        f"form {form!r} of {key!r} is also a form of {other!r}: homonyms are not allowed"
+                    )
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __iter__(self):  # noqa: ANN204 - iterator of Word
+        return iter(self.words.values())
+
+    def __getitem__(self, category: str) -> Word:
+        try:
+            return self.words[category]
+        except KeyError:
+            raise UnknownCategoryError(f"unknown Quick, Draw! category {category!r}") from None
+
+    def __contains__(self, category: object) -> bool:
+        return category in self.words
+
+    @property
+    def form_index(self) -> dict[str, str]:
+        """Normalised form (word, synonym or variant) → category key."""
+        return self._by_form
+
+    def french(self, category: str) -> str:
+        """The French word (without article) of a category key."""
+        return self[category].word
+
+    def category_for(self, text: str) -> str:
+        """Category key of a French word, synonym, variant or of a category key itself."""
+        if text in self.words:
+            return text
+        key = self._by_form.get(normalize(text)) if isinstance(text, str) else None
+        if key is None:
+            raise UnknownWordError(f"no vocabulary word matches {text!r}")
+        return key
+
+    def resolve(self, text: str) -> Word | None:
+        """The Word for a category key or a French form, or None."""
+        if text in self.words:
+            return self.words[text]
+        key = self._by_form.get(normalize(text))
+        return self.words[key] if key else None
+
+    def drawable(self) -> list[Word]:
+        """Words that may appear on cards."""
+        return [w for w in self.words.values() if w.drawable]
+
+
+def _read_stats(path: Path) -> dict[str, dict[str, str]]:
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            return {row["category"]: row for row in csv.DictReader(fh)}
+    except (OSError, KeyError) as exc:
+        raise VocabularyError(f"cannot read difficulty stats {path}: {exc}") from exc
+
+
+def read_vocabulary(data_dir: Path = DATA_DIR) -> Vocabulary:
+    """Parse and validate ``words.yaml`` joined with ``category_stats.csv`` (not cached)."""
+    path = data_dir / "words.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise VocabularyError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise VocabularyError(f"{path}: expected a mapping category → entry")
+    stats = _read_stats(data_dir / "category_stats.csv")
+    words: dict[str, Word] = {}
+    for key, body in raw.items():
+        try:
+            entry = WordEntry.model_validate(body)
+        except ValidationError as exc:
+            raise VocabularyError(f"{path}: entry {key!r}: {exc}") from exc
+        if key not in stats:
+            raise VocabularyError(f"{key!r} has no row in category_stats.csv (run vocab.build_stats)")
+        row = stats[key]
+        acc = row.get("model_accuracy") or ""
+        words[key] = Word(
+            category=key,
+            word=entry.word,
+            article=entry.article,
+            gender=entry.gender,
+            synonyms=entry.synonyms,
+            variants=entry.variants,
+            drawable=entry.drawable,
+            reason=entry.reason,
+            difficulty=int(row["difficulty"]),
+            recognized_rate=float(row["recognized_rate"]),
+            model_accuracy=float(acc) if acc else None,
+        )
+    return Vocabulary(words)
+
+
+@functools.lru_cache(maxsize=1)
+def load_vocabulary() -> Vocabulary:
+    """The shipped vocabulary, read once and cached."""
+    return read_vocabulary(DATA_DIR)
+
+
+def french(category: str) -> str:
+    """French word of a Quick, Draw! category key (``french("cat") == "chat"``)."""
+    return load_vocabulary().french(category)
+
+
+def category_for(text: str) -> str:
+    """Category key of a French word, synonym or variant (``category_for("Bicyclette") == "bicycle"``)."""
+    return load_vocabulary().category_for(text)
