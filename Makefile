@@ -1,0 +1,41 @@
+# Griffon — two commands do everything on a fresh machine:
+#   make run    start the service with the shipped model (sets itself up on first use)
+#   make test   run the whole test suite (installs what the machine lacks)
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.griffon-installed
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+DATA   ?=
+ARGS   ?=
+
+.PHONY: setup run test lint bench train eval system-deps
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+system-deps:
+	bash .ci/system-deps
+
+run: setup
+	$(VENV)/bin/griffon serve --host $(HOST) --port $(PORT)
+
+lint: setup
+	$(PY) -m ruff check .
+
+test: setup system-deps lint
+	$(PY) -m pytest -q $(ARGS)
+
+bench: setup
+	$(PY) -m bench $(ARGS)
+
+train: setup
+	$(VENV)/bin/griffon train --preset shipped $(if $(DATA),--data $(DATA)) $(ARGS)
+
+eval: setup
+	$(VENV)/bin/griffon eval $(if $(DATA),--data $(DATA)) --out reports/eval $(ARGS)

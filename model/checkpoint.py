@@ -1,0 +1,120 @@
+"""Self-describing checkpoints: weights plus everything needed to rebuild and trust them.
+
+A checkpoint is a ``torch.save`` dictionary with:
+
+- ``format``: :data:`FORMAT` (a version string);
+- ``architecture``: ``{"name": ..., "kwargs": {...}}`` for :func:`model.network.create_model`;
+- ``classes``: the class labels, in output order (official Quick, Draw! category names);
+- ``input_contract``: ``{"preprocessing": ..., "raster": RasterSpec.to_dict()}``;
+- ``fingerprint``: sha256 of the classes and the input contract, so a tampered list is refused;
+- ``temperature``: the softmax temperature (calibration), 1.0 when not fitted;
+- ``training``: the training configuration; ``metrics``: what training measured;
+- ``state_dict``: the weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from model.raster import RasterSpec
+
+FORMAT = "griffon-checkpoint/1"
+PREPROCESSING = "quickdraw-simplified/1"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: unreadable, inconsistent, or not matching expectations."""
+
+
+def fingerprint(classes: list[str], input_contract: dict[str, Any]) -> str:
+    """sha256 of the class list and the input contract (canonical JSON)."""
+    payload = json.dumps({"classes": classes, "input_contract": input_contract}, sort_keys=True)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def make_input_contract(spec: RasterSpec) -> dict[str, Any]:
+    """The input contract stored in checkpoints for a raster spec."""
+    return {"preprocessing": PREPROCESSING, "raster": spec.to_dict()}
+
+
+def save_checkpoint(
+    path: Path | str,
+    *,
+    architecture: str,
+    architecture_kwargs: dict[str, Any],
+    classes: list[str],
+    spec: RasterSpec,
+    state_dict: dict[str, torch.Tensor],
+    training: dict[str, Any] | None = None,
+    metrics: dict[str, Any] | None = None,
+    temperature: float = 1.0,
+    half: bool = False,
+) -> None:
+    """Write a checkpoint (``half`` stores floating weights as float16 to halve the file)."""
+    contract = make_input_contract(spec)
+    weights = {
+        name: (tensor.half() if half and tensor.is_floating_point() else tensor).detach().cpu().clone()
+        for name, tensor in state_dict.items()
+    }
+    payload = {
+        "format": FORMAT,
+        "architecture": {"name": architecture, "kwargs": architecture_kwargs},
+        "classes": list(classes),
+        "input_contract": contract,
+        "fingerprint": fingerprint(list(classes), contract),
+        "temperature": float(temperature),
+        "training": training or {},
+        "metrics": metrics or {},
+        "state_dict": weights,
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(payload, path)
+
+
+def read_checkpoint(
+    path: Path | str,
+    expected_classes: list[str] | None = None,
+    expected_raster: RasterSpec | None = None,
+) -> dict[str, Any]:
+    """Load and verify a checkpoint; raise :class:`CheckpointError` naming what does not match."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many types for a corrupt file
+        raise CheckpointError(f"cannot read checkpoint {path}: {error}") from error
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a {FORMAT} checkpoint")
+    classes = payload.get("classes")
+    contract = payload.get("input_contract")
+    if not isinstance(classes, list) or not classes or len(set(classes)) != len(classes):
+        raise CheckpointError(f"{path}: class list is missing, empty or has duplicates")
+    if not isinstance(contract, dict) or contract.get("preprocessing") != PREPROCESSING:
+        raise CheckpointError(
+            f"{path}: input contract {contract!r} is not supported (expected preprocessing {PREPROCESSING!r})"
+        )
+    if payload.get("fingerprint") != fingerprint(classes, contract):
+        raise CheckpointError(f"{path}: class list or input contract was modified (fingerprint mismatch)")
+    try:
+        spec = RasterSpec.from_dict(contract["raster"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{path}: invalid raster spec in input contract: {error}") from error
+    if expected_classes is not None and list(expected_classes) != classes:
+        missing = sorted(set(expected_classes) - set(classes))[:5]
+        extra = sorted(set(classes) - set(expected_classes))[:5]
+        raise CheckpointError(
+            f"{path}: class list does not match the expected one ({len(classes)} vs "
+            f"{len(expected_classes)} classes; missing e.g. {missing}, unexpected e.g. {extra}, "
+            "or a different order)"
+        )
+    if expected_raster is not None and expected_raster != spec:
+        raise CheckpointError(f"{path}: raster spec {spec} does not match expected {expected_raster}")
+    payload["raster_spec"] = spec
+    return payload

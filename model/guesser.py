@@ -1,0 +1,237 @@
+"""The public recognizer: ``Guesser`` (drawings, batches) and ``GuessSession`` (live, stroke by stroke)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from model.checkpoint import CheckpointError, read_checkpoint
+from model.network import create_model
+from model.raster import RasterSpec, rasterize
+from model.strokes import (
+    MAX_POINTS,
+    MAX_STROKES,
+    DrawingError,
+    drawing_frame,
+    simplify_drawing,
+    validate_drawing,
+    validate_stroke,
+)
+
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+DEFAULT_WEIGHTS = WEIGHTS_DIR / "griffon-default.pt"
+MAX_BATCH = 512
+
+
+@dataclass(frozen=True)
+class Guess:
+    """One guess: an official category label and its probability."""
+
+    label: str
+    prob: float
+
+
+class Guesser:
+    """A trained sketch recognizer. Thread-safe; inference runs without gradients on the CPU."""
+
+    def __init__(
+        self,
+        network: torch.nn.Module,
+        classes: list[str],
+        spec: RasterSpec,
+        temperature: float = 1.0,
+        metadata: dict[str, Any] | None = None,
+        flip_tta: bool = False,
+    ) -> None:
+        self.network = network.eval()
+        self.labels = list(classes)
+        self.spec = spec
+        self.temperature = float(temperature)
+        self.metadata = metadata or {}
+        self.flip_tta = flip_tta
+        self._index = {label: i for i, label in enumerate(self.labels)}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(
+        cls,
+        path: Path | str | None = None,
+        expected_classes: list[str] | None = None,
+        expected_raster: RasterSpec | None = None,
+        flip_tta: bool | None = None,
+    ) -> Guesser:
+        """Load a checkpoint (default: the shipped weights) and verify it; see ``read_checkpoint``."""
+        payload = read_checkpoint(path or DEFAULT_WEIGHTS, expected_classes, expected_raster)
+        arch = payload["architecture"]
+        spec: RasterSpec = payload["raster_spec"]
+        try:
+            network = create_model(
+                arch["name"],
+                in_channels=len(spec.channels),
+                num_classes=len(payload["classes"]),
+                **arch["kwargs"],
+            )
+            network.load_state_dict({k: v.float() for k, v in payload["state_dict"].items()})
+        except (RuntimeError, TypeError, ValueError, KeyError) as error:
+            raise CheckpointError(f"weights do not fit architecture {arch}: {error}") from error
+        metadata = {k: payload.get(k) for k in ("training", "metrics", "architecture", "input_contract")}
+        if flip_tta is None:
+            flip_tta = bool(payload.get("training", {}).get("flip_tta", False))
+        return cls(network, payload["classes"], spec, payload.get("temperature", 1.0), metadata, flip_tta)
+
+    # -- preprocessing -------------------------------------------------------------------------
+    def prepare(self, drawing: Any) -> np.ndarray:
+        """Validate, simplify and rasterize one drawing to a ``(channels, size, size)`` array."""
+        return rasterize(simplify_drawing(validate_drawing(drawing)), self.spec)
+
+    def _candidate_indices(self, candidates: Iterable[str] | None) -> np.ndarray | None:
+        if candidates is None:
+            return None
+        names = list(dict.fromkeys(candidates))
+        unknown = [name for name in names if name not in self._index]
+        if unknown:
+            raise ValueError(f"unknown candidate labels: {', '.join(unknown[:10])}")
+        if not names:
+            raise ValueError("the candidate list is empty")
+        return np.array([self._index[name] for name in names])
+
+    # -- inference -----------------------------------------------------------------------------
+    def probabilities_from_images(self, images: np.ndarray) -> np.ndarray:
+        """Class probabilities ``(batch, classes)`` for rasters ``(batch, channels, size, size)``."""
+        tensor = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
+        with self._lock, torch.inference_mode():
+            logits = self.network(tensor)
+            if self.flip_tta:
+                logits = (logits + self.network(torch.flip(tensor, dims=[3]))) / 2
+            probs = torch.softmax(logits / self.temperature, dim=1)
+        return probs.numpy()
+
+    def _rank(self, probs: np.ndarray, top_k: int, candidates: np.ndarray | None) -> list[Guess]:
+        if candidates is not None:
+            sub = probs[candidates]
+            sub = sub / max(float(sub.sum()), 1e-12)
+            order = np.argsort(-sub, kind="stable")[:top_k]
+            return [Guess(self.labels[candidates[i]], float(sub[i])) for i in order]
+        order = np.argsort(-probs, kind="stable")[:top_k]
+        return [Guess(self.labels[i], float(probs[i])) for i in order]
+
+    def guess(self, drawing: Any, top_k: int = 3, candidates: Iterable[str] | None = None) -> list[Guess]:
+        """Best ``top_k`` guesses for one drawing, optionally restricted to ``candidates`` (renormalised)."""
+        return self.guess_batch([drawing], top_k, candidates)[0]
+
+    def guess_batch(
+        self, drawings: Sequence[Any], top_k: int = 3, candidates: Iterable[str] | None = None
+    ) -> list[list[Guess]]:
+        """Guesses for many drawings in one forward pass (at most ``MAX_BATCH``)."""
+        if top_k < 1:
+            raise ValueError("top_k must be at least 1")
+        if not 1 <= len(drawings) <= MAX_BATCH:
+            raise ValueError(f"a batch holds 1 to {MAX_BATCH} drawings, got {len(drawings)}")
+        chosen = self._candidate_indices(candidates)
+        images = np.stack([self.prepare(drawing) for drawing in drawings])
+        probs = self.probabilities_from_images(images)
+        return [self._rank(row, top_k, chosen) for row in probs]
+
+    def probabilities(self, drawing: Any, candidates: Iterable[str] | None = None) -> dict[str, float]:
+        """Probability of every label (or of each candidate, renormalised) for one drawing."""
+        chosen = self._candidate_indices(candidates)
+        probs = self.probabilities_from_images(self.prepare(drawing)[None])[0]
+        if chosen is None:
+            return {label: float(p) for label, p in zip(self.labels, probs, strict=True)}
+        sub = probs[chosen] / max(float(probs[chosen].sum()), 1e-12)
+        return {self.labels[i]: float(p) for i, p in zip(chosen, sub, strict=True)}
+
+    def session(self, candidates: Iterable[str] | None = None, top_k: int = 5) -> GuessSession:
+        """A live session that takes strokes one at a time."""
+        return GuessSession(self, candidates, top_k)
+
+
+class GuessSession:
+    """Live guessing: strokes arrive one at a time; undo and clear are supported.
+
+    Work already done is reused: each stroke is validated once; its simplified form is kept while
+    the drawing's bounding box (hence the simplification frame) does not change; and the
+    probabilities after every stroke are kept, so ``undo`` costs no inference at all.
+    """
+
+    def __init__(self, guesser: Guesser, candidates: Iterable[str] | None = None, top_k: int = 5) -> None:
+        self.guesser = guesser
+        self.top_k = top_k
+        self.candidates = guesser._candidate_indices(candidates)
+        self._strokes: list[np.ndarray] = []
+        self._history: list[np.ndarray] = []  # probabilities after each stroke
+        self._frame: tuple[float, float, float] | None = None
+        self._simplified: list[np.ndarray] = []
+        self.inferences = 0
+
+    @property
+    def stroke_count(self) -> int:
+        """Number of strokes currently on the canvas."""
+        return len(self._strokes)
+
+    def add_stroke(self, stroke: Any) -> list[Guess]:
+        """Add one stroke (``[[x...], [y...](, [t...])]``) and return the current guesses."""
+        if len(self._strokes) >= MAX_STROKES:
+            raise DrawingError(f"too many strokes: more than {MAX_STROKES}")
+        points = validate_stroke(stroke, len(self._strokes))
+        if sum(len(s) for s in self._strokes) + len(points) > MAX_POINTS:
+            raise DrawingError(f"too many points in this drawing: more than {MAX_POINTS}")
+        self._strokes.append(points)
+        probs = self._infer()
+        self._history.append(probs)
+        return self._current()
+
+    def undo(self) -> list[Guess]:
+        """Remove the last stroke; returns the guesses as they were before it (no inference)."""
+        if not self._strokes:
+            return []
+        self._strokes.pop()
+        self._history.pop()
+        self._frame = None
+        return self._current()
+
+    def clear(self) -> None:
+        """Remove every stroke."""
+        self._strokes.clear()
+        self._history.clear()
+        self._frame = None
+        self._simplified = []
+
+    def guesses(self) -> list[Guess]:
+        """The current guesses (empty before the first stroke)."""
+        return self._current()
+
+    def probabilities(self) -> dict[str, float]:
+        """Current probability of every label (or candidate, renormalised); empty before any stroke."""
+        if not self._history:
+            return {}
+        probs = self._history[-1]
+        if self.candidates is None:
+            return {label: float(p) for label, p in zip(self.guesser.labels, probs, strict=True)}
+        sub = probs[self.candidates] / max(float(probs[self.candidates].sum()), 1e-12)
+        return {self.guesser.labels[i]: float(p) for i, p in zip(self.candidates, sub, strict=True)}
+
+    def _current(self) -> list[Guess]:
+        if not self._history:
+            return []
+        return self.guesser._rank(self._history[-1], self.top_k, self.candidates)
+
+    def _infer(self) -> np.ndarray:
+        frame = drawing_frame(self._strokes)
+        if frame[2] < 1e-9:  # a lone dot so far: nothing to recognise yet
+            probs = np.full(len(self.guesser.labels), 1.0 / len(self.guesser.labels))
+            return probs
+        if frame == self._frame and len(self._simplified) == len(self._strokes) - 1:
+            self._simplified.append(simplify_drawing([self._strokes[-1]], frame=frame)[0])
+        else:
+            self._simplified = simplify_drawing(self._strokes)
+        self._frame = frame
+        self.inferences += 1
+        image = rasterize(self._simplified, self.guesser.spec)
+        return self.guesser.probabilities_from_images(image[None])[0]

@@ -1,0 +1,169 @@
+"""Drawing validation and the Quick, Draw! simplification, shared by training and live guessing.
+
+A *drawing* is a list of strokes; a stroke is ``[[x...], [y...]]`` or ``[[x...], [y...], [t...]]``
+(the official Quick, Draw! formats), in any coordinate range. ``simplify_drawing`` applies exactly the
+preprocessing Google documents for the ``simplified`` files, so live canvas input and training data
+look alike:
+
+1. align the drawing to the top-left corner (minimum x and y become 0);
+2. uniformly scale it so that its largest extent is 255;
+3. resample every stroke with a 1-pixel spacing;
+4. simplify every stroke with Ramer–Douglas–Peucker, epsilon 2.0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+MAX_POINTS = 10_000
+MAX_STROKES = 1_000
+MAX_ABS_COORDINATE = 1e6
+RDP_EPSILON = 2.0
+SIMPLIFIED_EXTENT = 255.0
+
+Stroke = np.ndarray  # float64 array of shape (n_points, 2)
+
+
+class DrawingError(ValueError):
+    """A drawing that cannot be read: empty, malformed, non-finite, too large or degenerate."""
+
+
+def validate_drawing(
+    drawing: Any, max_points: int = MAX_POINTS, max_strokes: int = MAX_STROKES
+) -> list[Stroke]:
+    """Check a drawing in Quick, Draw! stroke format and return its strokes as ``(n, 2)`` arrays.
+
+    Raises :class:`DrawingError` with a readable message for anything that is not a usable drawing.
+    """
+    if not isinstance(drawing, Sequence) or isinstance(drawing, (str, bytes)):
+        raise DrawingError("a drawing must be a list of strokes")
+    if len(drawing) == 0:
+        raise DrawingError("the drawing is empty (no strokes)")
+    if len(drawing) > max_strokes:
+        raise DrawingError(f"too many strokes: {len(drawing)} > {max_strokes}")
+    strokes: list[Stroke] = []
+    total = 0
+    for index, stroke in enumerate(drawing):
+        points = validate_stroke(stroke, index)
+        total += len(points)
+        if total > max_points:
+            raise DrawingError(f"too many points: more than {max_points}")
+        strokes.append(points)
+    if total < 2:
+        raise DrawingError("a single point is not a drawing")
+    every = np.concatenate(strokes)
+    if np.ptp(every, axis=0).max() < 1e-9:
+        raise DrawingError("the drawing has no extent (all points are the same)")
+    return strokes
+
+
+def validate_stroke(stroke: Any, index: int = 0, max_points: int = MAX_POINTS) -> Stroke:
+    """Check one stroke and return it as an ``(n, 2)`` float array (a single point is allowed)."""
+    if not isinstance(stroke, Sequence) or isinstance(stroke, (str, bytes)) or len(stroke) not in (2, 3):
+        raise DrawingError(f"stroke {index} must be [[x...], [y...]] or [[x...], [y...], [t...]]")
+    xs, ys = stroke[0], stroke[1]
+    if not isinstance(xs, Sequence) or not isinstance(ys, Sequence) or len(xs) != len(ys):
+        raise DrawingError(f"stroke {index}: x and y must be lists of the same length")
+    if len(xs) == 0:
+        raise DrawingError(f"stroke {index} has no points")
+    if len(xs) > max_points:
+        raise DrawingError(f"too many points: more than {max_points}")
+    try:
+        points = np.asarray([xs, ys], dtype=np.float64).T
+    except (TypeError, ValueError) as error:
+        raise DrawingError(f"stroke {index}: coordinates must be numbers") from error
+    if points.ndim != 2 or points.shape[1] != 2:
+        raise DrawingError(f"stroke {index}: coordinates must be flat lists of numbers")
+    if not np.isfinite(points).all():
+        raise DrawingError(f"stroke {index}: coordinates must be finite (no NaN or infinity)")
+    if np.abs(points).max() > MAX_ABS_COORDINATE:
+        raise DrawingError(f"stroke {index}: coordinates beyond ±{MAX_ABS_COORDINATE:g}")
+    return points
+
+
+def resample(points: Stroke, spacing: float = 1.0) -> Stroke:
+    """Resample a polyline at a regular arc-length spacing, keeping both end points."""
+    if len(points) < 2:
+        return points.copy()
+    steps = np.linalg.norm(np.diff(points, axis=0), axis=1)
+    arc = np.concatenate([[0.0], np.cumsum(steps)])
+    length = arc[-1]
+    if length <= spacing:
+        return points[[0, -1]].copy()
+    samples = np.append(np.arange(0.0, length, spacing), length)
+    return np.stack([np.interp(samples, arc, points[:, 0]), np.interp(samples, arc, points[:, 1])], 1)
+
+
+def rdp(points: Stroke, epsilon: float = RDP_EPSILON) -> Stroke:
+    """Ramer–Douglas–Peucker simplification (iterative, vectorised distance computation)."""
+    n = len(points)
+    if n < 3:
+        return points.copy()
+    keep = np.zeros(n, dtype=bool)
+    keep[0] = keep[-1] = True
+    stack = [(0, n - 1)]
+    while stack:
+        first, last = stack.pop()
+        if last - first < 2:
+            continue
+        start, end = points[first], points[last]
+        inner = points[first + 1 : last]
+        direction = end - start
+        norm = math.hypot(direction[0], direction[1])
+        if norm < 1e-12:
+            distances = np.linalg.norm(inner - start, axis=1)
+        else:
+            distances = (
+                np.abs(direction[0] * (inner[:, 1] - start[1]) - direction[1] * (inner[:, 0] - start[0]))
+                / norm
+            )
+        index = int(np.argmax(distances))
+        if distances[index] > epsilon:
+            split = first + 1 + index
+            keep[split] = True
+            stack.append((first, split))
+            stack.append((split, last))
+    return points[keep]
+
+
+def drawing_frame(strokes: Sequence[Stroke]) -> tuple[float, float, float]:
+    """``(min_x, min_y, extent)``: the frame the simplification aligns and scales to."""
+    every = np.concatenate(strokes)
+    origin = every.min(axis=0)
+    return float(origin[0]), float(origin[1]), float(np.ptp(every, axis=0).max())
+
+
+def simplify_drawing(
+    strokes: Sequence[Stroke],
+    epsilon: float = RDP_EPSILON,
+    frame: tuple[float, float, float] | None = None,
+) -> list[Stroke]:
+    """Apply Google's ``simplified`` preprocessing to validated strokes (see module docstring).
+
+    ``frame`` (from :func:`drawing_frame` of the whole drawing) lets a caller simplify some strokes
+    of a larger drawing on their own, as a live session does for each new stroke.
+    """
+    min_x, min_y, extent = frame if frame is not None else drawing_frame(strokes)
+    origin = np.array([min_x, min_y])
+    scale = SIMPLIFIED_EXTENT / extent if extent > 0 else 1.0
+    simplified = []
+    for stroke in strokes:
+        scaled = (stroke - origin) * scale
+        simplified.append(rdp(resample(scaled, 1.0), epsilon))
+    return simplified
+
+
+def to_quickdraw(strokes: Sequence[Stroke], decimals: int = 0) -> list[list[list[float]]]:
+    """Convert ``(n, 2)`` arrays back to Quick, Draw! ``[[x...], [y...]]`` lists."""
+    out = []
+    for stroke in strokes:
+        rounded = np.round(stroke, decimals)
+        if decimals == 0:
+            out.append([rounded[:, 0].astype(int).tolist(), rounded[:, 1].astype(int).tolist()])
+        else:
+            out.append([rounded[:, 0].tolist(), rounded[:, 1].tolist()])
+    return out

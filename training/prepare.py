@@ -1,0 +1,144 @@
+"""Data preparation: read a Quick, Draw! folder once and write simplified strokes as arrays + ``meta.json``.
+
+Re-runnable and deterministic: preparing the same folder twice gives identical arrays and metadata.
+Every drawing goes through :func:`model.strokes.simplify_drawing` (the dataset's own preprocessing),
+so raw and simplified files end up alike. Drawings our validator refuses are counted, not kept.
+
+Arrays (``drawings.npz``): ``points`` (all points, float32 ``(P, 2)``), ``stroke_ends`` (end offset of
+every stroke into ``points``), ``drawing_ends`` (end offset of every drawing into the strokes),
+``labels`` (class index per drawing), ``splits`` (0 = train, 1 = validation, 2 = dev: a part of the
+training split that experiments hold out to choose settings without touching validation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from model.strokes import DrawingError, simplify_drawing, validate_drawing
+from training.data import ReadStats, assign_splits, key_hash, load_dataset, read_categories
+
+SPLIT_CODES = {"train": 0, "val": 1, "dev": 2}
+DEV_FRACTION = (0.10, 0.20)  # hash-fraction band of the training split used as the dev holdout
+
+
+@dataclass
+class PreparedData:
+    """Simplified drawings in flat arrays, with their labels and split codes."""
+
+    points: np.ndarray
+    stroke_ends: np.ndarray
+    drawing_ends: np.ndarray
+    labels: np.ndarray
+    splits: np.ndarray
+    classes: list[str]
+    meta: dict
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def strokes(self, index: int) -> list[np.ndarray]:
+        """The simplified strokes of drawing ``index`` as ``(n, 2)`` float arrays."""
+        first = 0 if index == 0 else int(self.drawing_ends[index - 1])
+        last = int(self.drawing_ends[index])
+        out = []
+        for stroke in range(first, last):
+            start = 0 if stroke == 0 else int(self.stroke_ends[stroke - 1])
+            out.append(self.points[start : int(self.stroke_ends[stroke])].astype(np.float64))
+        return out
+
+    def indices(self, split: str) -> np.ndarray:
+        """Indices of one split: ``train`` (includes dev unless excluded by the caller), ``val``, ``dev``."""
+        if split == "train":
+            return np.flatnonzero(self.splits != SPLIT_CODES["val"])
+        return np.flatnonzero(self.splits == SPLIT_CODES[split])
+
+
+def _dev(key_id: str) -> bool:
+    fraction = key_hash(key_id) / 2**64
+    return DEV_FRACTION[0] <= fraction < DEV_FRACTION[1]
+
+
+def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None) -> PreparedData:
+    """Read ``root`` and write ``out/drawings.npz`` and ``out/meta.json``; return the prepared data."""
+    out = Path(out)
+    classes = classes or read_categories(root)
+    stats = ReadStats()
+    records = load_dataset(root, "all", categories=classes, stats=stats)
+    split_of = assign_splits(records)
+    index_of = {name: i for i, name in enumerate(classes)}
+    records.sort(key=lambda r: (index_of[r.word], r.key_id))
+    points, stroke_ends, drawing_ends, labels, splits, rejected = [], [], [], [], [], 0
+    total_points = total_strokes = 0
+    for record in tqdm(records, desc="prepare", unit="drawing", leave=False):
+        try:
+            strokes = simplify_drawing(validate_drawing(record.strokes))
+        except DrawingError:
+            rejected += 1
+            continue
+        for stroke in strokes:
+            points.append(stroke.astype(np.float32))
+            total_points += len(stroke)
+            stroke_ends.append(total_points)
+        total_strokes += len(strokes)
+        drawing_ends.append(total_strokes)
+        labels.append(index_of[record.word])
+        code = split_of[record.key_id]
+        splits.append(SPLIT_CODES["dev"] if code == "train" and _dev(record.key_id) else SPLIT_CODES[code])
+    data = PreparedData(
+        points=np.concatenate(points),
+        stroke_ends=np.asarray(stroke_ends, dtype=np.int64),
+        drawing_ends=np.asarray(drawing_ends, dtype=np.int64),
+        labels=np.asarray(labels, dtype=np.int64),
+        splits=np.asarray(splits, dtype=np.int8),
+        classes=list(classes),
+        meta={},
+    )
+    digest = hashlib.sha256()
+    for array in (data.points, data.stroke_ends, data.drawing_ends, data.labels, data.splits):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    data.meta = {
+        "source": str(Path(root).resolve()),
+        "classes": data.classes,
+        "drawings": len(data),
+        "per_split": {name: int((data.splits == code).sum()) for name, code in SPLIT_CODES.items()},
+        "rejected_drawings": rejected,
+        "corrupt_records": stats.corrupt,
+        "duplicates": stats.duplicates,
+        "sha256": digest.hexdigest(),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez(
+        out / "drawings.npz",
+        points=data.points,
+        stroke_ends=data.stroke_ends,
+        drawing_ends=data.drawing_ends,
+        labels=data.labels,
+        splits=data.splits,
+    )
+    (out / "meta.json").write_text(json.dumps(data.meta, indent=1, sort_keys=True), encoding="utf-8")
+    return data
+
+
+def load_prepared(out: Path | str) -> PreparedData:
+    """Read what :func:`prepare` wrote."""
+    out = Path(out)
+    meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+    with np.load(out / "drawings.npz") as arrays:
+        return PreparedData(**{k: arrays[k] for k in arrays.files}, classes=meta["classes"], meta=meta)
+
+
+def prepare_cached(root: Path | str, cache_dir: Path | str, classes: list[str] | None = None) -> PreparedData:
+    """Prepared data for ``root``, re-used from ``cache_dir`` when it was prepared from the same folder."""
+    cache_dir = Path(cache_dir)
+    meta_path = cache_dir / "meta.json"
+    if meta_path.is_file():
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("source") == str(Path(root).resolve()) and (classes is None or meta["classes"] == classes):
+            return load_prepared(cache_dir)
+    return prepare(root, cache_dir, classes)

@@ -1,0 +1,366 @@
+"""Train the sketch recognizer. Reads top to bottom: settings, data, model, loop, checkpoint.
+
+    python -m training.train --help                 # every setting
+    python -m training.train --preset shipped       # the shipped model (≈ 1 h on 2 CPU cores)
+    torchrun --nproc_per_node=2 -m training.train --preset tiny   # the same, distributed (DDP)
+
+Settings come from the dataclass below, then a preset file (``training/presets/<name>.yaml``), then
+command-line flags. Under ``torchrun`` each process trains on its share of every epoch's
+class-balanced sample and gradients are averaged (DistributedDataParallel; gloo on CPU, nccl on GPU);
+only rank 0 evaluates and writes files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import yaml
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+from tqdm import tqdm
+
+from model.checkpoint import save_checkpoint
+from model.network import create_model
+from model.raster import RasterSpec, rasterize
+from training.augment import AugmentConfig, augment
+from training.data import default_data_root
+from training.metrics import headline_metrics
+from training.prepare import PreparedData, prepare_cached
+
+PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+
+
+# -- settings ------------------------------------------------------------------------------------
+@dataclass
+class TrainConfig:
+    """Every training setting (each one is a ``--flag`` of the command line)."""
+
+    data: str = ""  # Quick, Draw! folder; empty = $GRIFFON_DATA or the shared folder
+    out: str = "runs/latest"  # where the checkpoint, model card and metrics go
+    cache: str = "runs/prepared"  # prepared-data cache
+    holdout: str = "val"  # what to leave out and report on: "val" (shipped) or "dev" (experiments)
+    categories: str = ""  # comma-separated subset of classes (empty = all)
+    architecture: str = "resnet"
+    widths: str = "32,64,128,256"
+    blocks: str = "1,1,1,1"
+    dropout: float = 0.3
+    size: int = 48
+    line_width: float = 1.6
+    channels: str = "ink,order"
+    epochs: int = 40
+    per_class: int = 32  # drawings per class and epoch (class-balanced sampling)
+    batch_size: int = 128
+    lr: float = 3e-3
+    weight_decay: float = 0.05
+    label_smoothing: float = 0.1
+    warmup_epochs: float = 1.0
+    workers: int = 1
+    threads: int = 0  # torch intra-op threads per process (0 = leave torch's default)
+    bf16: str = "auto"  # bf16 autocast on CPUs that support it: auto | on | off
+    flip_tta: bool = False  # average with the mirrored image at inference
+    seed: int = 0
+    eval_every: int = 10  # epochs between evaluations (0 = only at the end)
+    max_minutes: float = 0.0  # stop early after this much wall time (0 = no limit)
+    half_weights: bool = True  # store float16 weights (half the file size)
+    augment: dict = field(default_factory=lambda: AugmentConfig().to_dict())
+
+    def raster_spec(self) -> RasterSpec:
+        """The raster spec of this run (the checkpoint's input contract)."""
+        channels = tuple(c for c in self.channels.split(",") if c)
+        return RasterSpec(size=self.size, line_width=self.line_width, channels=channels)
+
+    def architecture_kwargs(self) -> dict:
+        """Keyword arguments for :func:`model.network.create_model` (besides channels and classes)."""
+        kwargs: dict = {"widths": [int(w) for w in self.widths.split(",")], "dropout": self.dropout}
+        if self.architecture == "resnet":
+            kwargs["blocks"] = [int(b) for b in self.blocks.split(",")]
+        return kwargs
+
+
+def parse_config(argv: list[str] | None = None) -> TrainConfig:
+    """Defaults ← preset file ← flags."""
+    parser = argparse.ArgumentParser(prog="griffon train", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", default="", help=f"a preset name in {PRESETS_DIR} or a YAML path")
+    for item in fields(TrainConfig):
+        if item.name == "augment":
+            parser.add_argument("--augment", type=json.loads, help="JSON overrides of the augmentation")
+            continue
+        default = item.default
+        kind = type(default)
+        if kind is bool:
+            parser.add_argument(f"--{item.name.replace('_', '-')}", type=_bool, help=f"default {default}")
+        else:
+            parser.add_argument(f"--{item.name.replace('_', '-')}", type=kind, help=f"default {default!r}")
+    args = parser.parse_args(argv)
+    config = TrainConfig()
+    if args.preset:
+        path = Path(args.preset)
+        path = path if path.suffix else PRESETS_DIR / f"{args.preset}.yaml"
+        if not path.is_file():
+            parser.error(f"no preset {args.preset!r} (looked for {path})")
+        for key, value in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items():
+            _set(config, key, value, parser)
+    for key, value in vars(args).items():
+        if key != "preset" and value is not None:
+            _set(config, key, value, parser)
+    return config
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"not a boolean: {text}")
+
+
+def _set(config: TrainConfig, key: str, value: object, parser: argparse.ArgumentParser) -> None:
+    if not hasattr(config, key):
+        parser.error(f"unknown setting {key!r}")
+    if key == "augment":
+        value = {**config.augment, **dict(value)}  # type: ignore[arg-type]
+        AugmentConfig(**value)  # validate names
+    setattr(config, key, value)
+
+
+# -- data ----------------------------------------------------------------------------------------
+class AugmentedDrawings(Dataset):
+    """Random augmented rasters of the chosen drawings; the RNG depends on (seed, epoch, position)."""
+
+    def __init__(self, data: PreparedData, order: np.ndarray, spec: RasterSpec, config: TrainConfig, epoch: int):
+        self.data, self.order, self.spec = data, order, spec
+        self.augment = AugmentConfig(**config.augment)
+        self.seed, self.epoch = config.seed, epoch
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, position: int) -> tuple[torch.Tensor, int]:
+        index = int(self.order[position])
+        rng = np.random.default_rng((self.seed, self.epoch, position))
+        strokes = augment(self.data.strokes(index), rng, self.augment)
+        return torch.from_numpy(rasterize(strokes, self.spec)), int(self.data.labels[index])
+
+
+def balanced_epoch(labels: np.ndarray, pool: np.ndarray, per_class: int, rng: np.random.Generator) -> np.ndarray:
+    """``per_class`` drawings of every class (cycling through a class's drawings without
+    replacement before repeating one), shuffled. Large classes are sub-sampled, small ones repeated."""
+    chosen = []
+    for label in np.unique(labels[pool]):
+        members = pool[labels[pool] == label]
+        repeats = math.ceil(per_class / len(members))
+        cycle = np.concatenate([rng.permutation(members) for _ in range(repeats)])
+        chosen.append(cycle[:per_class])
+    return rng.permutation(np.concatenate(chosen))
+
+
+# -- distributed ---------------------------------------------------------------------------------
+def setup_distributed() -> tuple[int, int, torch.device]:
+    """Join the process group when launched by torchrun; return (rank, world size, device)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return 0, 1, torch.device("cpu")
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    dist.init_process_group(backend)
+    rank = dist.get_rank()
+    if backend == "nccl":
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        return rank, world, torch.device("cuda", local)
+    return rank, world, torch.device("cpu")
+
+
+def use_bf16(setting: str, device: torch.device) -> bool:
+    """bf16 autocast when asked, or on ``auto`` when the CPU has native bf16 (or on a GPU)."""
+    if setting == "on":
+        return True
+    if setting == "off":
+        return False
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+# -- training ------------------------------------------------------------------------------------
+def train(config: TrainConfig) -> dict:
+    """Run one training; returns the final metrics (rank 0) and writes the checkpoint + card."""
+    rank, world, device = setup_distributed()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    root = Path(config.data) if config.data else default_data_root()
+    wanted = [c for c in config.categories.split(",") if c] or None
+    cache = Path(config.cache) / ("all" if wanted is None else f"subset-{abs(hash(tuple(wanted))) % 10**8}")
+    if rank == 0:
+        data = prepare_cached(root, cache, wanted)
+    if world > 1:
+        dist.barrier()
+    if rank != 0:
+        data = prepare_cached(root, cache, wanted)
+    spec = config.raster_spec()
+    held_out = data.indices(config.holdout)
+    pool = np.setdiff1d(data.indices("train"), held_out)
+    arch_kwargs = config.architecture_kwargs()
+    network = create_model(
+        config.architecture, in_channels=len(spec.channels), num_classes=len(data.classes), **arch_kwargs
+    ).to(device)
+    model: nn.Module = network
+    if world > 1:
+        model = nn.parallel.DistributedDataParallel(network, device_ids=[device.index] if device.type == "cuda" else None)
+    optimizer = torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    steps_per_epoch = math.ceil(len(data.classes) * config.per_class / world / config.batch_size)
+    total_steps = steps_per_epoch * config.epochs
+    warmup = max(1, int(config.warmup_epochs * steps_per_epoch))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer,
+        lambda step: min(1.0, (step + 1) / warmup)
+        * 0.5
+        * (1 + math.cos(math.pi * min(1.0, step / max(total_steps, 1)))),
+    )
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
+    bf16 = use_bf16(config.bf16, device)
+    log: list[dict] = []
+    started = time.perf_counter()
+    samples = 0
+    for epoch in range(config.epochs):
+        model.train()
+        order = balanced_epoch(data.labels, pool, config.per_class, np.random.default_rng((config.seed, epoch)))
+        order = order[rank::world]
+        loader = DataLoader(
+            AugmentedDrawings(data, order, spec, config, epoch),
+            batch_size=config.batch_size,
+            shuffle=False,
+            num_workers=config.workers,
+            persistent_workers=False,
+        )
+        running, seen = 0.0, 0
+        bar = tqdm(loader, desc=f"epoch {epoch + 1}/{config.epochs}", disable=rank != 0, leave=False)
+        for images, labels in bar:
+            images, labels = images.to(device), labels.to(device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                loss = loss_fn(model(images), labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            running += float(loss.detach()) * len(labels)
+            seen += len(labels)
+            bar.set_postfix(loss=f"{running / seen:.3f}")
+        samples += seen * world
+        entry = {"epoch": epoch + 1, "loss": running / max(seen, 1), "seconds": time.perf_counter() - started}
+        last = epoch + 1 == config.epochs
+        out_of_time = config.max_minutes and (time.perf_counter() - started) / 60 > config.max_minutes
+        if rank == 0 and (last or out_of_time or (config.eval_every and (epoch + 1) % config.eval_every == 0)):
+            entry.update(evaluate(network, data, held_out, spec, device, config.flip_tta, quick=not last))
+        if rank == 0:
+            tqdm.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in entry.items()}))
+        log.append(entry)
+        if out_of_time:
+            if rank == 0 and "full_top1" not in entry:
+                entry.update(evaluate(network, data, held_out, spec, device, config.flip_tta, quick=False))
+            break
+    elapsed = time.perf_counter() - started
+    metrics = {k: v for k, v in log[-1].items() if k not in ("epoch", "loss", "seconds")}
+    metrics.update(
+        held_out=config.holdout,
+        epochs_run=len(log),
+        train_seconds=round(elapsed, 1),
+        train_samples_per_second=round(samples / elapsed, 1),
+        train_drawings=int(len(pool)),
+    )
+    if rank == 0:
+        write_outputs(config, network, data, spec, arch_kwargs, metrics, log)
+    if world > 1:
+        dist.barrier()
+        dist.destroy_process_group()
+    return metrics
+
+
+def evaluate(
+    network: nn.Module,
+    data: PreparedData,
+    indices: np.ndarray,
+    spec: RasterSpec,
+    device: torch.device,
+    flip_tta: bool,
+    quick: bool,
+) -> dict:
+    """Headline metrics on held-out drawings (``quick``: full drawings only, for progress logs)."""
+    network.eval()
+
+    def predict(images: np.ndarray) -> np.ndarray:
+        tensor = torch.from_numpy(images).to(device)
+        with torch.inference_mode():
+            logits = network(tensor)
+            if flip_tta:
+                logits = (logits + network(torch.flip(tensor, dims=[3]))) / 2
+            return torch.softmax(logits.float(), dim=1).cpu().numpy()
+
+    drawings = [data.strokes(int(i)) for i in indices]
+    labels = data.labels[indices]
+    if quick:
+        from training.metrics import rasterize_all, topk_accuracy
+
+        probs = np.concatenate(
+            [predict(rasterize_all(drawings[s : s + 256], spec)) for s in range(0, len(drawings), 256)]
+        )
+        result = {"full_top1": topk_accuracy(probs, labels, 1), "full_top3": topk_accuracy(probs, labels, 3)}
+    else:
+        result = headline_metrics(predict, drawings, labels, spec)
+    network.train()
+    return result
+
+
+def write_outputs(
+    config: TrainConfig,
+    network: nn.Module,
+    data: PreparedData,
+    spec: RasterSpec,
+    arch_kwargs: dict,
+    metrics: dict,
+    log: list[dict],
+) -> None:
+    """Write ``model.pt``, ``metrics.json``, ``train_log.json`` and ``MODEL_CARD.md`` under ``config.out``."""
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    training = asdict(config)
+    training["command"] = "griffon train " + " ".join(sys.argv[1:])
+    training["data_sha256"] = data.meta["sha256"]
+    save_checkpoint(
+        out / "model.pt",
+        architecture=config.architecture,
+        architecture_kwargs=arch_kwargs,
+        classes=data.classes,
+        spec=spec,
+        state_dict=network.state_dict(),
+        training=training,
+        metrics=metrics,
+        half=config.half_weights,
+    )
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
+    (out / "train_log.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
+    from training.model_card import write_model_card
+
+    write_model_card(out / "MODEL_CARD.md", config, data.meta, metrics, network)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command-line entry point."""
+    train(parse_config(argv))
+
+
+if __name__ == "__main__":
+    main()
