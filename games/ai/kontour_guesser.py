@@ -4,7 +4,7 @@ Policy (all times in seconds, every knob from `KontourGuesserLevel`):
 
 1. ``observe(probs, now)`` after each stroke: the distribution is perturbed once with the level's
    noise and temperature (so the AI is consistently wrong in its own way, not flickering), and
-   becomes *visible* at ``now + reaction_s``.
+   becomes *visible* at ``now + reaction_s`` (times a random factor ``1 ± reaction_jitter``).
 2. ``decide(now)``: take the latest visible distribution, multiply the words related to a guess
    marked « proche » by ``close_boost`` and a guess marked « hors sujet » and its relatives by
    ``off_topic_factor``, drop every word already said (by anyone) this turn, renormalise, and say
@@ -91,7 +91,9 @@ class KontourGuesser:
             allowed = set(self.candidates)
             probs = {k: p for k, p in probs.items() if k in allowed}
         noisy = perturb(probs, self.rng, self.level.noise, self.level.temperature)
-        self._observations.append(_Observation(now + self.level.reaction_s, noisy))
+        jitter = self.level.reaction_jitter
+        delay = self.level.reaction_s * (1 + jitter * (2 * self.rng.random() - 1) if jitter else 1)
+        self._observations.append(_Observation(now + delay, noisy))
 
     def heard(self, key: str) -> None:
         """Another player said `key` and it was wrong: never say it."""

@@ -25,6 +25,7 @@ class KontourGuesserLevel(_Frozen):
     """How a Kontour AI guesser perceives and speaks (see docs/AI_PLAYERS.md)."""
 
     reaction_s: float = Field(ge=0)
+    reaction_jitter: float = Field(default=0.0, ge=0, le=1)
     threshold: float = Field(gt=0, le=1)
     threshold_floor: float = Field(gt=0, le=1)
     noise: float = Field(ge=0)

@@ -17,7 +17,8 @@ ours, each correct with probability ``others_accuracy``, ``C`` = ``wrong_cost``)
 - wait one more stroke: ``p' = p + (1 - p) * learn_rate`` if the opponent is still drawing (else
   ``p' = p``), and ``s' = s + open * others_commit_rate`` more cards ahead (``open`` = players who
   may still guess that stack): ``EV_wait = p' * V(s') - (1 - p') * C``.
-- commit when ``EV_now >= EV_wait`` and ``EV_now >= min_ev``; one commit per ``think_s``.
+- commit when ``EV_now >= EV_wait`` and ``EV_now >= min_ev``; one commit per ``think_s``; a
+  number already played on another stack is never played again (one guessing card per number).
 """
 
 from __future__ import annotations
@@ -206,7 +207,9 @@ class PictomaniaGuesser:
                 continue
             if all(t > now for t, _ in self._seen[opp]):
                 continue
-            row = marg[opp]
+            row = marg[opp].copy()
+            for used in self.committed.values():  # one guessing card per number
+                row[used - 1] = -1.0
             index = int(np.argmax(row))
             ev_now, ev_wait = self.evaluate(float(row[index]), states.get(opp, OpponentState()))
             if ev_now >= ev_wait and ev_now >= self.level.min_ev:

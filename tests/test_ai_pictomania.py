@@ -1,0 +1,179 @@
+"""Pictomania AI: joint reasoning over opponents' numbers and the commit-or-wait policy."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from games.ai import (
+    OpponentState,
+    PictomaniaAIError,
+    PictomaniaGuesser,
+    independent_number_marginals,
+    joint_number_marginals,
+)
+from games.ai.levels import PictomaniaGuesserLevel
+from games.ai.pictomania_guesser import expected_token
+
+LEVEL = PictomaniaGuesserLevel(
+    reaction_s=0.0,
+    noise=0.0,
+    temperature=1.0,
+    think_s=0.0,
+    wrong_cost=1.5,
+    learn_rate=0.25,
+    others_commit_rate=0.3,
+    others_accuracy=0.6,
+    min_ev=0.2,
+)
+# 6 cards x 7 words: card s, number n -> "w<s><n>"
+CARDS = [[f"w{s}{n}" for n in range(1, 8)] for s in range(6)]
+
+
+def brute_force(lik: np.ndarray, free_s: list[int], free_n: list[int]) -> np.ndarray:
+    n_opp = lik.shape[0]
+    out = np.zeros((n_opp, 7))
+    for syms in itertools.permutations(free_s, n_opp):
+        for nums in itertools.permutations(free_n, n_opp):
+            w = np.prod([lik[j, syms[j], nums[j]] for j in range(n_opp)])
+            for j in range(n_opp):
+                out[j, nums[j]] += w
+    return out / out.sum(axis=1, keepdims=True)
+
+
+def test_joint_marginals_match_brute_force_enumeration() -> None:
+    rng = np.random.default_rng(0)
+    lik = rng.random((3, 6, 7))
+    free_s, free_n = [0, 1, 3, 4, 5], [0, 1, 2, 4, 5, 6]
+    got = joint_number_marginals(lik, free_s, free_n)
+    np.testing.assert_allclose(got, brute_force(lik, free_s, free_n), atol=1e-12)
+    assert np.allclose(got.sum(axis=1), 1.0)
+    assert np.all(got[:, 3] == 0)  # the AI's own number
+
+
+def test_all_different_numbers_change_the_reading_of_an_ambiguous_drawing() -> None:
+    # Opponent A clearly draws w13 (number 3). Opponent B is ambiguous: w23 or w35, leaning w23.
+    lik = np.full((2, 6, 7), 1e-3)
+    lik[0, 1, 2] = 0.95
+    lik[1, 2, 2] = 0.55
+    lik[1, 3, 4] = 0.40
+    free_s, free_n = [1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6]  # the AI holds symbol 0, number 1
+    alone = independent_number_marginals(lik, free_s, free_n)
+    joint = joint_number_marginals(lik, free_s, free_n)
+    assert int(np.argmax(alone[1])) + 1 == 3
+    assert int(np.argmax(joint[1])) + 1 == 5
+    assert joint[1, 4] > 0.9
+
+
+def probs_for(word_probs: dict[str, float]) -> dict[str, float]:
+    rest = 1.0 - sum(word_probs.values())
+    others = [w for card in CARDS for w in card if w not in word_probs]
+    return word_probs | {w: rest / len(others) for w in others}
+
+
+def make(joint: bool = True, level: PictomaniaGuesserLevel = LEVEL) -> PictomaniaGuesser:
+    return PictomaniaGuesser(
+        level=level,
+        rng=random.Random(0),
+        cards=CARDS,
+        my_symbol=0,
+        my_number=1,
+        opponents=["ana", "bob"],
+        tokens=[3, 2],
+        joint=joint,
+    )
+
+
+def test_joint_reasoning_changes_the_committed_guess() -> None:
+    # Alone, bob's drawing is a coin toss between 3 and 5 (and 3 is already played on ana):
+    # a cautious AI (min_ev 1) does not bet on it. Jointly, ana's clear 3 makes bob a sure 5.
+    decisions = {}
+    cautious = LEVEL.model_copy(update={"min_ev": 1.0})
+    for joint in (True, False):
+        ai = make(joint, level=cautious)
+        ai.observe("ana", probs_for({"w13": 0.9}), now=0.0)
+        ai.observe("bob", probs_for({"w23": 0.5, "w35": 0.45}), now=0.0)
+        done = {"ana": OpponentState(drawing_done=True), "bob": OpponentState(drawing_done=True)}
+        first = ai.decide(1.0, done)
+        second = ai.decide(2.0, done)
+        decisions[joint] = {c.opponent: c.number for c in (first, second) if c is not None}
+    assert decisions[True] == {"ana": 3, "bob": 5}
+    assert decisions[False] == {"ana": 3}
+
+
+def test_sure_early_guess_is_committed_at_once() -> None:
+    ai = make()
+    ai.observe("ana", probs_for({"w24": 0.97}), now=0.0)
+    commit = ai.decide(0.5, {"ana": OpponentState(stack=0)})
+    assert commit is not None and (commit.opponent, commit.number) == ("ana", 4)
+    assert commit.ev_now >= commit.ev_wait
+    assert ai.decide(1.0, {}) is None  # one guess per opponent, bob not seen yet
+
+
+def test_unsure_guess_waits_while_the_opponent_draws_then_commits_when_done() -> None:
+    ai = make()
+    ai.observe("ana", probs_for({"w24": 0.62, "w36": 0.3}), now=0.0)
+    assert ai.decide(1.0, {"ana": OpponentState(drawing_done=False)}) is None
+    commit = ai.decide(2.0, {"ana": OpponentState(drawing_done=True)})
+    assert commit is not None and commit.number == 4
+
+
+def test_hopeless_guess_is_never_committed_and_the_ai_can_finish() -> None:
+    ai = make()
+    flat = probs_for({})
+    ai.observe("ana", flat, now=0.0)
+    ai.observe("bob", flat, now=0.0)
+    done = {p: OpponentState(drawing_done=True) for p in ("ana", "bob")}
+    assert ai.decide(1.0, done) is None
+    assert ai.finished(1.0, done)
+    assert not ai.finished(1.0, {"ana": OpponentState(drawing_done=False)})
+
+
+def test_more_cards_ahead_make_waiting_costlier() -> None:
+    ai = make()
+    ev_now_empty, ev_wait_empty = ai.evaluate(0.7, OpponentState(stack=0))
+    ev_now_full, _ = ai.evaluate(0.7, OpponentState(stack=1))
+    assert ev_now_full < ev_now_empty
+    assert ev_wait_empty > ev_now_empty  # early and still drawing: worth waiting at 0.7
+
+
+def test_expected_token_by_position() -> None:
+    assert expected_token([3, 2, 2], 0, 0.6) == 3
+    assert expected_token([3, 2, 2], 1, 1.0) == 2
+    assert expected_token([3, 2, 2], 1, 0.0) == 3
+    assert expected_token([3, 2], 2, 1.0) == 0
+    assert expected_token([3, 2, 2], 0.5, 1.0) == pytest.approx(2.5)
+
+
+def test_reaction_delay_and_think_time() -> None:
+    level = LEVEL.model_copy(update={"reaction_s": 1.0, "think_s": 2.0})
+    ai = make(level=level)
+    ai.observe("ana", probs_for({"w24": 0.97}), now=0.0)
+    ai.observe("bob", probs_for({"w36": 0.97}), now=0.0)
+    assert ai.decide(0.5, {}) is None
+    assert ai.decide(1.0, {}) is not None
+    assert ai.decide(2.0, {}) is None
+    assert ai.decide(3.0, {}) is not None
+
+
+def test_bad_tables_raise_typed_errors() -> None:
+    ai = make()
+    with pytest.raises(PictomaniaAIError, match="unknown opponent"):
+        ai.observe("zoe", {}, now=0.0)
+    with pytest.raises(PictomaniaAIError, match="my_number"):
+        PictomaniaGuesser(LEVEL, random.Random(0), CARDS, 0, 8, ["a"], [3, 2])
+    with pytest.raises(PictomaniaAIError, match="distinct"):
+        joint_number_marginals(np.ones((3, 6, 7)), [1, 2], [1, 2, 3])
+
+
+def test_a_number_card_is_used_once() -> None:
+    ai = make()
+    ai.observe("ana", probs_for({"w24": 0.97}), now=0.0)
+    ai.observe("bob", probs_for({"w34": 0.5, "w46": 0.3, "w55": 0.2}), now=0.0)
+    done = {p: OpponentState(drawing_done=True) for p in ("ana", "bob")}
+    assert ai.decide(1.0, done).number == 4
+    second = ai.decide(2.0, done)
+    assert second is None or second.number != 4

@@ -1,0 +1,101 @@
+"""AI-vs-AI games through the real engines, with a fake recognizer that matches the shipped line
+drawings (the only fake here: the model is tested in test_ai_model_*.py when weights exist)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from games.ai import ShippedLineDrawings, load_level
+from games.ai.drawer import fit_canvas
+from games.ai.lines import to_kontour_lines
+from games.simulate import SimulationError, simulate_kontour, simulate_pictomania
+
+
+class TemplateSource:
+    """Recognises a drawing by how many of its segments lie on each shipped drawing's segments:
+    the more of a template is drawn, the more probable its word (rises stroke by stroke)."""
+
+    def __init__(self) -> None:
+        shipped = ShippedLineDrawings()
+        self.templates = {}
+        for key in shipped.keys():
+            lines = to_kontour_lines(fit_canvas(shipped.drawings(key)[0]))
+            self.templates[key] = [(s[0][0], s[1][0], s[0][1], s[1][1]) for s in lines]
+
+    @staticmethod
+    def _on(segment: tuple, template: list[tuple]) -> bool:
+        x0, y0, x1, y1 = segment
+        for a0, b0, a1, b1 in template:
+            if (math.dist((x0, y0), (a0, b0)) < 4 and math.dist((x1, y1), (a1, b1)) < 4) or (
+                math.dist((x0, y0), (a1, b1)) < 4 and math.dist((x1, y1), (a0, b0)) < 4
+            ):
+                return True
+        return False
+
+    def probabilities(self, drawing: Any, candidates: Sequence[str] | None = None) -> dict:
+        keys = list(candidates) if candidates is not None else sorted(self.templates)
+        segments = []
+        for stroke in drawing:
+            xs, ys = stroke[0], stroke[1]
+            segments += [(xs[i], ys[i], xs[i + 1], ys[i + 1]) for i in range(len(xs) - 1)]
+        scores = {}
+        for key in keys:
+            template = self.templates.get(key, [])
+            hits = sum(self._on(s, template) for s in segments)
+            scores[key] = math.exp(6.0 * hits / max(1, len(template)) + 0.3 * hits)
+        total = sum(scores.values())
+        return {k: v / total for k, v in scores.items()}
+
+
+@pytest.fixture(scope="module")
+def source() -> TemplateSource:
+    return TemplateSource()
+
+
+def test_kontour_simulation_plays_whole_games(source: TemplateSource) -> None:
+    report = simulate_kontour(source, ShippedLineDrawings(), load_level("normal"), games=1, seed=1)
+    summary = report.summary()
+    assert summary["turns"] >= 5
+    assert summary["find_rate"] > 0.5
+    assert 0 < summary["time_to_find_mean_s"] < 30
+    assert all(t.strokes <= 15 for t in report.turns)
+    game = report.scores[0]
+    assert report.winners[0] and max(game.values()) == game[report.winners[0][0]]
+    # the engine's scoreboard matches the turns: each finder 1, the drawer 1 (blue) or 2 (orange)
+    expected = sum(
+        len(t.finders) + (2 if t.color == "orange" else 1)
+        for t in report.turns
+        if t.found and not t.tiebreak
+    )
+    assert sum(game.values()) == expected
+
+
+def test_kontour_simulation_is_deterministic(source: TemplateSource) -> None:
+    level = load_level("hard")
+    a = simulate_kontour(source, ShippedLineDrawings(), level, games=1, seed=5).to_dict()
+    b = simulate_kontour(source, ShippedLineDrawings(), level, games=1, seed=5).to_dict()
+    assert a == b
+
+
+def test_pictomania_simulation_plays_five_rounds(source: TemplateSource) -> None:
+    report = simulate_pictomania(source, ShippedLineDrawings(), load_level("normal"), games=1,
+                                 seed=2, players=4)
+    summary = report.summary()
+    assert summary["rounds"] == 5
+    assert summary["guess_rate"] > 0.5
+    assert summary["accuracy"] > 0.7
+    assert sum(r["score"][p] for r in report.rounds for p in r["score"]) == sum(
+        report.totals[0].values()
+    )
+    again = simulate_pictomania(source, ShippedLineDrawings(), load_level("normal"), games=1,
+                                seed=2, players=4)
+    assert again.to_dict() == report.to_dict()
+
+
+def test_bad_arguments_raise(source: TemplateSource) -> None:
+    with pytest.raises(SimulationError):
+        simulate_kontour(source, ShippedLineDrawings(), load_level("easy"), players=1)
