@@ -451,6 +451,9 @@ class PictomaniaRules:
                     f"'{move.kind}' came at {now:.3f} s",
                     phase=state.phase,
                 )
+        state, pre = self.advance(state, now)  # a late NextRound closes the timed-out round
+        if state.phase == "game_over":
+            raise GameOver("the game is over", winners=list(state.winners))
         check_phase(self.phases, state.phase, move.kind)
         if state.phase == "playing" and player in state.round.done:
             raise AlreadyDone(
@@ -463,7 +466,7 @@ class PictomaniaRules:
             "next_round": self._next_round,
         }[move.kind]
         state, events = handler(state, move, now)
-        return state.replace(clock=max(state.clock, now)), events
+        return state.replace(clock=max(state.clock, now)), pre + events
 
     def _stroke(
         self, state: PictomaniaState, move: PictoStroke, now: float

@@ -218,6 +218,15 @@ def test_round_timer_ends_the_round():
     assert state.phase == "scored" and events[0].reason == "time" and events[0].at == 60.0
 
 
+def test_next_round_after_the_timer_closes_the_round_first():
+    r = rules()
+    state = table(r, {"a": (0, 1), "b": (1, 2), "c": (2, 3)})
+    state, events = r.apply(state, NextRound(player="b"), 125.0)
+    assert [e.kind for e in events][:3] == ["round_ended", "round_scored", "round_started"]
+    assert state.round.number == 2 and state.round.started_at == 125.0
+    assert state.results[0].reason == "time"
+
+
 def test_wrong_phase_names_the_phase():
     r = rules()
     state = table(r, {"a": (0, 1), "b": (1, 2), "c": (2, 3)})
