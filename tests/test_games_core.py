@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from games.core import (
@@ -206,3 +208,33 @@ def test_find_extension_returns_the_earliest_matching_segment():
     segments = [seg(0, 50, 100, 50), seg(0, 0, 100, 0), seg(200, 0, 300, 0)]
     assert find_extension(segments, seg(105, 0, 150, 0), GEO) == 1
     assert find_extension(segments, seg(0, 100, 100, 100), GEO) is None
+
+
+# --------------------------------------------------------------------------------------------
+# geometry: properties
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x0=st.floats(0, 500),
+    y0=st.floats(0, 500),
+    angle=st.floats(0, 2 * math.pi),
+    length=st.floats(10, 400),
+    noise=st.lists(st.floats(-1, 1), min_size=1, max_size=20),
+)
+def test_any_slightly_noisy_line_is_accepted_and_kept_between_its_ends(x0, y0, angle, length, noise):
+    x1, y1 = x0 + length * math.cos(angle), y0 + length * math.sin(angle)
+    nx, ny = -math.sin(angle), math.cos(angle)
+    inner = [
+        (
+            x0 + (i + 1) / (len(noise) + 1) * (x1 - x0) + 2.5 * n * nx,
+            y0 + (i + 1) / (len(noise) + 1) * (y1 - y0) + 2.5 * n * ny,
+        )
+        for i, n in enumerate(noise)
+    ]  # up to 2.5 px off the chord: under the 3 px floor
+    seg_ = straighten([(x0, y0), *inner, (x1, y1)], GEO)
+    assert seg_.length == pytest.approx(length)
+    # a segment always extends itself, and merging with itself changes nothing
+    assert extends(seg_, seg_, GEO)
+    merged = merge(seg_, seg_)
+    assert merged.length == pytest.approx(seg_.length, abs=1e-6)
