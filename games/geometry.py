@@ -145,9 +145,7 @@ def merge(old: Segment, new: Segment) -> Segment:
     ux, uy = (old.x1 - old.x0) / old.length, (old.y1 - old.y0) / old.length
     ts = [_projection(p, old.start, ux, uy) for p in (old.start, old.end, new.start, new.end)]
     t0, t1 = min(ts), max(ts)
-    return Segment(
-        x0=old.x0 + t0 * ux, y0=old.y0 + t0 * uy, x1=old.x0 + t1 * ux, y1=old.y0 + t1 * uy
-    )
+    return Segment(x0=old.x0 + t0 * ux, y0=old.y0 + t0 * uy, x1=old.x0 + t1 * ux, y1=old.y0 + t1 * uy)
 
 
 def find_extension(segments: Sequence[Segment], new: Segment, tol: GeometryConfig) -> int | None:

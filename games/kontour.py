@@ -151,9 +151,7 @@ class Gesture(Move):
     about: str | None = None  # the guess text it answers, if any
 
 
-KontourMove = Annotated[
-    DrawCard | ChooseWord | Stroke | Guess | Gesture | Tick, Field(discriminator="kind")
-]
+KontourMove = Annotated[DrawCard | ChooseWord | Stroke | Guess | Gesture | Tick, Field(discriminator="kind")]
 _MOVE_ADAPTER: TypeAdapter[Any] = TypeAdapter(KontourMove)
 
 
@@ -401,9 +399,7 @@ class KontourRules:
         cfg = self.config
         players = tuple(players)
         if not cfg.min_players <= len(players) <= cfg.max_players:
-            raise BadSetup(
-                f"Kontour needs {cfg.min_players}-{cfg.max_players} players, got {len(players)}"
-            )
+            raise BadSetup(f"Kontour needs {cfg.min_players}-{cfg.max_players} players, got {len(players)}")
         if len(set(players)) != len(players) or any(not p for p in players):
             raise BadSetup("player ids must be distinct and non-empty", players=list(players))
         if cfg.neutral_drawer in players:
@@ -425,9 +421,7 @@ class KontourRules:
             drawer=first,
             clock=start_at,
         )
-        event = GameStarted(
-            players=players, half=chosen, first_drawer=first, target_score=cfg.target_score
-        )
+        event = GameStarted(players=players, half=chosen, first_drawer=first, target_score=cfg.target_score)
         return state, [event]
 
     def parse_move(self, data: dict[str, Any] | Move) -> Move:
@@ -456,9 +450,7 @@ class KontourRules:
 
     # -- moves --------------------------------------------------------------------------------
 
-    def apply(
-        self, state: KontourState, move: Move, now: float
-    ) -> tuple[KontourState, list[Event]]:
+    def apply(self, state: KontourState, move: Move, now: float) -> tuple[KontourState, list[Event]]:
         """Apply one move at time `now`; returns the new state and the events, or raises a
         `RuleError` (the given state is unchanged)."""
         if isinstance(move, Tick):
@@ -497,13 +489,9 @@ class KontourRules:
     def _require_drawer(self, state: KontourState, player: str, what: str) -> None:
         drawer = self._current_drawer(state)
         if player != drawer:
-            raise NotYourTurn(
-                f"only the drawer ({drawer}) may {what}", player=player, drawer=drawer
-            )
+            raise NotYourTurn(f"only the drawer ({drawer}) may {what}", player=player, drawer=drawer)
 
-    def _draw_card(
-        self, state: KontourState, move: DrawCard, now: float
-    ) -> tuple[KontourState, list[Event]]:
+    def _draw_card(self, state: KontourState, move: DrawCard, now: float) -> tuple[KontourState, list[Event]]:
         self._require_drawer(state, move.player, "draw the card")
         deck, pos, reshuffles = state.deck, state.deck_pos, state.reshuffles
         if pos >= len(deck):  # only reachable in a tiebreak, or with end_when_deck_empty off
@@ -521,9 +509,7 @@ class KontourRules:
             deadline=now + self.config.timer_s,
             tiebreak=bool(state.tied),
         )
-        new = state.replace(
-            deck=deck, deck_pos=pos + 1, reshuffles=reshuffles, turn=turn, phase="choose"
-        )
+        new = state.replace(deck=deck, deck_pos=pos + 1, reshuffles=reshuffles, turn=turn, phase="choose")
         events: list[Event] = [
             TurnStarted(
                 number=number,
@@ -550,9 +536,7 @@ class KontourRules:
             DrawingStarted(drawer=move.player, color=move.color),
         ]
 
-    def _stroke(
-        self, state: KontourState, move: Stroke, now: float
-    ) -> tuple[KontourState, list[Event]]:
+    def _stroke(self, state: KontourState, move: Stroke, now: float) -> tuple[KontourState, list[Event]]:
         self._require_drawer(state, move.player, "draw")
         turn = state.turn
         assert turn is not None
@@ -565,15 +549,12 @@ class KontourRules:
         else:
             if len(segments) >= self.config.max_strokes:
                 raise TooManyStrokes(
-                    f"the drawing already has {len(segments)} strokes "
-                    f"(at most {self.config.max_strokes})",
+                    f"the drawing already has {len(segments)} strokes (at most {self.config.max_strokes})",
                     limit=self.config.max_strokes,
                 )
             segments.append(segment)
             index, shown = len(segments) - 1, segment
-        new_turn = turn.replace(
-            segments=tuple(segments), strokes_submitted=turn.strokes_submitted + 1
-        )
+        new_turn = turn.replace(segments=tuple(segments), strokes_submitted=turn.strokes_submitted + 1)
         event = StrokeAdded(
             drawer=move.player,
             segment=shown,
@@ -583,9 +564,7 @@ class KontourRules:
         )
         return state.replace(turn=new_turn), [event]
 
-    def _guess(
-        self, state: KontourState, move: Guess, now: float
-    ) -> tuple[KontourState, list[Event]]:
+    def _guess(self, state: KontourState, move: Guess, now: float) -> tuple[KontourState, list[Event]]:
         turn = state.turn
         assert turn is not None and turn.word is not None
         if move.player == turn.drawer:
@@ -600,9 +579,7 @@ class KontourRules:
             raise AlreadyFound(f"{move.player} already found the word", player=move.player)
         accepted = bool(self.judge(turn.word, move.text))
         record = GuessRecord(player=move.player, text=move.text, at=now, accepted=accepted)
-        events: list[Event] = [
-            GuessMade(player=move.player, text=move.text, at=now, accepted=accepted)
-        ]
+        events: list[Event] = [GuessMade(player=move.player, text=move.text, at=now, accepted=accepted)]
         turn = turn.replace(guesses=turn.guesses + (record,))
         scores = dict(state.scores)
         if accepted:
@@ -611,22 +588,16 @@ class KontourRules:
                 finders=turn.finders + (move.player,), found_at=now if first else turn.found_at
             )
             if not turn.tiebreak:
-                gained = [
-                    (move.player, self.config.finder_points, "first_finder" if first else "tie")
-                ]
+                gained = [(move.player, self.config.finder_points, "first_finder" if first else "tie")]
                 if first:
                     assert turn.color is not None
                     gained.append((turn.drawer, self.config.drawer_points[turn.color], "drawer"))
                 for who, pts, reason in gained:
                     scores[who] += pts
-                    events.append(
-                        PointsScored(player=who, points=pts, reason=reason, total=scores[who])
-                    )
+                    events.append(PointsScored(player=who, points=pts, reason=reason, total=scores[who]))
         return state.replace(turn=turn, scores=scores), events
 
-    def _gesture(
-        self, state: KontourState, move: Gesture, now: float
-    ) -> tuple[KontourState, list[Event]]:
+    def _gesture(self, state: KontourState, move: Gesture, now: float) -> tuple[KontourState, list[Event]]:
         self._require_drawer(state, move.player, "gesture")
         if move.gesture not in self.config.gestures:
             raise InvalidMove(

@@ -128,9 +128,7 @@ class NextRound(Move):
     player: str
 
 
-PictomaniaMove = Annotated[
-    PictoStroke | PlaceGuess | Done | NextRound | Tick, Field(discriminator="kind")
-]
+PictomaniaMove = Annotated[PictoStroke | PlaceGuess | Done | NextRound | Tick, Field(discriminator="kind")]
 _MOVE_ADAPTER: TypeAdapter[Any] = TypeAdapter(PictomaniaMove)
 
 
@@ -379,9 +377,7 @@ class PictomaniaRules:
         r = rng(seed, "deal", number)
         symbols = r.sample(range(len(cards)), len(players))
         numbers = r.sample(range(1, cfg.words_per_card + 1), len(players))
-        secrets = {
-            p: Secret(symbol=s, number=k) for p, s, k in zip(players, symbols, numbers, strict=True)
-        }
+        secrets = {p: Secret(symbol=s, number=k) for p, s, k in zip(players, symbols, numbers, strict=True)}
         level = cfg.levels_per_round[number - 1]
         round_ = PictoRound(
             number=number,
@@ -407,9 +403,7 @@ class PictomaniaRules:
         for p in players:
             s = secrets[p]
             events.append(
-                SecretDealt(
-                    to=(p,), player=p, symbol=s.symbol, number=s.number, word=round_.word(p) or ""
-                )
+                SecretDealt(to=(p,), player=p, symbol=s.symbol, number=s.number, word=round_.word(p) or "")
             )
         return round_, events
 
@@ -430,9 +424,7 @@ class PictomaniaRules:
 
     # -- moves --------------------------------------------------------------------------------
 
-    def apply(
-        self, state: PictomaniaState, move: Move, now: float
-    ) -> tuple[PictomaniaState, list[Event]]:
+    def apply(self, state: PictomaniaState, move: Move, now: float) -> tuple[PictomaniaState, list[Event]]:
         """Apply one move at time `now`; returns the new state and the events, or raises a
         `RuleError` (the given state is unchanged)."""
         if isinstance(move, Tick):
@@ -456,9 +448,7 @@ class PictomaniaRules:
             raise GameOver("the game is over", winners=list(state.winners))
         check_phase(self.phases, state.phase, move.kind)
         if state.phase == "playing" and player in state.round.done:
-            raise AlreadyDone(
-                f"{player} took a bonus token and may take no further action", player=player
-            )
+            raise AlreadyDone(f"{player} took a bonus token and may take no further action", player=player)
         handler = {
             "stroke": self._stroke,
             "guess": self._guess,
@@ -504,8 +494,7 @@ class PictomaniaRules:
             for c in cards:
                 if c.guesser == move.player and c.number == move.number:
                     raise CardUsed(
-                        f"{move.player} already used guessing card {move.number} "
-                        f"(on {drawer}'s stack)",
+                        f"{move.player} already used guessing card {move.number} (on {drawer}'s stack)",
                         player=move.player,
                         number=move.number,
                     )
@@ -514,9 +503,7 @@ class PictomaniaRules:
         event = GuessPlaced(guesser=move.player, target=move.target, position=len(stack))
         return state.replace(round=rnd.replace(stacks=stacks)), [event]
 
-    def _done(
-        self, state: PictomaniaState, move: Done, now: float
-    ) -> tuple[PictomaniaState, list[Event]]:
+    def _done(self, state: PictomaniaState, move: Done, now: float) -> tuple[PictomaniaState, list[Event]]:
         rnd = state.round
         value, left = rnd.bonus_left[0], rnd.bonus_left[1:]
         bonus = dict(rnd.bonus)
@@ -533,9 +520,7 @@ class PictomaniaRules:
         self, state: PictomaniaState, move: NextRound, now: float
     ) -> tuple[PictomaniaState, list[Event]]:
         number = state.round.number + 1
-        round_, events = self._deal(
-            state.seed, state.players, number, state.round_cards[number - 1], now
-        )
+        round_, events = self._deal(state.seed, state.players, number, state.round_cards[number - 1], now)
         return state.replace(round=round_, phase="playing"), events
 
     # -- resolution and scoring -------------------------------------------------------------
@@ -563,9 +548,7 @@ class PictomaniaRules:
                 else:
                     wrong[card.guesser] += 1
                 stack_out.append(
-                    GuessOutcome(
-                        guesser=card.guesser, number=card.number, correct=correct, token=token
-                    )
+                    GuessOutcome(guesser=card.guesser, number=card.number, correct=correct, token=token)
                 )
             outcomes[drawer] = tuple(stack_out)
             left[drawer] = tuple(remaining)
@@ -616,9 +599,7 @@ class PictomaniaRules:
             RoundEnded(number=rnd.number, reason=reason, at=at),
             RoundScored(result=result, totals=totals),
         ]
-        state = state.replace(
-            round=rnd, totals=totals, results=state.results + (result,), phase="scored"
-        )
+        state = state.replace(round=rnd, totals=totals, results=state.results + (result,), phase="scored")
         if rnd.number >= self.config.rounds:
             top = max(totals.values())
             winners = tuple(p for p in state.players if totals[p] == top)
@@ -640,9 +621,7 @@ class PictomaniaRules:
                 for d, cards in rnd.stacks.items()
             }
             rnd = rnd.replace(secrets=secrets, stacks=stacks)
-        visible = tuple(
-            cards if i < rnd.number else () for i, cards in enumerate(state.round_cards)
-        )
+        visible = tuple(cards if i < rnd.number else () for i, cards in enumerate(state.round_cards))
         return state.replace(round=rnd, round_cards=visible, seed="hidden")
 
 
