@@ -224,6 +224,27 @@ def load_vocabulary() -> Vocabulary:
     return read_vocabulary(DATA_DIR)
 
 
+@functools.lru_cache(maxsize=1)
+def extra_synonyms(data_dir: Path = DATA_DIR) -> dict[str, tuple[str, ...]]:
+    """Normalised form → (headword, synonyms…) for words outside the categories (médecin…)."""
+    path = data_dir / "extra_synonyms.yaml"
+    try:
+        groups = yaml.safe_load(path.read_text(encoding="utf-8"))["groups"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise VocabularyError(f"cannot read {path}: {exc}") from exc
+    vocab_forms = load_vocabulary().form_index
+    out: dict[str, tuple[str, ...]] = {}
+    for group in groups:
+        if not isinstance(group, list) or len(group) < 2:
+            raise VocabularyError(f"{path}: each group is a list of ≥ 2 words, got {group!r}")
+        norms = tuple(normalize(str(w)) for w in group)
+        for n in norms:
+            if not n or n in vocab_forms or n in out:
+                raise VocabularyError(f"{path}: {n!r} is empty, a vocabulary form, or repeated")
+            out[n] = norms
+    return out
+
+
 def french(category: str) -> str:
     """French word of a Quick, Draw! category key (``french("cat") == "chat"``)."""
     return load_vocabulary().french(category)
