@@ -79,8 +79,8 @@ def simulate(
         if data is not None and not data.is_dir():
             raise typer.BadParameter(f"{data} is not a folder", param_hint="--data")
         source = default_source(data, categories=None)
-    if drawable is not None:
-        source = _Restricted(source, drawable)
+    allowed = set(guesser.labels) if drawable is None else drawable & set(guesser.labels)
+    source = _Restricted(source, allowed)  # words the model knows (and the vocabulary allows)
     reports = []
     try:
         for name in names:
@@ -107,7 +107,7 @@ def simulate(
 
 
 class _Restricted:
-    """A drawing source limited to the vocabulary's drawable words."""
+    """A drawing source limited to some words (the model's labels, the drawable vocabulary)."""
 
     def __init__(self, source: Any, allowed: set[str]) -> None:
         self.source, self.allowed = source, allowed

@@ -93,6 +93,8 @@ def to_kontour_lines(drawing: Any, max_lines: int = KONTOUR_MAX_LINES) -> list[l
         raise LineError("the drawing has no extent (all points are the same)")
     epsilon = diagonal * 0.005
     segments = _segments(strokes, epsilon)
+    if not segments:
+        raise LineError("the drawing has no segment of non-zero length (only dots)")
     too_fine = None
     while len(segments) > max_lines:
         # one segment per stroke at most once epsilon exceeds the diagonal
