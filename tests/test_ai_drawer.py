@@ -10,7 +10,8 @@ import pytest
 
 from games.ai import AIDrawer, ShippedLineDrawings, ValidationDrawings, load_level
 from games.ai.base import relations_from_groups
-from games.ai.drawer import DrawerError, ShippedLineDrawings as Shipped, pace
+from games.ai.drawer import DrawerError, pace
+from games.ai.drawer import ShippedLineDrawings as Shipped
 from games.ai.levels import AILevelError, DrawerLevel, level_names
 from games.kontour import DrawCard, KontourCard, KontourRules, Stroke, WordPair
 
