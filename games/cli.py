@@ -15,23 +15,55 @@ class GameName(StrEnum):
     pictomania = "pictomania"
 
 
-def _vocabulary_helpers() -> tuple[Any, Any, set[str] | None]:
-    """(to_french, related, drawable words) from `vocab` when it is available."""
-    from games.ai.base import identity_french, no_relations, relations_from_groups
+class _Vocab:
+    """What the simulation borrows from `vocab` when it is installed (else plain fallbacks)."""
 
-    to_french, related, drawable = identity_french, no_relations, None
-    try:
-        import vocab
+    def __init__(self) -> None:
+        from games.ai.base import identity_french, no_relations, relations_from_groups
 
-        vocabulary = vocab.load_vocabulary()
-        to_french = vocabulary.french
-        drawable = {w.category for w in vocabulary.drawable()}
-        deck_fn = getattr(vocab, "pictomania_deck", None)
-        if deck_fn is not None:
-            related = relations_from_groups(card.words for card in deck_fn())
-    except (ImportError, AttributeError, ValueError, KeyError, TypeError):
-        pass
-    return to_french, related, drawable
+        self.to_french, self.related, self.judge = identity_french, no_relations, None
+        self.drawable: set[str] | None = None
+        self.kontour: list[Any] = []
+        self.pictomania: list[Any] = []
+        try:
+            import vocab
+
+            vocabulary = vocab.load_vocabulary()
+            sides = [side for card in vocab.pictomania_deck() for side in card.sides]
+            kontour = vocab.kontour_deck()
+        except (ImportError, AttributeError, ValueError, KeyError, TypeError):
+            return
+        from games.kontour import KontourCard, WordPair
+        from games.pictomania import PictoCard
+
+        self.to_french = vocabulary.french
+        self.drawable = {w.category for w in vocabulary.drawable()}
+        self.related = relations_from_groups(side.words for side in sides)
+        self.judge = lambda key, text: vocab.match(key, text).accepted
+        self.kontour = [
+            KontourCard(
+                top=WordPair(blue=c.top.blue, orange=c.top.orange),
+                bottom=WordPair(blue=c.bottom.blue, orange=c.bottom.orange),
+            )
+            for c in kontour
+        ]
+        self.pictomania = [PictoCard(level=side.level, words=side.words) for side in sides]
+
+    def kontour_deck(self, drawable: set[str]) -> list[Any] | None:
+        """The real Kontour deck, keeping cards whose both halves have a drawable word (None:
+        fewer than 10 such cards, use a synthetic deck)."""
+        cards = [
+            c
+            for c in self.kontour
+            if all(h.blue in drawable or h.orange in drawable for h in (c.top, c.bottom))
+        ]
+        return cards if len(cards) >= 10 else None
+
+    def pictomania_deck(self, drawable: set[str]) -> list[Any] | None:
+        """The real Pictomania deck when every word on it can be drawn (else None)."""
+        if self.pictomania and all(w in drawable for c in self.pictomania for w in c.words):
+            return self.pictomania
+        return None
 
 
 def simulate(
@@ -72,15 +104,18 @@ def simulate(
     except Exception as error:  # noqa: BLE001 - any load failure is reported the same way
         typer.echo(f"cannot load the recognizer: {error}", err=True)
         raise typer.Exit(2) from error
-    to_french, related, drawable = _vocabulary_helpers()
+    words = _Vocab()
     if lines_only:
         source = ShippedLineDrawings()
     else:
         if data is not None and not data.is_dir():
             raise typer.BadParameter(f"{data} is not a folder", param_hint="--data")
         source = default_source(data, categories=None)
-    allowed = set(guesser.labels) if drawable is None else drawable & set(guesser.labels)
+    allowed = set(guesser.labels)
+    if words.drawable is not None:
+        allowed &= words.drawable
     source = _Restricted(source, allowed)  # words the model knows (and the vocabulary allows)
+    drawable = {k for k in source.keys() if source.drawings(k)}
     reports = []
     try:
         for name in names:
@@ -88,12 +123,13 @@ def simulate(
             if game is GameName.kontour:
                 report = simulate_kontour(
                     guesser, source, lvl, games=games, seed=seed, players=players or 3,
-                    to_french=to_french, related=related,
+                    deck=words.kontour_deck(drawable), to_french=words.to_french,
+                    related=words.related, judge=words.judge,
                 )
             else:
                 report = simulate_pictomania(
                     guesser, source, lvl, games=games, seed=seed, players=players or 4,
-                    joint=not independent,
+                    deck=words.pictomania_deck(drawable), joint=not independent,
                 )
             reports.append(report)
     except SimulationError as error:
