@@ -99,3 +99,19 @@ def test_pictomania_simulation_plays_five_rounds(source: TemplateSource) -> None
 def test_bad_arguments_raise(source: TemplateSource) -> None:
     with pytest.raises(SimulationError):
         simulate_kontour(source, ShippedLineDrawings(), load_level("easy"), players=1)
+
+
+def test_cli_reports_bad_level_and_missing_weights(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from service.cli import app
+
+    runner = CliRunner()
+    bad_level = runner.invoke(app, ["simulate", "kontour", "--level", "expert"])
+    assert bad_level.exit_code == 2
+    assert "unknown AI level 'expert'" in bad_level.output
+    missing = runner.invoke(
+        app, ["simulate", "pictomania", "--weights", str(tmp_path / "none.pt")]
+    )
+    assert missing.exit_code == 2
+    assert "cannot load the recognizer" in missing.output
