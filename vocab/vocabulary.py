@@ -154,16 +154,24 @@ class Vocabulary:
         return self[category].word
 
     def category_for(self, text: str) -> str:
-        """Category key of a French word, synonym, variant or of a category key itself."""
-        if text in self.words:
-            return text
+        """Category key of a French word, synonym or variant (else of a category key itself).
+
+        French forms win: ``category_for("crayon") == "pencil"`` although "crayon" is also the
+        key of the wax crayon (« crayon de couleur »); see ``key_form_clashes``.
+        """
         key = self._by_form.get(normalize(text)) if isinstance(text, str) else None
+        if key is None and text in self.words:
+            key = text
         if key is None:
             raise UnknownWordError(f"no vocabulary word matches {text!r}")
         return key
 
+    def key_form_clashes(self) -> dict[str, str]:
+        """Category keys that are also a French form of another category: key → that category."""
+        return {k: self._by_form[normalize(k)] for k in self.words if self._by_form.get(normalize(k), k) != k}
+
     def resolve(self, text: str) -> Word | None:
-        """The Word for a category key or a French form, or None."""
+        """The Word for a category key (keys win, as games pass keys) or a French form, or None."""
         if text in self.words:
             return self.words[text]
         key = self._by_form.get(normalize(text))

@@ -1,0 +1,211 @@
+"""Answer matcher: a table of real cases, properties, and the exhaustive no-confusion test."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vocab import ACCEPT_REASONS, REASONS, Match, edit_budget, load_vocabulary, match, normalize
+
+CASES_FILE = Path(__file__).parent / "data" / "vocab_matcher_cases.yaml"
+
+
+def _load_cases() -> list:
+    raw = yaml.safe_load(CASES_FILE.read_text(encoding="utf-8"))
+    out = []
+    for section, cases in raw.items():
+        for c in cases:
+            if isinstance(c, dict):
+                a, g, t, r = c["answer"], c["guess"], c.get("table"), c["reason"]
+            else:
+                (a, g, r), t = c, None
+            out.append(pytest.param(a, g, t, r, id=f"{section}:{a}|{g}|{t or ''}"))
+    return out
+
+
+CASES = _load_cases()
+
+
+def test_case_table_is_large_and_balanced() -> None:
+    reasons = [p.values[3] for p in CASES]
+    accepted = sum(r in ACCEPT_REASONS for r in reasons)
+    assert len(CASES) >= 250
+    assert accepted >= 100 and len(CASES) - accepted >= 100
+    assert set(reasons) <= set(REASONS)
+    assert set(REASONS) <= set(reasons), "every documented reason has at least one real case"
+
+
+@pytest.mark.parametrize(("answer", "guess", "table", "reason"), CASES)
+def test_case(answer: str, guess: str, table: list[str] | None, reason: str) -> None:
+    m = match(answer, guess, table=table)
+    assert (m.reason, m.accepted) == (reason, reason in ACCEPT_REASONS), m
+
+
+def test_match_is_a_frozen_value() -> None:
+    m = match("médecin", "Docteur")
+    assert m == Match(True, "synonym", None, "docteur")
+    with pytest.raises(AttributeError):
+        m.accepted = False  # type: ignore[misc]
+
+
+def test_category_keys_and_french_words_are_interchangeable_answers() -> None:
+    for answer in ("bicycle", "vélo", "Bicyclette", "le vélo"):
+        m = match(answer, "velo")
+        assert m.accepted and m.category == "bicycle"
+
+
+def test_typo_distance_is_reported() -> None:
+    m = match("crocodile", "crocodil")
+    assert (m.reason, m.distance) == ("typo", 1)
+
+
+@pytest.mark.parametrize(
+    ("form", "budget"),
+    [("chat", 1), ("lit", 0), ("pont", 1), ("bateaux", 1), ("elephant", 2), ("tour eiffel", 2), ("ours", 1)],
+)
+def test_edit_budget(form: str, budget: int) -> None:
+    assert edit_budget(form) == budget
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"chat", ["chat"]])
+def test_non_str_input_is_a_type_error(bad: object) -> None:
+    with pytest.raises(TypeError):
+        match("chat", bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        match(bad, "chat")  # type: ignore[arg-type]
+
+
+def test_table_must_be_a_sequence_of_str() -> None:
+    with pytest.raises(TypeError):
+        match("chat", "chat", table="chien")  # a bare str is a mistake, not 5 one-letter words
+    with pytest.raises(TypeError):
+        match("chat", "chat", table=["chien", 3])  # type: ignore[list-item]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    answer=st.text(max_size=30),
+    guess=st.text(max_size=60),
+    table=st.none() | st.lists(st.text(max_size=15), max_size=4),
+)
+def test_match_never_raises_on_any_text(answer: str, guess: str, table: list[str] | None) -> None:
+    m = match(answer, guess, table=table)
+    assert m.reason in REASONS
+    assert m.accepted == (m.reason in ACCEPT_REASONS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    guess=st.sampled_from(["chat", "Chats", "un chat", "chatt", "château", "chien"]),
+    noise=st.text(alphabet=" '’.,!?-", max_size=4),
+)
+def test_punctuation_around_a_guess_does_not_change_the_verdict(guess: str, noise: str) -> None:
+    assert match("cat", noise + guess + noise).reason == match("cat", guess).reason
+
+
+# --- normalize -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("L’Œil", "oeil"),
+        ("l'œil", "oeil"),
+        ("ŒUF", "oeuf"),
+        ("Ex æquo", "ex aequo"),
+        ("des Arbres", "arbres"),
+        ("de la crème", "creme"),
+        ("de l'eau", "eau"),
+        ("d’eau", "eau"),
+        ("du pain", "pain"),
+        ("une Étoile", "etoile"),
+        ("Arc-en-ciel !", "arc en ciel"),
+        ("  gâteau\t", "gateau"),
+        ("la", "la"),
+        ("les les chats", "chats"),
+        ("ＣＨＡＴ", "chat"),
+        ("ﬁlet", "filet"),
+        ("", ""),
+        ("?!", ""),
+    ],
+)
+def test_normalize_examples(text: str, expected: str) -> None:
+    assert normalize(text) == expected
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text())
+def test_normalize_is_idempotent(text: str) -> None:
+    once = normalize(text)
+    assert normalize(once) == once
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="aàâbcçdeéèêëfghiîïjklmnoôœpqrstuùûüvwxyzAÉÈŒ '’-.", max_size=30))
+def test_normalize_output_is_plain_lowercase_words(text: str) -> None:
+    out = normalize(text)
+    assert out == out.strip() and "  " not in out
+    assert all(ch == " " or (ch.isascii() and ch.isalnum()) for ch in out)
+
+
+def test_normalize_rejects_non_str() -> None:
+    with pytest.raises(TypeError):
+        normalize(None)  # type: ignore[arg-type]
+
+
+# --- no vocabulary word is accepted for another ------------------------------------------
+
+
+def test_no_two_vocabulary_words_are_accepted_for_each_other() -> None:
+    vocab = load_vocabulary()
+    forms = [(w.category, f) for w in vocab for f in w.forms]
+    wrong = []
+    for answer in vocab:
+        for owner, form in forms:
+            m = match(answer.category, form)
+            if m.accepted != (owner == answer.category):
+                wrong.append((answer.category, form, m.reason))
+    assert not wrong, wrong[:20]
+    assert len(forms) >= 345
+
+
+def test_every_vocabulary_word_accepts_its_plural_with_article() -> None:
+    refused = [w.category for w in load_vocabulary() if not match(w.category, f"les {w.word}s").accepted]
+    # invariable or irregular words may refuse a naive -s plural; the vast majority must accept
+    assert len(refused) <= 20, refused
+
+
+# --- speed and threads ---------------------------------------------------------------------
+
+
+def test_a_match_takes_well_under_a_millisecond() -> None:
+    match("cat", "chat")  # loads the lexicon
+    guesses = ["chat", "chats", "château", "chatt", "un chat noir", "chien", "xqzj", "", "gâteau"]
+    t0 = time.perf_counter()
+    n = 0
+    for _ in range(50):
+        for g in guesses:
+            match("cat", g)
+            n += 1
+    per_match = (time.perf_counter() - t0) / n
+    assert per_match < 1e-3, f"{per_match * 1e6:.0f} µs per match"
+
+
+def test_concurrent_first_use_is_safe() -> None:
+    results: list[bool] = []
+
+    def worker() -> None:
+        results.append(match("horse", "chevaux").accepted)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [True] * 8
