@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 DATA_DIR = Path(__file__).parent / "data"
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 VOWELS_AND_H = tuple("aeiouyhâàéèêëîïôœûüAEIOUYHÉÈÊÎÔŒ")
 
 
@@ -194,7 +195,7 @@ def read_vocabulary(data_dir: Path = DATA_DIR) -> Vocabulary:
     """Parse and validate ``words.yaml`` joined with ``category_stats.csv`` (not cached)."""
     path = data_dir / "words.yaml"
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
     except (OSError, yaml.YAMLError) as exc:
         raise VocabularyError(f"cannot read {path}: {exc}") from exc
     if not isinstance(raw, dict):
