@@ -96,10 +96,13 @@ class SketchResNet(nn.Module):
         in_channels: int = 1,
         num_classes: int = 345,
         widths: tuple[int, ...] = (32, 64, 128, 256),
-        blocks: tuple[int, ...] = (1, 1, 1, 1),
+        blocks: tuple[int, ...] | None = None,
         dropout: float = 0.3,
     ) -> None:
         super().__init__()
+        blocks = tuple(blocks) if blocks is not None else (1,) * len(widths)
+        if len(blocks) != len(widths):
+            raise ValueError(f"blocks {blocks} must give one count per stage width {widths}")
         self.stem = _conv_bn(in_channels, widths[0])
         stages: list[nn.Module] = []
         cin = widths[0]

@@ -1,0 +1,75 @@
+"""Shared fixtures: a small Quick, Draw! folder that our own code generates, and a tiny trained model."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_WORDS = ("circle", "square", "triangle", "line")
+
+
+def shape(word: str, rng: np.random.Generator) -> list:
+    """A hand-like drawing of a simple shape in canvas pixels (raw format, with times)."""
+    cx, cy, r = rng.uniform(200, 400), rng.uniform(200, 400), rng.uniform(60, 180)
+    if word == "circle":
+        angles = np.linspace(0, 2 * math.pi, 40) + rng.uniform(0, 6)
+        xs, ys = cx + r * np.cos(angles), cy + r * np.sin(angles)
+    elif word == "square":
+        corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1], [-1, -1]])
+        xs, ys = cx + r * corners[:, 0], cy + r * corners[:, 1]
+    elif word == "triangle":
+        corners = np.array([[0, -1], [1, 0.8], [-1, 0.8], [0, -1]])
+        xs, ys = cx + r * corners[:, 0], cy + r * corners[:, 1]
+    else:
+        xs, ys = np.array([cx - r, cx + r]), np.array([cy, cy + rng.uniform(-20, 20)])
+    xs = xs + rng.normal(0, 2, size=len(xs))
+    ys = ys + rng.normal(0, 2, size=len(ys))
+    return [[np.round(xs).tolist(), np.round(ys).tolist(), list(range(0, 20 * len(xs), 20))]]
+
+
+def write_fixture_folder(root: Path, per_word: int = 24, seed: int = 0) -> Path:
+    """Write ``full/raw/<word>.ndjson`` files and ``categories.txt`` under ``root``."""
+    rng = np.random.default_rng(seed)
+    (root / "full" / "raw").mkdir(parents=True, exist_ok=True)
+    for word in FIXTURE_WORDS:
+        lines = []
+        for i in range(per_word):
+            item = {
+                "word": word,
+                "countrycode": "FR",
+                "timestamp": "2017-03-01 10:00:00.0 UTC",
+                "recognized": bool(i % 5),
+                "key_id": f"{word}-{i:04d}",
+                "drawing": shape(word, rng),
+            }
+            lines.append(json.dumps(item))
+        (root / "full" / "raw" / f"{word}.ndjson").write_text("\n".join(lines) + "\n")
+    (root / "categories.txt").write_text("\n".join(FIXTURE_WORDS) + "\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def fixture_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated Quick, Draw! folder with four simple shapes."""
+    return write_fixture_folder(tmp_path_factory.mktemp("quickdraw"))
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(fixture_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkpoint from a seconds-long training run on the fixture folder."""
+    from training.train import parse_config, train
+
+    out = tmp_path_factory.mktemp("run")
+    config = parse_config(
+        [
+            "--preset", "tiny", "--data", str(fixture_data), "--categories", "",
+            "--out", str(out), "--cache", str(out / "cache"), "--epochs", "12", "--per-class", "24",
+        ]
+    )
+    train(config)
+    return out / "model.pt"

@@ -1,0 +1,133 @@
+"""Training end to end (tiny), checkpoints, ``Guesser`` and live sessions, DDP on two CPU processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from model import CheckpointError, DrawingError, Guess, Guesser
+from model.network import REGISTRY, create_model
+from tests.conftest import FIXTURE_WORDS, REPO, shape
+
+
+def test_every_registered_architecture_runs_forward_and_backward() -> None:
+    for name in REGISTRY:
+        network = create_model(name, in_channels=1, num_classes=7, widths=(8, 16), dropout=0.1)
+        logits = network(torch.rand(2, 1, 32, 32))
+        assert logits.shape == (2, 7)
+        logits.sum().backward()
+        assert all(p.grad is not None for p in network.parameters())
+    with pytest.raises(ValueError, match="unknown architecture"):
+        create_model("transformer")
+
+
+def test_tiny_training_writes_a_self_describing_checkpoint(tiny_checkpoint: Path) -> None:
+    payload = torch.load(tiny_checkpoint, weights_only=True)
+    assert payload["classes"] == list(FIXTURE_WORDS)
+    assert payload["architecture"]["name"] == "resnet"
+    assert payload["input_contract"]["raster"]["size"] == 32
+    assert payload["training"]["epochs"] == 12 and "augment" in payload["training"]
+    assert 0.0 <= payload["metrics"]["full_top1"] <= 1.0
+    card = (tiny_checkpoint.parent / "MODEL_CARD.md").read_text()
+    assert "CC BY 4.0" in card and "Kontour" in card
+
+
+def test_tiny_model_learns_the_fixture_shapes(tiny_checkpoint: Path) -> None:
+    guesser = Guesser.load(tiny_checkpoint)
+    rng = np.random.default_rng(123)
+    hits = sum(guesser.guess(shape(word, rng), top_k=1)[0].label == word for word in FIXTURE_WORDS * 5)
+    assert hits >= 14  # of 20, chance is 5
+
+
+def test_guess_contract(tiny_checkpoint: Path) -> None:
+    guesser = Guesser.load(tiny_checkpoint)
+    drawing = shape("square", np.random.default_rng(5))
+    guesses = guesser.guess(drawing, top_k=3)
+    assert len(guesses) == 3 and all(isinstance(g, Guess) for g in guesses)
+    assert [g.prob for g in guesses] == sorted((g.prob for g in guesses), reverse=True)
+    every = guesser.probabilities(drawing)
+    assert set(every) == set(FIXTURE_WORDS) and sum(every.values()) == pytest.approx(1.0, abs=1e-5)
+    restricted = guesser.guess(drawing, top_k=5, candidates=["circle", "line"])
+    assert {g.label for g in restricted} == {"circle", "line"}
+    assert sum(g.prob for g in restricted) == pytest.approx(1.0, abs=1e-5)
+    ratio = every["circle"] / every["line"]
+    assert restricted[0].prob / restricted[1].prob == pytest.approx(max(ratio, 1 / ratio), rel=1e-3)
+    # 0–255 coordinates give the same answer as canvas pixels
+    scaled = [[[x / 3 for x in s[0]], [y / 3 for y in s[1]]] for s in drawing]
+    assert guesser.guess(scaled, top_k=1)[0].label == guesses[0].label
+    with pytest.raises(ValueError, match="unknown candidate"):
+        guesser.guess(drawing, candidates=["dragon"])
+    with pytest.raises(DrawingError):
+        guesser.guess([[[float("nan"), 1], [1, 2]]])
+    batch = guesser.guess_batch([drawing, shape("circle", np.random.default_rng(1))], top_k=2)
+    single = guesser.guess(drawing, top_k=2)
+    assert len(batch) == 2 and [g.label for g in batch[0]] == [g.label for g in single]
+    assert batch[0][0].prob == pytest.approx(single[0].prob, abs=1e-5)
+
+
+def test_live_session_reuses_work(tiny_checkpoint: Path) -> None:
+    guesser = Guesser.load(tiny_checkpoint)
+    drawing = shape("triangle", np.random.default_rng(9))
+    xs, ys, ts = drawing[0]
+    strokes = [[xs[i : i + 2], ys[i : i + 2], ts[i : i + 2]] for i in range(len(xs) - 1)]
+    session = guesser.session(top_k=4)
+    assert session.guesses() == []
+    history = [session.add_stroke(stroke) for stroke in strokes]
+    assert session.inferences == len(strokes)
+    whole = guesser.probabilities(strokes)
+    live = session.probabilities()
+    assert max(abs(whole[k] - live[k]) for k in whole) < 1e-4
+    assert session.undo() == history[-2]
+    assert session.inferences == len(strokes)  # undo costs no inference
+    session.clear()
+    assert session.guesses() == [] and session.stroke_count == 0
+    with pytest.raises(DrawingError):
+        session.add_stroke([[1, 2], [float("inf"), 3]])
+    assert session.add_stroke([[5], [5]])  # a lone dot is accepted and gives (uniform) guesses
+
+
+def test_load_rejects_tampered_or_mismatched_checkpoints(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    payload = torch.load(tiny_checkpoint, weights_only=True)
+    payload["classes"] = list(reversed(payload["classes"]))
+    tampered = tmp_path / "tampered.pt"
+    torch.save(payload, tampered)
+    with pytest.raises(CheckpointError, match="fingerprint"):
+        Guesser.load(tampered)
+    with pytest.raises(CheckpointError, match="class list does not match"):
+        Guesser.load(tiny_checkpoint, expected_classes=["cat", "dog"])
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        Guesser.load(tmp_path / "missing.pt")
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="cannot read"):
+        Guesser.load(junk)
+
+
+def test_train_help_lists_every_setting() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "training.train", "--help"], capture_output=True, text=True, cwd=REPO, check=True
+    ).stdout
+    for flag in ("--epochs", "--per-class", "--holdout", "--channels", "--bf16", "--preset", "--data"):
+        assert flag in out
+
+
+def test_ddp_training_with_two_cpu_processes(fixture_data: Path, tmp_path: Path) -> None:
+    torchrun = Path(sys.executable).parent / "torchrun"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = [
+        str(torchrun), "--nproc_per_node=2", "--master_port=29533", "-m", "training.train", "--preset", "tiny",
+        "--data", str(fixture_data), "--categories", "", "--out", str(tmp_path / "ddp"),
+        "--cache", str(tmp_path / "cache"), "--epochs", "2",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=240)
+    assert result.returncode == 0, result.stderr[-2000:]
+    metrics = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
+    assert metrics["epochs_run"] == 2
+    assert Guesser.load(tmp_path / "ddp" / "model.pt").labels == list(FIXTURE_WORDS)

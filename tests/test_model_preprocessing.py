@@ -1,0 +1,143 @@
+"""Stroke validation, the dataset's simplification rules, the rasterizer, and augmentation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from model.raster import RasterSpec, rasterize, rasterize_reference
+from model.strokes import DrawingError, rdp, resample, simplify_drawing, validate_drawing
+from training.augment import AugmentConfig, augment, first_fraction, kontour_style, partial
+
+
+def circle(n: int = 200, radius: float = 300.0, cx: float = 500.0, cy: float = 400.0) -> list:
+    """A hand-like circle in canvas pixels, with times."""
+    angles = np.linspace(0, 2 * math.pi, n)
+    return [
+        [
+            (cx + radius * np.cos(angles)).tolist(),
+            (cy + radius * np.sin(angles)).tolist(),
+            list(range(0, 10 * n, 10)),
+        ]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("drawing", "message"),
+    [
+        ([], "empty"),
+        ("cat", "list of strokes"),
+        ([[[1, 2], [3]]], "same length"),
+        ([[[], []]], "no points"),
+        ([[[5], [5]]], "single point"),
+        ([[[1, 1, 1], [2, 2, 2]]], "no extent"),
+        ([[[1, float("nan")], [2, 3]]], "finite"),
+        ([[[1, 2e9], [2, 3]]], "beyond"),
+        ([[["a", "b"], [1, 2]]], "numbers"),
+        ([[[0] * 6000, [0] * 6000], [[1] * 6000, [1] * 6000]], "too many points"),
+        ([[[1, 2], [1, 2]]] * 1001, "too many strokes"),
+        ([[[1, 2]]], "must be"),
+    ],
+)
+def test_bad_drawings_raise_a_typed_error(drawing: object, message: str) -> None:
+    with pytest.raises(DrawingError, match=message):
+        validate_drawing(drawing)
+
+
+def test_simplification_follows_the_dataset_rules() -> None:
+    strokes = simplify_drawing(validate_drawing(circle() + [[[200, 800], [100, 100]]]))
+    every = np.concatenate(strokes)
+    # aligned to the top-left, scaled so the largest extent is 255
+    assert every.min(axis=0) == pytest.approx([0, 0], abs=1e-9)
+    assert np.ptp(every, axis=0).max() == pytest.approx(255.0)
+    # a straight stroke keeps only its end points; the circle keeps far fewer than 200 points
+    assert len(strokes[1]) == 2
+    assert 10 < len(strokes[0]) < 60
+
+
+def test_rdp_keeps_every_removed_point_within_epsilon_of_its_segment_line() -> None:
+    rng = np.random.default_rng(0)
+    points = np.cumsum(rng.normal(size=(300, 2)), axis=0) * 5
+    kept = rdp(points, 2.0)
+    index = [int(np.flatnonzero((points == point).all(axis=1))[0]) for point in kept]
+    assert index == sorted(index) and index[0] == 0 and index[-1] == len(points) - 1
+    for first, last in zip(index[:-1], index[1:], strict=True):
+        start, end = points[first], points[last]
+        direction = (end - start) / np.linalg.norm(end - start)
+        inner = points[first + 1 : last] - start
+        distance = np.abs(inner[:, 0] * direction[1] - inner[:, 1] * direction[0])
+        assert (distance <= 2.0 + 1e-9).all()
+    assert len(kept) < len(points)
+
+
+def test_resample_spacing_is_one_pixel() -> None:
+    out = resample(np.array([[0.0, 0.0], [10.0, 0.0]]), 1.0)
+    assert np.allclose(np.diff(out[:, 0]), 1.0) and out[-1, 0] == 10.0
+
+
+def centre_of_ink(image: np.ndarray) -> np.ndarray:
+    ys, xs = np.nonzero(image > 0.05)
+    return np.array([(xs.min() + xs.max() + 1) / 2, (ys.min() + ys.max() + 1) / 2])
+
+
+def test_raster_is_centred_on_the_bounding_box() -> None:
+    spec = RasterSpec(size=48)
+    strokes = [np.array([[0.0, 0.0], [200.0, 40.0]])]
+    image = rasterize(strokes, spec)[0]
+    assert centre_of_ink(image) == pytest.approx([24, 24], abs=1.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(scale=st.floats(0.05, 40), dx=st.floats(-1e3, 1e3), dy=st.floats(-1e3, 1e3))
+def test_raster_is_invariant_to_scale_and_translation(scale: float, dx: float, dy: float) -> None:
+    strokes = simplify_drawing(validate_drawing(circle()))
+    moved = [s * scale + np.array([dx, dy]) for s in strokes]
+    spec = RasterSpec(size=32)
+    assert np.abs(rasterize(strokes, spec) - rasterize(moved, spec)).max() < 0.02
+
+
+def test_fast_raster_matches_the_reference() -> None:
+    spec = RasterSpec(size=48, channels=("ink", "order"))
+    strokes = simplify_drawing(validate_drawing(circle() + [[[200, 800, 500], [100, 100, 700]]]))
+    fast, slow = rasterize(strokes, spec), rasterize_reference(strokes, spec)
+    assert fast.shape == slow.shape == (2, 48, 48)
+    assert np.abs(fast - slow).mean() < 0.03
+    assert abs(fast.sum() - slow.sum()) / slow.sum() < 0.2
+
+
+def test_order_channel_is_brighter_for_the_first_stroke() -> None:
+    spec = RasterSpec(size=48, channels=("ink", "order"))
+    strokes = [np.array([[0.0, 0.0], [100.0, 0.0]]), np.array([[0.0, 100.0], [100.0, 100.0]])]
+    image = rasterize(strokes, spec)
+    top, bottom = image[1, :24].max(), image[1, 24:].max()
+    assert top == pytest.approx(1.0, abs=0.05) and bottom == pytest.approx(0.25, abs=0.05)
+    assert image[0, :24].max() == pytest.approx(image[0, 24:].max(), abs=0.05)
+
+
+def test_kontour_style_gives_at_most_15_straight_segments() -> None:
+    strokes = simplify_drawing(validate_drawing(circle() + circle(50, 100) + circle(80, 30)))
+    lines = kontour_style(strokes, 15)
+    assert 3 <= len(lines) <= 15
+    assert all(len(segment) == 2 for segment in lines)
+
+
+def test_partial_and_first_fraction_keep_a_prefix() -> None:
+    strokes = [np.full((2, 2), float(i)) for i in range(6)]
+    half = first_fraction(strokes, 0.5)
+    assert len(half) == 3 and half[0][0, 0] == 0 and half[-1][0, 0] == 2
+    cut = partial(strokes, np.random.default_rng(1))
+    assert 1 <= len(cut) <= 5 and all(a is b for a, b in zip(cut, strokes, strict=False))
+
+
+def test_augment_is_deterministic_for_a_seed_and_never_empty() -> None:
+    strokes = simplify_drawing(validate_drawing(circle() + [[[200, 800], [100, 100]]]))
+    config = AugmentConfig(partial_p=0.5, kontour_p=0.5, dropout_p=0.5)
+    for seed in range(20):
+        a = augment(strokes, np.random.default_rng(seed), config)
+        b = augment(strokes, np.random.default_rng(seed), config)
+        assert len(a) >= 1 and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+        assert np.isfinite(np.concatenate(a)).all()
