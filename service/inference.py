@@ -1,0 +1,211 @@
+"""Shared, non-blocking inference: one model, many rooms and games.
+
+:class:`BatchInference` owns one worker thread that runs ``Guesser.probabilities_from_images``
+on rasters stacked from every concurrent caller (a micro-batcher): callers ``await
+probabilities(images)`` and the event loop never waits on the network. The queue is bounded;
+when it is full a caller gets :class:`Overloaded` at once (the HTTP layer turns it into 503)
+instead of an ever-growing delay. CPU preprocessing (validation, simplification, rasterising:
+``Guesser.prepare``, ``GuessSession.stage``) runs in a small thread pool via :meth:`run_cpu`.
+
+>>> inference = BatchInference(guesser, max_batch=64, max_queue=512)
+>>> inference.start()
+>>> image = await inference.run_cpu(session.stage, stroke)      # validation + raster, off-loop
+>>> probs = (await inference.probabilities(image[None]))[0]     # shared forward pass
+>>> session.commit(probs)
+>>> await inference.aclose()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+
+class Overloaded(RuntimeError):
+    """The inference queue is full: the caller should retry later (HTTP 503)."""
+
+
+class InferenceClosed(RuntimeError):
+    """The inference worker has stopped (the app is shutting down)."""
+
+
+@dataclass
+class _Job:
+    images: np.ndarray
+    future: asyncio.Future
+    loop: asyncio.AbstractEventLoop
+
+
+@dataclass
+class InferenceStats:
+    """Counters of the micro-batcher (read by ``/healthz`` and the benchmark)."""
+
+    requests: int = 0
+    images: int = 0
+    batches: int = 0
+    largest_batch: int = 0
+    rejected: int = 0
+    busy_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        mean = self.images / self.batches if self.batches else 0.0
+        return {
+            "requests": self.requests,
+            "images": self.images,
+            "batches": self.batches,
+            "mean_batch": round(mean, 2),
+            "largest_batch": self.largest_batch,
+            "rejected": self.rejected,
+            "busy_s": round(self.busy_s, 3),
+        }
+
+
+_STOP = object()
+
+
+class BatchInference:
+    """An async micro-batcher in front of one model, plus a thread pool for preprocessing."""
+
+    def __init__(
+        self,
+        source: Any,  # anything with probabilities_from_images(images), e.g. model.Guesser
+        max_batch: int = 64,
+        max_queue: int = 512,
+        batch_wait_s: float = 0.001,
+        preprocess_threads: int = 2,
+    ) -> None:
+        if max_batch < 1 or max_queue < 1:
+            raise ValueError("max_batch and max_queue must be at least 1")
+        self.source = source
+        self.max_batch = max_batch
+        self.max_queue = max_queue
+        self.batch_wait_s = batch_wait_s
+        self.stats = InferenceStats()
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._pending = 0  # images queued or running
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(preprocess_threads, thread_name_prefix="griffon-prep")
+        self._worker: threading.Thread | None = None
+        self._closed = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the worker thread (idempotent)."""
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._run, name="griffon-infer", daemon=True)
+            self._worker.start()
+
+    async def aclose(self) -> None:
+        """Stop the worker after the queued work, and the thread pool."""
+        self._closed = True
+        if self._worker is not None:
+            self._queue.put(_STOP)
+            await asyncio.to_thread(self._worker.join, 10.0)
+            self._worker = None
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def pending(self) -> int:
+        """Rasters waiting or being classified."""
+        return self._pending
+
+    # -- public API -----------------------------------------------------------------------------
+    async def probabilities(self, images: np.ndarray) -> np.ndarray:
+        """Probabilities ``(n, classes)`` for rasters ``(n, c, h, w)``, batched with other callers.
+
+        Raises :class:`Overloaded` when accepting them would exceed ``max_queue`` rasters.
+        """
+        if self._closed or self._worker is None:
+            raise InferenceClosed("the inference worker is not running")
+        images = np.asarray(images, dtype=np.float32)
+        if images.ndim != 4 or len(images) == 0:
+            raise ValueError(f"expected rasters (n, c, h, w) with n >= 1, got shape {images.shape}")
+        with self._lock:
+            if self._pending + len(images) > self.max_queue:
+                self.stats.rejected += 1
+                raise Overloaded(
+                    f"the recognizer is busy ({self._pending} drawings waiting); retry shortly"
+                )
+            self._pending += len(images)
+            self.stats.requests += 1
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future = loop.create_future()
+        self._queue.put(_Job(images, future, loop))
+        return await future
+
+    async def run_cpu(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run CPU-bound preprocessing (``prepare``, ``stage``...) in the thread pool."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    # -- worker ---------------------------------------------------------------------------------
+    def _gather(self, first: _Job) -> tuple[list[_Job], bool]:
+        """The first job plus whatever else arrives within ``batch_wait_s``, up to ``max_batch``."""
+        jobs, size, stop = [first], len(first.images), False
+        deadline = time.monotonic() + self.batch_wait_s
+        while size < self.max_batch:
+            timeout = deadline - time.monotonic()
+            try:
+                item = self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is _STOP:
+                stop = True
+                break
+            jobs.append(item)
+            size += len(item.images)
+        return jobs, stop
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            first = self._queue.get()
+            if first is _STOP:
+                break
+            jobs, stop = self._gather(first)
+            self._classify(jobs)
+
+    def _classify(self, jobs: list[_Job]) -> None:
+        images = np.concatenate([job.images for job in jobs])
+        started = time.perf_counter()
+        try:
+            probs = np.concatenate(
+                [
+                    self.source.probabilities_from_images(images[i : i + self.max_batch])
+                    for i in range(0, len(images), self.max_batch)
+                ]
+            )
+            error: BaseException | None = None
+        except Exception as exc:  # the model failed: every caller of this batch hears of it
+            probs, error = None, exc
+        self.stats.busy_s += time.perf_counter() - started
+        self.stats.batches += 1
+        self.stats.images += len(images)
+        self.stats.largest_batch = max(self.stats.largest_batch, len(images))
+        with self._lock:
+            self._pending -= len(images)
+        offset = 0
+        for job in jobs:
+            n = len(job.images)
+            result = None if probs is None else probs[offset : offset + n]
+            offset += n
+            job.loop.call_soon_threadsafe(_settle, job.future, result, error)
+
+
+def _settle(future: asyncio.Future, result: np.ndarray | None, error: BaseException | None) -> None:
+    if future.done():  # the caller went away (cancelled)
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)

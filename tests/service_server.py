@@ -1,0 +1,100 @@
+"""Start the real service (uvicorn in a subprocess) on a free 127.0.0.1 port, for tests.
+
+>>> with running_server({"GRIFFON_MODEL": str(checkpoint)}) as server:
+...     httpx.get(server.url + "/healthz")
+...     server.ws_url + "/v1/bot"
+
+``running_server`` waits until ``/healthz`` answers 200 (the model is loaded), and stops the
+process (SIGTERM, then SIGKILL) on exit; the server's output is kept in ``server.log()`` for
+failure messages. Pytest fixtures can wrap it with any scope.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """A running service: ``url`` (http://127.0.0.1:PORT), ``ws_url``, the process and its log."""
+
+    url: str
+    ws_url: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        """Everything the server printed so far."""
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        """Whether the server process is still running."""
+        return self.process.poll() is None
+
+
+@contextmanager
+def running_server(
+    env: Mapping[str, str] | None = None, startup_timeout: float = 120.0
+) -> Iterator[Server]:
+    """Run ``uvicorn service.app:create_app --factory`` with ``env`` added to the environment."""
+    port = free_port()
+    environ = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    with tempfile.NamedTemporaryFile("w+b", suffix=".log", delete=False) as log_file:
+        log_path = Path(log_file.name)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory",
+             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+            cwd=REPO, env=environ, stdout=log_file, stderr=subprocess.STDOUT,
+        )
+    server = Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", process, log_path)
+    try:
+        _wait_ready(server, startup_timeout)
+        yield server
+    finally:
+        _stop(process)
+        log_path.unlink(missing_ok=True)
+
+
+def _wait_ready(server: Server, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not server.alive():
+            raise RuntimeError(f"the service exited during start-up:\n{server.log()}")
+        try:
+            if httpx.get(server.url + "/healthz", timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the service did not become ready within {timeout} s:\n{server.log()}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
