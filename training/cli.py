@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
         add_help_option=False,
     )(train_command)
     app.add_typer(data_app, name="data")
+    app.command("eval")(eval_command)
 
 
 def train_command(ctx: typer.Context) -> None:
@@ -64,3 +65,66 @@ def prepare_command(
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from error
     typer.echo(f"{len(prepared)} drawings → {out} ({prepared.meta['per_split']})")
+
+
+def eval_command(
+    model: Path = typer.Option(None, help="checkpoint to evaluate (default: the shipped weights)"),
+    data: Path = typer.Option(None, help="Quick, Draw! folder (default: the configured one)"),
+    split: str = typer.Option("val", help="val | train | all"),
+    compare: Path = typer.Option(None, help="a second checkpoint, evaluated on the same drawings"),
+    out: Path = typer.Option(Path("reports/eval"), help="folder for report.json and report.html"),
+    workers: int = typer.Option(None, help="preprocessing processes (default: CPU count, at most 8)"),
+    batch_size: int = typer.Option(256, help="drawings per inference batch"),
+    limit: int = typer.Option(None, help="evaluate a seeded random sample of this many drawings"),
+    seed: int = typer.Option(0, help="seed for --limit and the latency sample"),
+    latency_samples: int = typer.Option(200, help="drawings timed one at a time (0: none)"),
+    skip_unknown: bool = typer.Option(False, help="leave out categories the model does not know"),
+    html: bool = typer.Option(True, help="also write report.html"),
+) -> None:
+    """Evaluate a model (or compare two) on a Quick, Draw! folder; writes report.json and report.html."""
+    from model import CheckpointError
+    from training.data import DataError, default_data_root
+    from training.evaluate import (
+        EvalError,
+        EvalSettings,
+        default_workers,
+        evaluate,
+        load_eval_data,
+        load_model,
+        write_report,
+    )
+
+    try:
+        settings = EvalSettings(
+            batch_size=batch_size,
+            workers=default_workers() if workers is None else workers,
+            limit=limit,
+            seed=seed,
+            latency_samples=latency_samples,
+        )
+        models = [load_model(model)]
+        if compare is not None:
+            models.append(load_model(compare))
+            if models[1].name == models[0].name:
+                models[0].name = models[0].info["name"] = f"A: {models[0].name}"
+                models[1].name = models[1].info["name"] = f"B: {models[1].name}"
+        dataset = load_eval_data(data or default_data_root(), split)
+        result = evaluate(models, dataset, settings, progress=True, skip_unknown=skip_unknown)
+        paths = write_report(result, out, html=html)
+    except (CheckpointError, DataError, EvalError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from error
+    for entry in result.report["models"]:
+        head = entry["metrics"]["headline"]
+        typer.echo(
+            f"{entry['name']}: top-1 {head['top1']:.3f}  top-3 {head['top3']:.3f}  MAP@3 {head['map3']:.3f}  "
+            f"kontour {head['kontour_top1']:.3f}  ECE {head['ece']:.3f}  ({head['drawings']} drawings)"
+        )
+    summary = result.report["data"]
+    if summary["corrupt_records"] or summary["rejected_drawings"]:
+        typer.echo(
+            f"data: {summary['corrupt_records']} corrupt records, {summary['rejected_drawings']} rejected "
+            "drawings (per file in the report)"
+        )
+    for path in paths.values():
+        typer.echo(f"wrote {path}")

@@ -71,3 +71,76 @@ def headline_metrics(
         if name == "full":
             results["table42_top1"] = table_accuracy(probs, labels, TABLE_SIZE, seed)
     return results
+
+
+# -- evaluation metrics (used by ``training.evaluate``) -------------------------------------------
+
+
+def true_ranks(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """1-based rank of the true label in each row (ties broken by class order, as ``argsort`` stable)."""
+    order = np.argsort(-probs, axis=1, kind="stable")
+    return np.argmax(order == labels[:, None], axis=1) + 1
+
+
+def map_at_k(probs: np.ndarray, labels: np.ndarray, k: int = 3) -> float:
+    """Mean average precision at ``k`` with one true label: mean of ``1/rank`` when rank ≤ ``k``, else 0."""
+    if len(labels) == 0:
+        return 0.0
+    ranks = true_ranks(probs, labels)
+    return float(np.where(ranks <= k, 1.0 / ranks, 0.0).mean())
+
+
+def table_accuracies(
+    probs: np.ndarray, labels: np.ndarray, size: int = TABLE_SIZE, seeds: Sequence[int] = (0, 1, 2)
+) -> dict[int, float]:
+    """:func:`table_accuracy` for each fixed seed."""
+    return {seed: table_accuracy(probs, labels, size, seed) for seed in seeds}
+
+
+def per_class_counts(
+    probs: np.ndarray, labels: np.ndarray, classes: int, k: int = 3
+) -> dict[str, np.ndarray]:
+    """Per true class: drawings, top-1 hits and top-``k`` hits (arrays of length ``classes``)."""
+    ranks = true_ranks(probs, labels) if len(labels) else np.zeros(0, dtype=int)
+    return {
+        "count": np.bincount(labels, minlength=classes),
+        "top1": np.bincount(labels, weights=(ranks == 1).astype(float), minlength=classes).astype(int),
+        f"top{k}": np.bincount(labels, weights=(ranks <= k).astype(float), minlength=classes).astype(int),
+    }
+
+
+def confused_pairs(probs: np.ndarray, labels: np.ndarray, top: int = 10) -> list[tuple[int, int, int]]:
+    """The most frequent ``(true, predicted, count)`` top-1 mistakes, most frequent first.
+
+    Ties are ordered by true then predicted class index, so the list is deterministic.
+    """
+    predicted = np.argmax(probs, axis=1)
+    wrong = predicted != labels
+    pairs: dict[tuple[int, int], int] = {}
+    for true, guess in zip(labels[wrong].tolist(), predicted[wrong].tolist(), strict=True):
+        pairs[(true, guess)] = pairs.get((true, guess), 0) + 1
+    ranked = sorted(pairs.items(), key=lambda item: (-item[1], item[0]))
+    return [(true, guess, count) for (true, guess), count in ranked[:top]]
+
+
+def calibration(probs: np.ndarray, labels: np.ndarray, bins: int = 10) -> dict:
+    """Reliability diagram of the top-1 confidence in ``bins`` equal-width bins, and the ECE.
+
+    A confidence ``c`` falls in bin ``min(floor(c × bins), bins − 1)``. ECE is
+    ``Σ_b (n_b / n) · |accuracy_b − confidence_b|`` over non-empty bins.
+    """
+    confidence = probs.max(axis=1) if len(labels) else np.zeros(0)
+    correct = (np.argmax(probs, axis=1) == labels) if len(labels) else np.zeros(0, dtype=bool)
+    index = np.minimum((confidence * bins).astype(int), bins - 1)
+    rows, ece = [], 0.0
+    for b in range(bins):
+        mask = index == b
+        count = int(mask.sum())
+        conf = float(confidence[mask].mean()) if count else None
+        acc = float(correct[mask].mean()) if count else None
+        if count:
+            ece += count / len(labels) * abs(acc - conf)
+        rows.append(
+            {"low": b / bins, "high": (b + 1) / bins, "count": count, "confidence": conf, "accuracy": acc}
+        )
+    return {"bins": rows, "ece": float(ece)}
