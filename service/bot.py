@@ -1,21 +1,61 @@
-"""The bot protocol ``WS /v1/bot`` (work in progress) and the registry of bot sessions."""
+"""The bot player for web rooms: ``WS /v1/bot`` (protocol version 1) and its transcripts.
+
+A room connects, says ``hello``, announces rounds, streams the drawing and the other players'
+guesses; the bot answers with ``guess`` frames when its policy speaks (see
+``docs/BOT_PROTOCOL.md``). ``GET /v1/bot/sessions`` lists sessions (live, then the last
+``transcripts_kept`` finished ones) and ``GET /v1/bot/sessions/{id}`` shows what one saw and said.
+
+Close codes: 1000 after ``bye``; 4408 idle for ``bot_idle_timeout_s``; 4429 a client that keeps
+flooding past the rate limit; 4503 the server already holds ``max_bot_sessions`` bots.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+import contextlib
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
+from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
+
+from service.bot_protocol import (
+    Bye,
+    Clear,
+    FrameError,
+    Hello,
+    Ping,
+    PlayerGuess,
+    Points,
+    RoundEnd,
+    RoundStart,
+    StrokeEnd,
+    StrokeStart,
+    Undo,
+    Verdict,
+    WholeStroke,
+    error_frame,
+    parse_frame,
+)
+from service.bot_session import BotSession, Frame, Transcript
+from service.schemas import ApiError
 from service.settings import Settings
 
-router = APIRouter()
+router = APIRouter(tags=["bot"])
+CLOSE_IDLE, CLOSE_FLOOD, CLOSE_FULL = 4408, 4429, 4503
+FLOOD_FACTOR = 4  # frames rejected in a row, in bursts, before the connection is closed
 
 
 class BotRegistry:
-    """Live bot sessions and the transcripts of finished ones (bounded)."""
+    """Live bot sessions and the transcripts of finished ones (the newest ``transcripts_kept``)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.live: dict[str, object] = {}
-        self.transcripts: dict[str, object] = {}
+        self.live: dict[str, BotSession] = {}
+        self.finished: OrderedDict[str, Transcript] = OrderedDict()
+        self._related: Any = None
 
     @property
     def live_count(self) -> int:
@@ -25,8 +65,225 @@ class BotRegistry:
     @property
     def transcript_count(self) -> int:
         """Transcripts readable at ``/v1/bot/sessions``."""
-        return len(self.transcripts)
+        return len(self.live) + len(self.finished)
+
+    def open(self, state: Any) -> BotSession | None:
+        """A new session, or None when ``max_bot_sessions`` are already open."""
+        if len(self.live) >= self.settings.max_bot_sessions:
+            return None
+        session = BotSession(state, secrets.token_hex(6), related=self.related())
+        self.live[session.id] = session
+        return session
+
+    def finish(self, session: BotSession) -> None:
+        """Close a session and keep its transcript."""
+        session.close()
+        self.live.pop(session.id, None)
+        self.finished[session.id] = session.transcript
+        while len(self.finished) > self.settings.transcripts_kept:
+            self.finished.popitem(last=False)
+
+    def transcript(self, session_id: str) -> Transcript | None:
+        """The transcript of a live or finished session."""
+        live = self.live.get(session_id)
+        return live.transcript if live is not None else self.finished.get(session_id)
+
+    def summaries(self) -> list[Frame]:
+        """Every known session, newest first."""
+        every = [s.transcript for s in self.live.values()] + list(self.finished.values())
+        return [t.summary() for t in sorted(every, key=lambda t: -t.started_at)]
+
+    def related(self) -> Callable[[str], Any]:
+        """Words related to a word: sharing a theme side of the Pictomania deck."""
+        if self._related is None:
+            from games.ai import relations_from_groups
+            from vocab import pictomania_deck
+
+            sides = [side.words for card in pictomania_deck() for side in card.sides]
+            self._related = relations_from_groups(sides)
+        return self._related
 
     async def aclose(self) -> None:
-        """Forget every session (shutdown)."""
-        self.live.clear()
+        """Shutdown: finish every live session."""
+        for session in list(self.live.values()):
+            self.finish(session)
+
+
+class RateLimit:
+    """A token bucket: ``rate`` frames per second, bursts of ``burst``."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.tokens, self.stamp = float(burst), clock()
+
+    def allow(self) -> bool:
+        """Take one token if there is one."""
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+class Connection:
+    """Reads frames, enforces limits, dispatches to the session, runs the speaking ticker."""
+
+    def __init__(self, ws: WebSocket, session: BotSession, settings: Settings) -> None:
+        self.ws, self.session, self.settings = ws, session, settings
+        self.limit = RateLimit(settings.max_message_rate, settings.max_message_burst)
+        self.rejected = 0
+        self.last_rate_error = float("-inf")
+        self.lock = asyncio.Lock()
+        self.open = True
+
+    async def send(self, frame: Frame) -> None:
+        """Send one frame (serialised: the reader and the ticker both send)."""
+        async with self.lock:
+            if self.open:
+                await self.ws.send_json(frame)
+
+    async def close(self, code: int, reason: str = "") -> None:
+        """Close the socket once."""
+        async with self.lock:
+            if self.open:
+                self.open = False
+                with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+                    await self.ws.close(code, reason)
+
+    async def run(self) -> None:
+        """Serve until the client leaves, says bye, idles or floods."""
+        ticker = asyncio.create_task(self._tick())
+        try:
+            while self.open:
+                try:
+                    message = await asyncio.wait_for(self.ws.receive(), self.settings.bot_idle_timeout_s)
+                except TimeoutError:
+                    await self.send(error_frame("idle_timeout", "no frame for "
+                                                f"{self.settings.bot_idle_timeout_s:g} s: closing"))
+                    await self.close(CLOSE_IDLE, "idle timeout")
+                    break
+                if message["type"] == "websocket.disconnect":
+                    self.open = False
+                    break
+                await self._handle(message.get("text"), message.get("bytes"))
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+
+    async def _handle(self, text: str | None, data: bytes | None) -> None:
+        if not self.limit.allow():
+            await self._rate_limited()
+            return
+        self.rejected = 0
+        try:
+            frame = parse_frame(text if data is None else None, self.settings.max_frame_bytes)
+            for reply in await self._dispatch(frame):
+                await self.send(reply)
+        except FrameError as error:
+            await self.send(error_frame(error.code, error.message, error.ref))
+
+    async def _rate_limited(self) -> None:
+        self.rejected += 1
+        if self.rejected >= FLOOD_FACTOR * self.settings.max_message_burst:
+            await self.send(error_frame("flooding", "too many frames over the rate limit: closing"))
+            await self.close(CLOSE_FLOOD, "flooding")
+            return
+        now = time.monotonic()
+        if now - self.last_rate_error >= 1.0:  # one error frame per second at most
+            self.last_rate_error = now
+            await self.send(error_frame(
+                "rate_limited",
+                f"more than {self.settings.max_message_rate:g} frames/s: frames are being dropped",
+            ))
+
+    async def _dispatch(self, frame: Any) -> list[Frame]:
+        s = self.session
+        if isinstance(frame, Ping):
+            return [{"type": "pong"} | ({"ref": frame.id} if frame.id is not None else {})]
+        if isinstance(frame, Hello):
+            if s.version is not None:
+                raise FrameError("already_greeted", "hello was already received", frame.id)
+            return s.on_hello(frame)
+        if s.version is None:
+            raise FrameError("hello_first", "send hello first", frame.id)
+        return await self._dispatch_greeted(frame)
+
+    async def _dispatch_greeted(self, frame: Any) -> list[Frame]:
+        s = self.session
+        match frame:
+            case RoundStart():
+                return s.on_round_start(frame)
+            case StrokeStart():
+                s.on_stroke_start(frame.x, frame.y, frame.t, frame.id)
+                return []
+            case Points():
+                s.on_points(frame.x, frame.y, frame.t, frame.id)
+                return []
+            case StrokeEnd():
+                return await s.on_stroke_end(frame.id)
+            case WholeStroke():
+                return await s.add_stroke(frame.stroke, frame.id)
+            case Undo():
+                return s.on_undo(frame.id)
+            case Clear():
+                return s.on_clear(frame.id)
+            case PlayerGuess():
+                return s.on_player_guess(frame)
+            case Verdict():
+                return s.on_verdict(frame)
+            case RoundEnd():
+                return s.on_round_end(frame)
+            case Bye():
+                await self.send({"type": "bye"})
+                await self.close(1000, "bye")
+                return []
+        raise FrameError("unknown_type", f"unhandled frame {type(frame).__name__}")
+
+    async def _tick(self) -> None:
+        period = self.settings.bot_tick_s
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+            while self.open:
+                await asyncio.sleep(period)
+                frame = self.session.tick()
+                if frame is not None:
+                    await self.send(frame)
+
+
+@router.websocket("/v1/bot")
+async def bot_socket(ws: WebSocket) -> None:
+    """A bot player for one room (see docs/BOT_PROTOCOL.md)."""
+    await ws.accept()
+    registry: BotRegistry = ws.app.state.bots
+    session = registry.open(ws.app.state)
+    if session is None:
+        limit = registry.settings.max_bot_sessions
+        await ws.send_json(error_frame("server_full", f"the server already holds {limit} bots"))
+        await ws.close(CLOSE_FULL, "server full")
+        return
+    try:
+        await Connection(ws, session, registry.settings).run()
+    except WebSocketDisconnect:
+        pass
+    finally:
+        registry.finish(session)
+
+
+@router.get("/v1/bot/sessions")
+async def bot_sessions(request: Request) -> dict[str, Any]:
+    """Bot sessions, newest first: live ones and the last finished ones."""
+    sessions = request.app.state.bots.summaries()
+    return {"count": len(sessions), "sessions": sessions}
+
+
+@router.get("/v1/bot/sessions/{session_id}")
+async def bot_transcript(session_id: str, request: Request) -> dict[str, Any]:
+    """What one bot session saw and said, turn by turn."""
+    transcript = request.app.state.bots.transcript(session_id)
+    if transcript is None:
+        kept = request.app.state.settings.transcripts_kept
+        raise ApiError(404, "unknown_session", f"no bot session {session_id!r} (the last {kept} "
+                       "finished sessions are kept)")
+    return transcript.to_dict()

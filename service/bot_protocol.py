@@ -1,0 +1,191 @@
+"""Frames of the bot protocol ``WS /v1/bot`` (version 1), as pydantic models.
+
+Every frame is one JSON object with a ``type``. A client may add an ``id`` (string or integer)
+to any frame; an error caused by that frame echoes it as ``ref``. Spec: ``docs/BOT_PROTOCOL.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+PROTOCOL = "griffon-bot"
+SUPPORTED_VERSIONS: tuple[int, ...] = (1,)
+GAMES = ("kontour", "pictomania", "other")
+LANGUAGES = ("fr", "en")
+
+Number = Annotated[float, Field(allow_inf_nan=False)]
+Coords = Annotated[list[Number], Field(min_length=1, max_length=10_000)]
+FrameId = Annotated[str, Field(max_length=64)] | int | None
+Text = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class FrameError(ValueError):
+    """A frame the bot cannot use; ``code`` is the error frame's code."""
+
+    def __init__(self, code: str, message: str, ref: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.ref = ref
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: FrameId = None
+
+
+class Hello(_Frame):
+    """First frame: the versions the room speaks; ``analysis`` asks for per-stroke analysis."""
+
+    type: Literal["hello"]
+    versions: list[int] = Field(min_length=1, max_length=16)
+    room: Annotated[str, Field(max_length=100)] | None = None
+    name: Annotated[str, Field(max_length=100)] | None = None
+    analysis: bool = False
+
+
+class RoundStart(_Frame):
+    """A round begins: what is played, the words it may be, the language and difficulty."""
+
+    type: Literal["round_start"]
+    round: Annotated[str, Field(min_length=1, max_length=64)] | int
+    game: Literal["kontour", "pictomania", "other"] = "other"
+    candidates: list[Text] | None = Field(default=None, min_length=1, max_length=345)
+    language: Literal["fr", "en"] = "fr"
+    difficulty: Annotated[str, Field(max_length=32)] | None = None
+    duration_s: float = Field(default=30.0, gt=0, le=600)
+    seed: int | None = None
+
+
+class StrokeStart(_Frame):
+    """A stroke begins at one point (``t`` in ms, optional, as in Quick, Draw!)."""
+
+    type: Literal["stroke_start"]
+    x: Number
+    y: Number
+    t: Number | None = None
+
+
+class Points(_Frame):
+    """More points of the current stroke."""
+
+    type: Literal["points"]
+    x: Coords
+    y: Coords
+    t: Coords | None = None
+
+
+class StrokeEnd(_Frame):
+    """The current stroke is finished: the bot looks at the drawing."""
+
+    type: Literal["stroke_end"]
+
+
+class WholeStroke(_Frame):
+    """A whole stroke at once, ``[[x...], [y...]]`` or ``[[x...], [y...], [t...]]``."""
+
+    type: Literal["stroke"]
+    stroke: Annotated[list[Coords], Field(min_length=2, max_length=3)]
+
+
+class Undo(_Frame):
+    """The drawer removed the last stroke."""
+
+    type: Literal["undo"]
+
+
+class Clear(_Frame):
+    """The drawer cleared the canvas."""
+
+    type: Literal["clear"]
+
+
+class PlayerGuess(_Frame):
+    """Another player guessed ``text``; ``correct`` tells whether it was the answer."""
+
+    type: Literal["player_guess"]
+    player: Annotated[str, Field(max_length=100)] = "?"
+    text: Annotated[str, Field(max_length=200)]
+    correct: bool = False
+
+
+class Verdict(_Frame):
+    """The room's judgement of one of the bot's guesses, and the drawer's gesture if any."""
+
+    type: Literal["verdict"]
+    guess_id: int = Field(ge=1)
+    correct: bool = False
+    gesture: Literal["proche", "hors_sujet"] | None = None
+
+
+class RoundEnd(_Frame):
+    """The round is over (``answer`` optional, recorded in the transcript)."""
+
+    type: Literal["round_end"]
+    answer: Annotated[str, Field(max_length=200)] | None = None
+
+
+class Ping(_Frame):
+    """Keep-alive; answered by ``pong``."""
+
+    type: Literal["ping"]
+
+
+class Bye(_Frame):
+    """The room leaves; the server closes the connection (code 1000)."""
+
+    type: Literal["bye"]
+
+
+ClientFrame = Annotated[
+    Hello | RoundStart | StrokeStart | Points | StrokeEnd | WholeStroke | Undo | Clear
+    | PlayerGuess | Verdict | RoundEnd | Ping | Bye,
+    Field(discriminator="type"),
+]
+CLIENT_TYPES = (
+    "hello", "round_start", "stroke_start", "points", "stroke_end", "stroke", "undo", "clear",
+    "player_guess", "verdict", "round_end", "ping", "bye",
+)
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(ClientFrame)
+
+
+def parse_frame(text: str | bytes | None, max_bytes: int) -> Any:
+    """Read one client frame; raises :class:`FrameError` (with a code) on anything unusable."""
+    if text is None:
+        raise FrameError("binary_not_supported", "frames must be JSON text, not binary")
+    if len(text) > max_bytes:
+        raise FrameError("frame_too_large", f"a frame holds at most {max_bytes} bytes")
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise FrameError("bad_json", f"the frame is not valid JSON: {error.msg}") from error
+    if not isinstance(data, dict):
+        raise FrameError("bad_frame", "a frame must be a JSON object with a 'type'")
+    ref = data.get("id") if isinstance(data.get("id"), str | int) else None
+    kind = data.get("type")
+    if kind not in CLIENT_TYPES:
+        known = ", ".join(CLIENT_TYPES)
+        raise FrameError("unknown_type", f"unknown frame type {kind!r} (known: {known})", ref)
+    try:
+        return _ADAPTER.validate_python(data)
+    except ValidationError as error:
+        raise FrameError("invalid_frame", f"{kind}: {_describe(error)}", ref) from error
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:3]:
+        where = ".".join(str(p) for p in item["loc"][1:])  # drop the union tag
+        parts.append(f"{where}: {item['msg']}" if where else item["msg"])
+    return "; ".join(parts)
+
+
+def error_frame(code: str, message: str, ref: Any = None) -> dict[str, Any]:
+    """A server ``error`` frame."""
+    frame: dict[str, Any] = {"type": "error", "code": code, "message": message}
+    if ref is not None:
+        frame["ref"] = ref
+    return frame

@@ -1,0 +1,385 @@
+"""One bot connection's state: rounds, the live recognizer session, the AI policy, the transcript.
+
+The policy is the Kontour AI guesser of ``games.ai`` (when to speak, never the same word twice,
+difficulty levels); this module feeds it the recognizer's probabilities after each stroke and
+asks it, on every tick of a real clock (injected, so tests may drive it), whether to speak.
+Inference goes through the app's shared :class:`service.inference.BatchInference`.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from games.ai import AILevelError, KontourGuesser, load_level
+from games.ai.base import Related, no_relations
+from model.strokes import DrawingError
+from service.api import french_word, resolve_candidates
+from service.bot_protocol import (
+    PROTOCOL,
+    SUPPORTED_VERSIONS,
+    FrameError,
+    Hello,
+    PlayerGuess,
+    RoundEnd,
+    RoundStart,
+    Verdict,
+)
+from service.inference import Overloaded
+from service.schemas import ApiError
+
+Frame = dict[str, Any]
+ANALYSIS_TOP = 3
+
+
+class Transcript:
+    """What one bot session saw and said, turn by turn (bounded: later events are dropped)."""
+
+    def __init__(self, session_id: str, room: str | None, name: str | None, limit: int) -> None:
+        self.session_id = session_id
+        self.room = room
+        self.name = name
+        self.limit = limit
+        self.started_at = time.time()
+        self.ended_at: float | None = None
+        self.events: list[Frame] = []
+        self.dropped = 0
+        self.rounds = 0
+        self.guesses = 0
+
+    def add(self, kind: str, round_id: Any, t: float | None, **data: Any) -> None:
+        """Record one event (``t``: seconds since the round started)."""
+        if len(self.events) >= self.limit:
+            self.dropped += 1
+            return
+        event = {"kind": kind, "round": round_id, "t": None if t is None else round(t, 3)}
+        self.events.append(event | data)
+
+    def summary(self) -> Frame:
+        """The transcript without its events."""
+        return {
+            "id": self.session_id,
+            "room": self.room,
+            "name": self.name,
+            "live": self.ended_at is None,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "rounds": self.rounds,
+            "guesses": self.guesses,
+            "events": len(self.events),
+            "dropped_events": self.dropped,
+        }
+
+    def to_dict(self) -> Frame:
+        """The whole transcript, JSON-ready."""
+        return self.summary() | {"events": self.events, "event_count": len(self.events)}
+
+
+@dataclass
+class _Said:
+    guess_id: int
+    key: str
+    text: str
+
+
+@dataclass
+class Round:
+    """The state of the round in progress."""
+
+    round_id: Any
+    game: str
+    language: str
+    difficulty: str
+    candidates: list[str] | None
+    duration_s: float
+    seed: int
+    t0: float
+    session: Any  # model.GuessSession
+    policy: KontourGuesser
+    open_stroke: list[list[float]] | None = None
+    stroke_points: list[int] = field(default_factory=list)  # points of each stroke on the canvas
+    heard: set[str] = field(default_factory=set)  # wrong words said by other players
+    said: list[_Said] = field(default_factory=list)
+    gestures: list[tuple[str, str]] = field(default_factory=list)
+    found_by: str | None = None
+
+
+class BotSession:
+    """The bot behind one WebSocket: call the ``on_*`` methods with parsed frames; each returns
+    the frames to send back. :meth:`tick` returns a ``guess`` frame when the policy speaks."""
+
+    def __init__(
+        self, state: Any, session_id: str, clock: Callable[[], float] = time.monotonic,
+        related: Related = no_relations,
+    ) -> None:
+        self.state = state
+        self.settings = state.settings
+        self.id = session_id
+        self.clock = clock
+        self.related = related
+        self.version: int | None = None
+        self.analysis = False
+        self.round: Round | None = None
+        self.transcript = Transcript(session_id, None, None, self.settings.transcript_events)
+        self._next_guess_id = 1
+
+    # -- handshake and rounds ------------------------------------------------------------------
+    def on_hello(self, frame: Hello) -> list[Frame]:
+        """Version negotiation: the highest version both sides speak."""
+        common = sorted(set(frame.versions) & set(SUPPORTED_VERSIONS))
+        if not common:
+            supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+            raise FrameError("unsupported_version", f"this server speaks versions {supported}", frame.id)
+        self.version = common[-1]
+        self.analysis = frame.analysis
+        self.transcript.room, self.transcript.name = frame.room, frame.name
+        return [{
+            "type": "welcome", "protocol": PROTOCOL, "version": self.version, "session": self.id,
+            "transcript": f"/v1/bot/sessions/{self.id}", "levels": _level_names(),
+            "limits": self._limits(),
+        }]
+
+    def _limits(self) -> Frame:
+        s = self.settings
+        return {
+            "max_points": s.max_points, "max_strokes": s.max_strokes,
+            "max_frame_bytes": s.max_frame_bytes, "max_message_rate": s.max_message_rate,
+            "max_message_burst": s.max_message_burst, "idle_timeout_s": s.bot_idle_timeout_s,
+        }
+
+    def on_round_start(self, frame: RoundStart) -> list[Frame]:
+        """Start a round (replacing any round still open)."""
+        try:
+            candidates = resolve_candidates(self.state, frame.candidates)
+            level = load_level(frame.difficulty)
+        except ApiError as error:
+            raise FrameError(error.code, error.message, frame.id) from error
+        except AILevelError as error:
+            raise FrameError("unknown_difficulty", str(error), frame.id) from error
+        if self.round is not None:
+            self._close_round("replaced", None)
+        seed = frame.seed if frame.seed is not None else secrets.randbelow(2**31)
+        policy = KontourGuesser(
+            level=level.kontour_guesser, rng=random.Random(seed), to_french=self._word,
+            related=self.related, candidates=candidates, turn_length=frame.duration_s,
+        )
+        policy.new_turn(0.0, candidates)
+        self.round = Round(
+            frame.round, frame.game, frame.language, level.name, candidates, frame.duration_s,
+            seed, self.clock(), self.state.guesser.session(candidates, top_k=ANALYSIS_TOP), policy,
+        )
+        self.transcript.rounds += 1
+        self.transcript.add(
+            "round_start", frame.round, 0.0, game=frame.game, language=frame.language,
+            difficulty=level.name, candidates=candidates, seed=seed, duration_s=frame.duration_s,
+        )
+        count = None if candidates is None else len(candidates)
+        return [{"type": "round_ready", "round": frame.round, "difficulty": level.name,
+                 "candidates": count, "seed": seed}]
+
+    def on_round_end(self, frame: RoundEnd) -> list[Frame]:
+        """Close the round and report what the bot said."""
+        rnd = self._require_round(frame.id)
+        self._close_round("round_end", frame.answer)
+        return [{"type": "round_over", "round": rnd.round_id,
+                 "said": [s.text for s in rnd.said], "strokes": rnd.session.stroke_count}]
+
+    def _close_round(self, why: str, answer: str | None) -> None:
+        rnd = self.round
+        assert rnd is not None
+        self.transcript.add("round_end", rnd.round_id, self._now(), why=why, answer=answer,
+                            found_by=rnd.found_by, said=[s.text for s in rnd.said])
+        self.round = None
+
+    # -- drawing ------------------------------------------------------------------------------
+    def on_stroke_start(self, x: float, y: float, t: float | None, ref: Any) -> None:
+        """Open a stroke at one point."""
+        rnd = self._require_round(ref)
+        if rnd.open_stroke is not None:
+            raise FrameError("stroke_open", "a stroke is already open: send stroke_end first", ref)
+        rnd.open_stroke = [[x], [y]] + ([[t]] if t is not None else [])
+
+    def on_points(self, xs: list[float], ys: list[float], ts: list[float] | None, ref: Any) -> None:
+        """Append points to the open stroke."""
+        rnd = self._require_round(ref)
+        stroke = rnd.open_stroke
+        if stroke is None:
+            raise FrameError("no_stroke", "no stroke is open: send stroke_start first", ref)
+        if len(xs) != len(ys) or (ts is not None and len(ts) != len(xs)):
+            raise FrameError("invalid_frame", "points: x, y (and t) must have the same length", ref)
+        if len(stroke[0]) + len(xs) > self.settings.max_points:
+            raise FrameError("too_many_points", f"a stroke holds at most {self.settings.max_points} "
+                             "points", ref)
+        stroke[0].extend(xs)
+        stroke[1].extend(ys)
+        if len(stroke) == 3:
+            stroke[2].extend(ts if ts is not None else [stroke[2][-1]] * len(xs))
+
+    async def on_stroke_end(self, ref: Any) -> list[Frame]:
+        """Close the open stroke and look at the drawing."""
+        rnd = self._require_round(ref)
+        if rnd.open_stroke is None:
+            raise FrameError("no_stroke", "no stroke is open: send stroke_start first", ref)
+        stroke, rnd.open_stroke = rnd.open_stroke, None
+        return await self.add_stroke(stroke, ref)
+
+    async def add_stroke(self, stroke: list[list[float]], ref: Any) -> list[Frame]:
+        """Add a whole stroke: validate and rasterise (thread pool), classify (shared batcher)."""
+        rnd = self._require_round(ref)
+        started = time.perf_counter()
+        self._check_size(rnd, len(stroke[0]), ref)
+        inference = self.state.inference
+        try:
+            image = await inference.run_cpu(rnd.session.stage, stroke)
+        except DrawingError as error:
+            raise FrameError("bad_drawing", str(error), ref) from error
+        rnd.stroke_points.append(len(stroke[0]))
+        try:
+            probs = None if image is None else (await inference.probabilities(image[None]))[0]
+        except Overloaded as error:
+            rnd.session.commit(None)  # the stroke stays; the next one is classified with it
+            raise FrameError("overloaded", str(error), ref) from error
+        if self.round is not rnd:  # the round ended while the model was busy
+            return []
+        rnd.session.commit(probs)
+        return self._after_change(rnd, "stroke", started, points=len(stroke[0]))
+
+    def _check_size(self, rnd: Round, points: int, ref: Any) -> None:
+        limit_strokes, limit_points = self.settings.max_strokes, self.settings.max_points
+        if rnd.session.stroke_count >= limit_strokes:
+            raise FrameError("too_many_strokes", f"a drawing holds at most {limit_strokes} strokes", ref)
+        if sum(rnd.stroke_points) + points > limit_points:
+            raise FrameError("too_many_points", f"a drawing holds at most {limit_points} points", ref)
+
+    def on_undo(self, ref: Any) -> list[Frame]:
+        """Remove the last stroke (no inference: the session remembers earlier probabilities)."""
+        rnd = self._require_round(ref)
+        rnd.open_stroke = None
+        if rnd.session.stroke_count == 0:
+            return []
+        rnd.stroke_points.pop()
+        rnd.session.undo()
+        if rnd.session.stroke_count == 0:
+            return self.on_clear(ref)
+        return self._after_change(rnd, "undo", time.perf_counter())
+
+    def on_clear(self, ref: Any) -> list[Frame]:
+        """Empty canvas: the policy forgets what it saw, but never repeats a word of this round."""
+        rnd = self._require_round(ref)
+        rnd.open_stroke = None
+        rnd.stroke_points.clear()
+        rnd.session.clear()
+        old = rnd.policy
+        rnd.policy = KontourGuesser(
+            level=old.level, rng=old.rng, to_french=old.to_french, related=old.related,
+            candidates=rnd.candidates, turn_length=rnd.duration_s,
+        )
+        rnd.policy.new_turn(0.0, rnd.candidates)
+        for key in set(old.said) | rnd.heard:
+            rnd.policy.heard(key)
+        for kind, key in rnd.gestures:
+            rnd.policy.gesture(kind, key)
+        self.transcript.add("clear", rnd.round_id, self._now())
+        return []
+
+    def _after_change(self, rnd: Round, kind: str, started: float, **extra: Any) -> list[Frame]:
+        now = self._now()
+        probs = rnd.session.probabilities()
+        if probs:
+            rnd.policy.observe(probs, now)
+        top = [{"label": g.label, "word": french_word(self.state, g.label), "prob": round(g.prob, 4)}
+               for g in rnd.session.guesses()[:ANALYSIS_TOP]]
+        self.transcript.add(kind, rnd.round_id, now, strokes=rnd.session.stroke_count,
+                            top=[[g["label"], g["prob"]] for g in top], **extra)
+        if not self.analysis:
+            return []
+        ms = round((time.perf_counter() - started) * 1000, 2)
+        return [{"type": "analysis", "round": rnd.round_id, "strokes": rnd.session.stroke_count,
+                 "top": top, "ms": ms}]
+
+    # -- other players and verdicts --------------------------------------------------------------
+    def on_player_guess(self, frame: PlayerGuess) -> list[Frame]:
+        """Another player's guess: a wrong word is never said; a right one ends the bot's turn."""
+        rnd = self._require_round(frame.id)
+        key = _key_for(self.state, frame.text)
+        if frame.correct:
+            rnd.found_by = rnd.found_by or frame.player
+        elif key is not None:
+            rnd.heard.add(key)
+            rnd.policy.heard(key)
+        self.transcript.add("player_guess", rnd.round_id, self._now(), player=frame.player,
+                            text=frame.text, key=key, correct=frame.correct)
+        return []
+
+    def on_verdict(self, frame: Verdict) -> list[Frame]:
+        """The room judged one of the bot's guesses (and the drawer may have gestured)."""
+        rnd = self._require_round(frame.id)
+        said = next((s for s in rnd.said if s.guess_id == frame.guess_id), None)
+        if said is None:
+            raise FrameError("unknown_guess", f"no guess {frame.guess_id} in this round", frame.id)
+        if frame.correct:
+            rnd.found_by = rnd.found_by or "bot"
+        if frame.gesture is not None:
+            rnd.gestures.append((frame.gesture, said.key))
+            rnd.policy.gesture(frame.gesture, said.key)
+        self.transcript.add("verdict", rnd.round_id, self._now(), guess_id=frame.guess_id,
+                            correct=frame.correct, gesture=frame.gesture)
+        return []
+
+    # -- speaking ---------------------------------------------------------------------------------
+    def tick(self) -> Frame | None:
+        """Ask the policy whether to speak now; a ``guess`` frame if it does."""
+        rnd = self.round
+        if rnd is None or rnd.found_by is not None or rnd.session.stroke_count == 0:
+            return None
+        now = self._now()
+        say = rnd.policy.decide(now)
+        if say is None:
+            return None
+        text = say.word if rnd.language == "fr" else say.key
+        said = _Said(self._next_guess_id, say.key, text)
+        self._next_guess_id += 1
+        rnd.said.append(said)
+        self.transcript.guesses += 1
+        self.transcript.add("guess", rnd.round_id, now, guess_id=said.guess_id, label=say.key,
+                            text=text, prob=round(say.prob, 4), strokes=rnd.session.stroke_count)
+        return {"type": "guess", "round": rnd.round_id, "guess_id": said.guess_id, "text": text,
+                "label": say.key, "word": say.word, "prob": round(say.prob, 4),
+                "at_s": round(now, 3), "strokes": rnd.session.stroke_count}
+
+    def close(self) -> None:
+        """The connection ended: close the transcript."""
+        if self.round is not None:
+            self._close_round("disconnected", None)
+        self.transcript.ended_at = time.time()
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.clock() - self.round.t0 if self.round is not None else 0.0
+
+    def _require_round(self, ref: Any) -> Round:
+        if self.round is None:
+            raise FrameError("no_round", "no round in progress: send round_start first", ref)
+        return self.round
+
+    def _word(self, key: str) -> str:
+        return french_word(self.state, key)
+
+
+def _key_for(state: Any, text: str) -> str | None:
+    if text in state.guesser.labels:
+        return text
+    try:
+        return state.vocabulary.category_for(text)
+    except (KeyError, ValueError):
+        return None
+
+
+def _level_names() -> list[str]:
+    from games.ai import level_names
+
+    return level_names()
