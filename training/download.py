@@ -20,7 +20,6 @@ FORMATS = {
     "binary": ("full/binary", ".bin"),
     "sketchrnn": ("sketchrnn", ".npz"),
 }
-CHUNK = 1 << 16
 
 
 class DownloadError(RuntimeError):
@@ -88,7 +87,7 @@ def _fetch(client: httpx.Client, url: str, target: Path, progress: bool) -> None
                 total=total or None, initial=have, unit="B", unit_scale=True, desc=target.name,
                 disable=not progress, leave=False,
             ) as bar:
-                for chunk in response.iter_bytes(CHUNK):
+                for chunk in response.iter_bytes():
                     handle.write(chunk)
                     bar.update(len(chunk))
     except httpx.HTTPError as error:

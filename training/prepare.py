@@ -139,6 +139,8 @@ def prepare_cached(root: Path | str, cache_dir: Path | str, classes: list[str] |
     meta_path = cache_dir / "meta.json"
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("source") == str(Path(root).resolve()) and (classes is None or meta["classes"] == classes):
+        if meta.get("source") == str(Path(root).resolve()) and (
+            classes is None or meta["classes"] == classes
+        ):
             return load_prepared(cache_dir)
     return prepare(root, cache_dir, classes)

@@ -70,7 +70,7 @@ class TrainConfig:
     flip_tta: bool = False  # average with the mirrored image at inference
     seed: int = 0
     eval_every: int = 10  # epochs between evaluations (0 = only at the end)
-    max_minutes: float = 0.0  # stop early after this much wall time (0 = no limit)
+    max_minutes: float = 0.0  # time budget: the LR schedule anneals by time and training stops (0 = off)
     half_weights: bool = True  # store float16 weights (half the file size)
     augment: dict = field(default_factory=lambda: AugmentConfig().to_dict())
 
@@ -137,7 +137,9 @@ def _set(config: TrainConfig, key: str, value: object, parser: argparse.Argument
 class AugmentedDrawings(Dataset):
     """Random augmented rasters of the chosen drawings; the RNG depends on (seed, epoch, position)."""
 
-    def __init__(self, data: PreparedData, order: np.ndarray, spec: RasterSpec, config: TrainConfig, epoch: int):
+    def __init__(
+        self, data: PreparedData, order: np.ndarray, spec: RasterSpec, config: TrainConfig, epoch: int
+    ):
         self.data, self.order, self.spec = data, order, spec
         self.augment = AugmentConfig(**config.augment)
         self.seed, self.epoch = config.seed, epoch
@@ -152,7 +154,9 @@ class AugmentedDrawings(Dataset):
         return torch.from_numpy(rasterize(strokes, self.spec)), int(self.data.labels[index])
 
 
-def balanced_epoch(labels: np.ndarray, pool: np.ndarray, per_class: int, rng: np.random.Generator) -> np.ndarray:
+def balanced_epoch(
+    labels: np.ndarray, pool: np.ndarray, per_class: int, rng: np.random.Generator
+) -> np.ndarray:
     """``per_class`` drawings of every class (cycling through a class's drawings without
     replacement before repeating one), shuffled. Large classes are sub-sampled, small ones repeated."""
     chosen = []
@@ -219,25 +223,35 @@ def train(config: TrainConfig) -> dict:
     ).to(device)
     model: nn.Module = network
     if world > 1:
-        model = nn.parallel.DistributedDataParallel(network, device_ids=[device.index] if device.type == "cuda" else None)
+        model = nn.parallel.DistributedDataParallel(
+            network, device_ids=[device.index] if device.type == "cuda" else None
+        )
     optimizer = torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = math.ceil(len(data.classes) * config.per_class / world / config.batch_size)
     total_steps = steps_per_epoch * config.epochs
     warmup = max(1, int(config.warmup_epochs * steps_per_epoch))
+    started = time.perf_counter()
+
+    def progress(step: int) -> float:
+        """Fraction of training done: by steps, or by wall time when a time budget is set."""
+        done = step / max(total_steps, 1)
+        if config.max_minutes and world == 1:  # under DDP every rank must keep the same LR: steps only
+            done = max(done, (time.perf_counter() - started) / 60 / config.max_minutes)
+        return min(1.0, done)
+
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
-        lambda step: min(1.0, (step + 1) / warmup)
-        * 0.5
-        * (1 + math.cos(math.pi * min(1.0, step / max(total_steps, 1)))),
+        lambda step: min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * progress(step))),
     )
     loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
     bf16 = use_bf16(config.bf16, device)
     log: list[dict] = []
-    started = time.perf_counter()
     samples = 0
     for epoch in range(config.epochs):
         model.train()
-        order = balanced_epoch(data.labels, pool, config.per_class, np.random.default_rng((config.seed, epoch)))
+        order = balanced_epoch(
+            data.labels, pool, config.per_class, np.random.default_rng((config.seed, epoch))
+        )
         order = order[rank::world]
         loader = DataLoader(
             AugmentedDrawings(data, order, spec, config, epoch),
@@ -262,8 +276,14 @@ def train(config: TrainConfig) -> dict:
         samples += seen * world
         entry = {"epoch": epoch + 1, "loss": running / max(seen, 1), "seconds": time.perf_counter() - started}
         last = epoch + 1 == config.epochs
-        out_of_time = config.max_minutes and (time.perf_counter() - started) / 60 > config.max_minutes
-        if rank == 0 and (last or out_of_time or (config.eval_every and (epoch + 1) % config.eval_every == 0)):
+        out_of_time = bool(config.max_minutes) and (time.perf_counter() - started) / 60 >= config.max_minutes
+        if world > 1:  # rank 0's clock decides for everybody
+            flag = torch.tensor([float(out_of_time)], device=device)
+            dist.broadcast(flag, src=0)
+            out_of_time = bool(flag.item())
+        if rank == 0 and (
+            last or out_of_time or (config.eval_every and (epoch + 1) % config.eval_every == 0)
+        ):
             entry.update(evaluate(network, data, held_out, spec, device, config.flip_tta, quick=not last))
         if rank == 0:
             tqdm.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in entry.items()}))
