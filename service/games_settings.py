@@ -1,0 +1,63 @@
+"""Knobs of the solo games (browser play against the AI), read from ``GRIFFON_PLAY_*`` variables.
+
+The rules constants themselves live in ``games/data/*.yaml``; these are the service's overrides
+(shorter timers for tests and demos) and the pace of the AI players around the rules. Each field
+maps to ``GRIFFON_PLAY_<FIELD IN CAPITALS>``, e.g. ``GRIFFON_PLAY_KONTOUR_TIMER_S=8``. Limits shared
+with the rest of the service (max games, idle expiry, message rate, frame size) are in
+``service.settings.Settings``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ENV_PREFIX = "GRIFFON_PLAY_"
+
+
+class PlaySettingsError(ValueError):
+    """A ``GRIFFON_PLAY_*`` variable that does not hold a valid value."""
+
+
+class PlaySettings(BaseModel):
+    """Overrides and pacing of the solo games."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kontour_timer_s: float | None = Field(default=None, gt=0, le=600, description="None: rules (30 s)")
+    kontour_target: int | None = Field(default=None, ge=1, le=50, description="None: rules (10)")
+    pictomania_round_s: float | None = Field(default=None, gt=0, le=1200, description="None: 120 s")
+    pictomania_rounds: int | None = Field(default=None, ge=1, le=5, description="None: rules (5)")
+    tick_s: float = Field(default=0.1, gt=0, le=1, description="AI decision / timer period")
+    ai_think_s: float = Field(default=1.5, ge=0, le=30, description="AI drawer before drawing a card")
+    between_turns_s: float = Field(default=3.0, ge=0, le=60, description="pause after a Kontour turn")
+    human_done_after_s: float = Field(
+        default=6.0, gt=0, description="Pictomania: a silent human drawing counts as finished"
+    )
+    max_points_per_stroke: int = Field(default=1_000, ge=2, le=10_000)
+    max_pictomania_strokes: int = Field(default=300, ge=1, le=1_000, description="per drawing")
+    drawings: Path | None = Field(
+        default=None, description="Quick, Draw! folder for the AI drawer (None: shipped lines)"
+    )
+    ai_names: tuple[str, ...] = ("Plume", "Fusain", "Pastel", "Crayon", "Gouache")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> PlaySettings:
+        """Settings from ``GRIFFON_PLAY_*`` variables (default: ``os.environ``)."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            raw = environ.get(ENV_PREFIX + name.upper())
+            if raw:
+                values[name] = tuple(p.strip() for p in raw.split(",")) if name == "ai_names" else raw
+        try:
+            return cls(**values)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{ENV_PREFIX}{str(e['loc'][0]).upper()}: {e['msg']}" for e in error.errors()
+            )
+            raise PlaySettingsError(f"invalid play settings: {problems}") from error

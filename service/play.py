@@ -1,0 +1,127 @@
+"""Solo games in the browser: the page, its static files, `POST /v1/play` and `WS /v1/play/{id}`.
+
+Included by `service.app.create_app` (which awaits `startup(app)` / `shutdown(app)` around the
+shared model). The game logic lives in `service.games_*`; the routes only translate HTTP.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import APIRouter, FastAPI, Request, WebSocket
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.games_decks import DeckSetupError
+from service.games_manager import (
+    CLOSE_BAD_TOKEN,
+    CLOSE_UNKNOWN_GAME,
+    GameManager,
+    TooManyGames,
+    UnknownGame,
+    error_frame,
+    serve_socket,
+)
+from service.games_settings import PlaySettings
+from service.schemas import ApiError
+
+STATIC = Path(__file__).parent / "static"
+MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
+router = APIRouter()
+
+
+class NewGame(BaseModel):
+    """A solo game against the AI."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    game: Literal["kontour", "pictomania"]
+    opponents: int = Field(default=2, ge=1, le=5, description="AI players (Pictomania: 2-5)")
+    level: Literal["easy", "normal", "hard"] = "normal"
+    name: str = Field(default="Vous", min_length=1, max_length=24, pattern=r"^[^<>&\"]+$")
+    seed: int | None = Field(default=None, ge=0, le=2**31, description="same seed, same deal")
+
+
+class GameCreated(BaseModel):
+    """What the page keeps to play (and resume) the game."""
+
+    game_id: str
+    token: str
+    player: str
+    game: str
+    ws: str
+
+
+def make_recognizer(guesser: Any, inference: Any):
+    """``await recognize(drawing, candidates)`` through the shared batched inference."""
+    index = {label: i for i, label in enumerate(guesser.labels)}
+
+    async def recognize(drawing: list[Any], candidates: list[str]) -> dict[str, float]:
+        image = await inference.run_cpu(guesser.prepare, drawing)
+        probs = (await inference.probabilities(image[None]))[0]
+        sub = [float(probs[index[c]]) for c in candidates]
+        total = sum(sub) or 1.0
+        return {c: p / total for c, p in zip(candidates, sub, strict=True)}
+
+    return recognize
+
+
+async def startup(app: FastAPI) -> None:
+    """Create the game manager once the model and the inference worker are ready."""
+    play = PlaySettings.from_env()
+    recognize = make_recognizer(app.state.guesser, app.state.inference)
+    app.state.play = GameManager(app.state.settings, play, recognize, frozenset(app.state.guesser.labels))
+    app.state.play.start()
+
+
+async def shutdown(app: FastAPI) -> None:
+    """Close every game."""
+    await app.state.play.aclose()
+
+
+@router.get("/", include_in_schema=False)
+async def page() -> FileResponse:
+    """The game page."""
+    return FileResponse(STATIC / "index.html", media_type="text/html")
+
+
+@router.get("/static/{name}", include_in_schema=False)
+async def static(name: str) -> FileResponse:
+    """The page's scripts and styles (one flat folder, no build step)."""
+    path = STATIC / name
+    if "/" in name or name.startswith(".") or path.suffix not in MEDIA or not path.is_file():
+        raise ApiError(404, "not_found", f"no such static file: {name}")
+    return FileResponse(path, media_type=MEDIA[path.suffix])
+
+
+@router.post("/v1/play", response_model=GameCreated, status_code=201, tags=["solo games"])
+async def new_game(body: NewGame, request: Request) -> GameCreated:
+    """Start a solo game against AI players; returns its id and the player's token."""
+    if body.game == "pictomania" and body.opponents < 2:
+        raise ApiError(422, "invalid_request", "Pictomania needs at least 2 AI opponents (3 players)")
+    try:
+        game = request.app.state.play.create(body.game, body.opponents, body.level, body.name, body.seed)
+    except TooManyGames as error:
+        raise ApiError(503, "too_many_games", str(error)) from None
+    except DeckSetupError as error:
+        raise ApiError(503, "no_deck", str(error)) from None
+    ws = f"/v1/play/{game.id}?token={game.token}"
+    return GameCreated(game_id=game.id, token=game.token, player="joueur", game=body.game, ws=ws)
+
+
+@router.websocket("/v1/play/{game_id}")
+async def play_socket(websocket: WebSocket, game_id: str, token: str = "") -> None:
+    """The game's socket: state frames out, move frames in (see docs/PLAY.md)."""
+    await websocket.accept()
+    try:
+        game = websocket.app.state.play.get(game_id)
+    except UnknownGame:
+        await websocket.send_json(error_frame("unknown_game", f"no game '{game_id[:40]}' (over or expired)"))
+        await websocket.close(CLOSE_UNKNOWN_GAME, "unknown game")
+        return
+    if not game.check_token(token):
+        await websocket.send_json(error_frame("bad_token", "this token does not belong to the game"))
+        await websocket.close(CLOSE_BAD_TOKEN, "bad token")
+        return
+    await serve_socket(websocket, game, websocket.app.state.settings)
