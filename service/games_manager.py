@@ -80,8 +80,10 @@ class GameManager:
         if len(self.games) >= self.settings.max_sessions:
             raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
         seed = seed if seed is not None else secrets.randbelow(2**31)
-        names = {HUMAN: name, **{f"ia{i + 1}": self.play.ai_names[i % len(self.play.ai_names)]
-                                 for i in range(opponents)}}
+        names = {
+            HUMAN: name,
+            **{f"ia{i + 1}": self.play.ai_names[i % len(self.play.ai_names)] for i in range(opponents)},
+        }
         common: dict[str, Any] = dict(
             game_id=secrets.token_urlsafe(9),
             token=secrets.token_urlsafe(18),
@@ -222,6 +224,14 @@ async def _send_loop(websocket: WebSocket, queue: asyncio.Queue[dict[str, Any] |
         await websocket.send_json(frame)
 
 
+def _reply(session: GameSession, text: str, settings: Settings, limit: RateLimit) -> dict[str, Any] | None:
+    if len(text) > settings.max_frame_bytes:
+        return error_frame("frame_too_large", f"a frame holds at most {settings.max_frame_bytes} bytes")
+    if not limit.allow():
+        return error_frame("rate_limited", f"at most {settings.max_message_rate:g} frames per second")
+    return handle_text(session, text)
+
+
 async def serve_socket(websocket: WebSocket, session: GameSession, settings: Settings) -> None:
     """Run one accepted socket of `session` until it disconnects."""
     queue = session.attach()
@@ -235,12 +245,7 @@ async def serve_socket(websocket: WebSocket, session: GameSession, settings: Set
             text = message.get("text")
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
-            if len(text) > settings.max_frame_bytes:
-                reply = error_frame("frame_too_large", f"a frame holds at most {settings.max_frame_bytes} bytes")
-            elif not limit.allow():
-                reply = error_frame("rate_limited", f"at most {settings.max_message_rate:g} frames per second")
-            else:
-                reply = handle_text(session, text)
+            reply = _reply(session, text, settings, limit)
             if reply is not None and not queue.full():
                 queue.put_nowait(reply)
     except (WebSocketDisconnect, RuntimeError):
