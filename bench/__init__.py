@@ -1,0 +1,1 @@
+"""Benchmarks: each ``bench_<area>.py`` has a ``main()`` that prints its figures."""
