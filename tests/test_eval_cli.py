@@ -57,7 +57,9 @@ def test_eval_writes_both_reports(
     assert "<script" not in page and "http://" not in page.replace("http://www.w3.org", "")
 
 
-def test_eval_compare_mode(cli: typer.Typer, tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path) -> None:
+def test_eval_compare_mode(
+    cli: typer.Typer, tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
+) -> None:
     code, output = run(cli, "--model", str(tiny_checkpoint), "--compare", str(tiny_checkpoint),
                        "--data", str(fixture_data), "--out", str(tmp_path), *QUICK)  # fmt: skip
     assert code == 0, output
