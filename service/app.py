@@ -71,7 +71,10 @@ def describe_validation(errors: Any) -> str:
 
 
 class BodyLimit:
-    """ASGI middleware: HTTP bodies above ``limit`` bytes get 413 (declared or streamed)."""
+    """ASGI middleware: HTTP bodies above ``limit`` bytes get 413 (declared or streamed).
+
+    A declared ``Content-Length`` is checked before reading (the server enforces it); a body
+    without one (chunked) is read here, up to the limit, then handed on."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -85,34 +88,32 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await self._reject(send)
             return
-        received, started = 0, False
-
-        async def counted_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            received += len(message.get("body", b""))
-            if received > self.limit:
-                raise _TooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, counted_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await self._reject(send)
+        if declared is None and scope.get("method") not in ("GET", "HEAD", "OPTIONS"):
+            messages, size = [], 0  # streamed (chunked) body: read it here, up to the limit
+            while True:
+                message = await receive()
+                messages.append(message)
+                size += len(message.get("body", b""))
+                if size > self.limit:
+                    await self._reject(send)
+                    return
+                if message["type"] != "http.request" or not message.get("more_body"):
+                    break
+            receive = _replay(messages, receive)
+        await self.app(scope, receive, send)
 
     async def _reject(self, send: Send) -> None:
         response = _error(413, "too_large", f"the request body is larger than {self.limit} bytes")
         await response({"type": "http"}, _no_receive, send)
 
 
-class _TooLarge(Exception):
-    pass
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
 
 
 async def _no_receive() -> Message:

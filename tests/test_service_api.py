@@ -1,0 +1,230 @@
+"""The HTTP API over the real uvicorn server: every route, every error status and message."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from service.settings import Settings, SettingsError
+from tests.conftest import shape
+from tests.service_server import Server, running_server
+
+LIMITS = {
+    "GRIFFON_MAX_POINTS": "2000",
+    "GRIFFON_MAX_STROKES": "50",
+    "GRIFFON_MAX_GUESS_BATCH": "8",
+    "GRIFFON_MAX_BODY_BYTES": "100000",
+}
+LABELS = {"circle", "square", "triangle", "line"}
+
+
+@pytest.fixture(scope="module")
+def server(tiny_checkpoint: Path) -> Iterator[Server]:
+    with running_server({"GRIFFON_MODEL": str(tiny_checkpoint), **LIMITS}) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(server: Server) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        yield http
+
+
+def drawing(word: str = "square", seed: int = 1) -> list:
+    return shape(word, np.random.default_rng(seed))
+
+
+def assert_error(response: httpx.Response, status: int, code: str, message: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.json() == {"error": code, "message": message}
+
+
+# -- success paths -------------------------------------------------------------------------------
+def test_health_reports_model_and_counters(client: httpx.Client) -> None:
+    body = client.get("/healthz").json()
+    assert body["status"] == "ok"
+    assert body["model"] == {"classes": 4}
+    assert {"batches", "images", "pending", "rejected"} <= set(body["inference"])
+
+
+def test_guess_returns_top_k_with_french_words(client: httpx.Client) -> None:
+    response = client.post("/v1/guess", json={"drawing": drawing("square"), "top_k": 3})
+    assert response.status_code == 200
+    guesses = response.json()["guesses"]
+    assert len(guesses) == 3
+    assert {g["label"] for g in guesses} <= LABELS
+    probs = [g["prob"] for g in guesses]
+    assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0001
+    french = {"circle": "cercle", "square": "carré", "triangle": "triangle", "line": "ligne"}
+    assert all(g["word"] == french[g["label"]] for g in guesses)
+
+
+def test_guess_recognises_the_shapes_it_was_trained_on(client: httpx.Client) -> None:
+    for word in ("circle", "square", "line"):
+        best = client.post("/v1/guess", json={"drawing": drawing(word, 7)}).json()["guesses"][0]
+        assert best["label"] == word
+
+
+def test_candidates_accept_keys_and_french_words_and_renormalise(client: httpx.Client) -> None:
+    body = {"drawing": drawing("circle"), "top_k": 5, "candidates": ["cercle", "square"]}
+    guesses = client.post("/v1/guess", json=body).json()["guesses"]
+    assert {g["label"] for g in guesses} == {"circle", "square"}
+    assert sum(g["prob"] for g in guesses) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_batch_keeps_request_order(client: httpx.Client) -> None:
+    words = ["circle", "line", "square"]
+    body = {"drawings": [drawing(w, 7) for w in words], "top_k": 1}
+    results = client.post("/v1/guess/batch", json=body).json()["results"]
+    assert [r["guesses"][0]["label"] for r in results] == words
+
+
+def test_match_accepts_and_rejects(client: httpx.Client) -> None:
+    ok = client.post("/v1/match", json={"answer": "cat", "guess": "chats"}).json()
+    assert ok["accepted"] is True and ok["reason"] == "inflection" and ok["category"] == "cat"
+    wrong = client.post("/v1/match", json={"answer": "chat", "guess": "chien"}).json()
+    assert wrong["accepted"] is False
+
+
+def test_vocabulary_and_decks(client: httpx.Client) -> None:
+    vocabulary = client.get("/v1/vocabulary").json()
+    assert vocabulary["count"] == len(vocabulary["words"]) == 345
+    assert set(vocabulary["model_labels"]) == LABELS
+    cat = next(w for w in vocabulary["words"] if w["category"] == "cat")
+    assert cat["word"] == "chat" and cat["gender"] == "m"
+    kontour = client.get("/v1/decks/kontour").json()
+    assert kontour["count"] == len(kontour["cards"]) > 0
+    assert {"top", "bottom"} <= set(kontour["cards"][0])
+    pictomania = client.get("/v1/decks/pictomania").json()
+    assert all(len(side["words"]) == 7 for card in pictomania["cards"] for side in card["sides"])
+
+
+def test_openapi_docs_and_cors(client: httpx.Client) -> None:
+    assert "swagger" in client.get("/docs").text.lower()
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/guess", "/v1/guess/batch", "/v1/match", "/v1/vocabulary", "/healthz"} <= set(paths)
+    response = client.get("/healthz", headers={"Origin": "https://rooms.example"})
+    assert response.headers["access-control-allow-origin"] == "*"
+
+
+def test_concurrent_requests_all_succeed(server: Server) -> None:
+    async def burst() -> list[int]:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+            calls = [http.post("/v1/guess", json={"drawing": drawing("circle", i)}) for i in range(24)]
+            return [r.status_code for r in await asyncio.gather(*calls)]
+
+    before = httpx.get(server.url + "/healthz").json()["inference"]["images"]
+    assert asyncio.run(burst()) == [200] * 24
+    assert httpx.get(server.url + "/healthz").json()["inference"]["images"] == before + 24
+
+
+# -- error paths ---------------------------------------------------------------------------------
+def test_unknown_candidates_are_named(client: httpx.Client) -> None:
+    body = {"drawing": drawing(), "candidates": ["square", "licornx", "chat"]}
+    assert_error(client.post("/v1/guess", json=body), 422, "unknown_candidate",
+                 "the model cannot guess these candidates: 'licornx', 'chat'")
+
+
+def test_nan_is_rejected(client: httpx.Client) -> None:
+    raw = b'{"drawing": [[[NaN, 1, 2], [0, 1, 2]]]}'
+    response = client.post("/v1/guess", content=raw, headers={"content-type": "application/json"})
+    assert_error(response, 422, "invalid_request", "body.drawing.0.0.0: Input should be a finite number")
+
+
+def test_too_many_points_and_strokes(client: httpx.Client) -> None:
+    long = [[list(range(2001)), list(range(2001))]]
+    assert_error(client.post("/v1/guess", json={"drawing": long}), 422, "bad_drawing",
+                 "too many points: 2001 > 2000")
+    many = [[[i, i + 1], [0, 1]] for i in range(51)]
+    assert_error(client.post("/v1/guess", json={"drawing": many}), 422, "bad_drawing",
+                 "too many strokes: 51 > 50")
+
+
+def test_unusable_drawings(client: httpx.Client) -> None:
+    assert_error(client.post("/v1/guess", json={"drawing": [[[5], [5]]]}), 422, "bad_drawing",
+                 "a single point is not a drawing")
+    assert_error(client.post("/v1/guess", json={"drawing": [[[1, 2], [1]]]}), 422, "bad_drawing",
+                 "stroke 0: x and y must be lists of the same length")
+    assert_error(client.post("/v1/guess", json={"drawing": []}), 422, "invalid_request",
+                 "body.drawing: List should have at least 1 item after validation, not 0")
+    assert_error(client.post("/v1/guess", json={"drawing": [[[1, 2]]]}), 422, "invalid_request",
+                 "body.drawing.0: List should have at least 2 items after validation, not 1")
+
+
+def test_bad_parameters(client: httpx.Client) -> None:
+    assert_error(client.post("/v1/guess", json={"drawing": drawing(), "top_k": 0}), 422,
+                 "invalid_request", "body.top_k: Input should be greater than or equal to 1")
+    assert_error(client.post("/v1/guess", json={"drawing": drawing(), "top_k": 21}), 422,
+                 "bad_top_k", "top_k must be at most 20")
+    assert_error(client.post("/v1/guess", json={"drawing": drawing(), "colour": "red"}), 422,
+                 "invalid_request", "body.colour: Extra inputs are not permitted")
+    assert_error(client.post("/v1/guess", json={}), 422, "invalid_request",
+                 "body.drawing: Field required")
+
+
+def test_malformed_json(client: httpx.Client) -> None:
+    headers = {"content-type": "application/json"}
+    response = client.post("/v1/guess", content=b'{"drawing": [', headers=headers)
+    assert response.status_code == 422
+    assert response.json()["error"] == "invalid_request"
+    assert "JSON decode error" in response.json()["message"]
+
+
+def test_batch_errors_name_the_drawing(client: httpx.Client) -> None:
+    body = {"drawings": [drawing(), [[[3], [3]]]]}
+    assert_error(client.post("/v1/guess/batch", json=body), 422, "bad_drawing",
+                 "drawing 1: a single point is not a drawing")
+    body = {"drawings": [drawing()] * 9}
+    assert_error(client.post("/v1/guess/batch", json=body), 422, "batch_too_large",
+                 "at most 8 drawings per batch")
+
+
+def test_match_errors(client: httpx.Client) -> None:
+    assert_error(client.post("/v1/match", json={"answer": "", "guess": "chat"}), 422,
+                 "invalid_request", "body.answer: String should have at least 1 character")
+    assert_error(client.post("/v1/match", json={"answer": "chat"}), 422, "invalid_request",
+                 "body.guess: Field required")
+
+
+def test_body_too_large_declared_and_streamed(client: httpx.Client) -> None:
+    message = "the request body is larger than 100000 bytes"
+    big = json.dumps({"drawing": drawing(), "pad": "x" * 100_000}).encode()
+    assert_error(client.post("/v1/guess", content=big, headers={"content-type": "application/json"}),
+                 413, "too_large", message)
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit counts what arrives
+        for _ in range(30):
+            yield b" " * 8192
+
+    assert_error(client.post("/v1/guess", content=chunks(), headers={"content-type": "application/json"}),
+                 413, "too_large", message)
+
+
+def test_unknown_routes_and_methods(client: httpx.Client) -> None:
+    assert_error(client.get("/v1/nope"), 404, "not_found", "no such resource: /v1/nope")
+    assert_error(client.get("/v1/guess"), 405, "method_not_allowed", "Method Not Allowed")
+
+
+def test_overloaded_queue_answers_503(tiny_checkpoint: Path) -> None:
+    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_MAX_QUEUE": "2"}
+    with running_server(env) as small:
+        body = {"drawings": [drawing(), drawing("circle"), drawing("line")]}
+        response = httpx.post(small.url + "/v1/guess/batch", json=body, timeout=30)
+        assert_error(response, 503, "overloaded",
+                     "the recognizer is busy (0 drawings waiting); retry shortly")
+        assert response.headers["retry-after"] == "1"
+        assert httpx.post(small.url + "/v1/guess", json={"drawing": drawing()}).status_code == 200
+
+
+# -- settings --------------------------------------------------------------------------------------
+def test_settings_from_environment() -> None:
+    settings = Settings.from_env({"GRIFFON_MAX_BATCH": "8", "GRIFFON_CORS_ORIGINS": "https://a, https://b"})
+    assert settings.max_batch == 8 and settings.cors_origins == ["https://a", "https://b"]
+    with pytest.raises(SettingsError, match="GRIFFON_MAX_BATCH: Input should be less than or equal to 512"):
+        Settings.from_env({"GRIFFON_MAX_BATCH": "100000"})
