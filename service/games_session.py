@@ -247,6 +247,18 @@ def _offer(queue: asyncio.Queue[Any], item: Any, force: bool = False) -> bool:
         return False
 
 
+def centered(plan: list[TimedStroke], size: float = 255.0) -> list[TimedStroke]:
+    """The planned strokes moved to the middle of the canvas (drawings come top-left aligned)."""
+    points = [p for s in plan for p in s.points]
+    if not points:
+        return plan
+    dx = (size - max(p[0] for p in points) - min(p[0] for p in points)) / 2
+    dy = (size - max(p[1] for p in points) - min(p[1] for p in points)) / 2
+    return [
+        TimedStroke(s.start, s.end, tuple((x + dx, y + dy) for x, y in s.points)) for s in plan
+    ]
+
+
 def _as_strokes(polylines: Sequence[Sequence[tuple[float, float]]]) -> list[list[list[float]]]:
     return [[[p[0] for p in line], [p[1] for p in line]] for line in polylines if line]
 
@@ -312,7 +324,7 @@ class KontourSession(GameSession):
             self.apply(ChooseWord(player=drawer, color=color))
             word = self.state.turn.word
             can = self.drawers[drawer].can_draw(word)
-            self.plan = self.drawers[drawer].plan(word, now, kontour=True) if can else []
+            self.plan = centered(self.drawers[drawer].plan(word, now, kontour=True)) if can else []
             self.planned = 0
         elif st.phase == "drawing":
             self._ai_draw(drawer, now)
@@ -439,7 +451,7 @@ class PictomaniaSession(GameSession):
         for p in self.ais:
             key = rnd.word(p)
             drawer = AIDrawer(self.level.drawer, self.rng(p, "draw", rnd.number), self.words.source)
-            self.plans[p] = drawer.plan(key, now) if key and drawer.can_draw(key) else []
+            self.plans[p] = centered(drawer.plan(key, now)) if key and drawer.can_draw(key) else []
             self.drawn[p] = 0
             secret = rnd.secrets[p]
             self.brains[p] = PictomaniaGuesser(

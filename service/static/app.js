@@ -1,0 +1,157 @@
+// Entry point: the setup form, the game socket (with resume after a reload or a dropped
+// connection), and the game views. The server holds the game; this page renders what it is sent.
+
+import { el, toast, frenchError } from "./ui.js";
+import { KontourView } from "./kontour.js";
+import { PictomaniaView } from "./pictomania.js";
+
+const STORE = "griffon.game";
+const GONE = new Set([4403, 4404, 4410]); // bad token, unknown game, game closed: do not retry
+
+const $ = (id) => document.getElementById(id);
+
+function saved() {
+  const params = new URLSearchParams(location.search);
+  if (params.get("game") && params.get("token")) {
+    return { game_id: params.get("game"), token: params.get("token") };
+  }
+  try { return JSON.parse(localStorage.getItem(STORE) || "null"); } catch { return null; }
+}
+
+function remember(game) {
+  localStorage.setItem(STORE, JSON.stringify(game));
+  const url = new URL(location.href);
+  url.searchParams.set("game", game.game_id);
+  url.searchParams.set("token", game.token);
+  history.replaceState(null, "", url);
+}
+
+function forget() {
+  localStorage.removeItem(STORE);
+  history.replaceState(null, "", location.pathname);
+}
+
+class Connection {
+  constructor(game, handlers) {
+    this.game = game;
+    this.handlers = handlers;
+    this.retry = 0;
+    this.closed = false;
+    this.open();
+    this.ping = setInterval(() => this.send({ type: "ping" }), 20000);
+  }
+
+  open() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const url = `${scheme}://${location.host}/v1/play/${encodeURIComponent(this.game.game_id)}` +
+      `?token=${encodeURIComponent(this.game.token)}`;
+    this.ws = new WebSocket(url);
+    this.ws.onopen = () => { this.retry = 0; this.handlers.status("ok"); };
+    this.ws.onmessage = (m) => this.handlers.frame(JSON.parse(m.data));
+    this.ws.onclose = (e) => {
+      if (this.closed) return;
+      if (GONE.has(e.code)) { this.handlers.gone(e.code); return; }
+      this.handlers.status("retry");
+      this.retry = Math.min(this.retry + 1, 5);
+      setTimeout(() => this.open(), 500 * this.retry);
+    };
+  }
+
+  send(frame) {
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) {
+      this.ws.send(JSON.stringify(frame));
+      return true;
+    }
+    return false;
+  }
+
+  move(move) {
+    if (!this.send({ type: "move", move })) toast("Connexion perdue, nouvelle tentative…", "error");
+  }
+
+  close() {
+    this.closed = true;
+    clearInterval(this.ping);
+    if (this.ws) this.ws.close();
+  }
+}
+
+let connection = null;
+let view = null;
+
+function showSetup(message) {
+  if (connection) connection.close();
+  connection = null;
+  view = null;
+  $("game").hidden = true;
+  $("game").replaceChildren();
+  $("setup").hidden = false;
+  $("resume").hidden = !saved();
+  $("conn").hidden = true;
+  const error = $("setup-error");
+  error.hidden = !message;
+  error.textContent = message || "";
+}
+
+function play(game) {
+  remember(game);
+  $("setup").hidden = true;
+  const root = $("game");
+  root.hidden = false;
+  root.replaceChildren(el("p", { class: "loading" }, "Connexion à la partie…"));
+  connection = new Connection(game, {
+    frame: (frame) => {
+      if (frame.type === "state") {
+        if (!view || view.kind !== frame.game) {
+          const View = frame.game === "kontour" ? KontourView : PictomaniaView;
+          view = new View(root, (move) => connection.move(move), () => { forget(); showSetup(); });
+        }
+        view.update(frame);
+      } else if (frame.type === "error") {
+        if (frame.code === "unknown_game" || frame.code === "bad_token") return;
+        if (view) view.error(frame);
+        toast(frenchError(frame), "error");
+      }
+    },
+    status: (s) => {
+      const badge = $("conn");
+      badge.hidden = s === "ok";
+      badge.textContent = "Reconnexion…";
+    },
+    gone: () => { forget(); showSetup("Cette partie n'existe plus (terminée ou expirée)."); },
+  });
+}
+
+async function create(event) {
+  event.preventDefault();
+  const form = new FormData(event.target);
+  const body = {
+    game: form.get("game"),
+    opponents: Number(form.get("opponents")),
+    level: form.get("level"),
+    name: String(form.get("name")).trim() || "Vous",
+  };
+  if (body.game === "pictomania" && body.opponents < 2) body.opponents = 2;
+  $("start").disabled = true;
+  try {
+    const response = await fetch("/v1/play", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const data = await response.json();
+    if (!response.ok) throw new Error(data.message || response.statusText);
+    play(data);
+  } catch (error) {
+    showSetup(`Impossible de créer la partie : ${error.message}`);
+  } finally {
+    $("start").disabled = false;
+  }
+}
+
+$("new-game").addEventListener("submit", create);
+$("resume").addEventListener("click", () => { const g = saved(); if (g) play(g); });
+
+const params = new URLSearchParams(location.search);
+if (params.get("game") && params.get("token")) play(saved());
+else showSetup();

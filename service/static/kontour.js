@@ -1,0 +1,190 @@
+// Kontour: the person draws with a snapping straight-line tool (15 lines, 30 s) while the AI
+// players guess aloud, or guesses the AI's drawing by typing, with its « proche » / « hors sujet ».
+
+import { el, toast, Countdown, seconds, plural } from "./ui.js";
+import { Board } from "./board.js";
+
+const GESTURE_TEXT = { proche: "proche !", hors_sujet: "hors sujet" };
+
+export class KontourView {
+  constructor(root, send, leave) {
+    this.kind = "kontour";
+    this.send = send;
+    this.leave = leave;
+    this.timer = new Countdown();
+    this.gestures = new Map(); // guess text -> gesture, this turn
+    this.turnNumber = null;
+    this.status = el("div", { class: "status" });
+    this.clock = el("div", { class: "clock", "data-testid": "timer" });
+    this.counter = el("div", { class: "counter", "data-testid": "lines" });
+    this.bar = el("div", { class: "bar" }, el("span"));
+    const canvas = el("canvas", { id: "board", "aria-label": "planche à dessin" });
+    this.overlay = el("div", { class: "overlay", hidden: true });
+    this.controls = el("div", { class: "controls" });
+    this.input = el("input", { id: "guess", placeholder: "Votre proposition…", maxlength: 80, autocomplete: "off" });
+    this.form = el("form", { class: "guess-form", onsubmit: (e) => this.guess(e) },
+      this.input, el("button", { type: "submit", class: "primary" }, "Proposer"));
+    this.scores = el("ol", { class: "scores" });
+    this.feed = el("ul", { class: "feed", id: "feed" });
+    root.replaceChildren(el("div", { class: "layout kontour" },
+      el("div", { class: "stage" },
+        el("div", { class: "topline" }, this.status, this.counter, this.clock),
+        this.bar,
+        el("div", { class: "board-wrap" }, canvas, this.overlay),
+        this.controls, this.form),
+      el("aside", { class: "side" },
+        el("section", { class: "panel" }, el("h3", {}, "Scores"), this.scores),
+        el("section", { class: "panel feed-panel" }, el("h3", {}, "Propositions"), this.feed))));
+    this.board = new Board(canvas, { mode: "line", width: 4, onStroke: (points) => this.send({ kind: "stroke", points }) });
+    setInterval(() => this.tickClock(), 200);
+  }
+
+  name(p) { return this.frame.names[p] || p; }
+  fr(key) { return (key && this.frame.fr[key]) || key || "?"; }
+
+  update(frame) {
+    this.frame = frame;
+    const st = frame.state;
+    const turn = st.turn;
+    const me = frame.you;
+    if (turn && turn.number !== this.turnNumber) {
+      this.turnNumber = turn.number;
+      this.gestures.clear();
+    }
+    for (const e of frame.events) this.event(e, me);
+    this.timer.set(frame.time_left, frame.config.timer_s);
+    const drawer = turn ? turn.drawer : st.drawer;
+    const drawing = st.phase === "drawing";
+    this.board.setLines(turn ? turn.segments : [], drawer !== me);
+    this.board.setEnabled(drawing && drawer === me);
+    this.counter.textContent = turn ? `Traits : ${turn.segments.length} / ${frame.config.max_strokes}` : "";
+    const guessing = drawing && drawer !== me && !(turn.finders || []).includes(me) &&
+      (!st.tied.length || st.tied.includes(me));
+    this.form.hidden = !guessing;
+    this.input.disabled = !guessing;
+    this.renderStatus(st, drawer, me);
+    this.renderControls(st, drawer, me);
+    this.renderOverlay(st, drawer, me);
+    this.renderScores(st, drawer);
+    this.renderFeed(st, drawer, me);
+    this.tickClock();
+  }
+
+  event(e, me) {
+    if (e.kind === "gesture_made") {
+      if (e.about) this.gestures.set(e.about, e.gesture);
+      if (e.drawer !== me) toast(`${this.name(e.drawer)} : « ${GESTURE_TEXT[e.gesture] || e.gesture} »`);
+    } else if (e.kind === "points_scored" && e.player === me) {
+      toast(`+${plural(e.points, "point")} pour vous !`, "good");
+    } else if (e.kind === "guess_made" && e.player === me && !e.accepted) {
+      toast(`« ${e.text} » : non`, "error");
+    } else if (e.kind === "tiebreak_started") {
+      toast("Égalité ! Tour décisif.", "good");
+    } else if (e.kind === "stroke_added" && e.merged_into !== null && e.drawer === me) {
+      toast("Prolongement : ce trait ne compte pas.");
+    }
+  }
+
+  error() { this.board.clearPending(); }
+
+  guess(event) {
+    event.preventDefault();
+    const text = this.input.value.trim();
+    if (text) this.send({ kind: "guess", text });
+    this.input.value = "";
+    this.input.focus();
+  }
+
+  tickClock() {
+    if (!this.frame) return;
+    const turn = this.frame.state.turn;
+    const left = turn ? this.timer.left() : 0;
+    this.clock.textContent = turn ? seconds(left) : "";
+    this.clock.classList.toggle("urgent", turn && left < 6);
+    this.bar.firstChild.style.width = `${turn ? this.timer.share() * 100 : 0}%`;
+  }
+
+  renderStatus(st, drawer, me) {
+    const mine = drawer === me;
+    const name = this.name(drawer);
+    let text = "";
+    if (st.phase === "draw") text = mine ? "À vous de dessiner : piochez une carte." : `${name} pioche une carte…`;
+    else if (st.phase === "choose") text = mine ? "Choisissez votre mot." : `${name} choisit son mot…`;
+    else if (st.phase === "drawing") text = mine ? `Faites deviner « ${this.fr(st.turn.word)} »` : `${name} dessine : devinez !`;
+    else if (st.phase === "game_over") text = "Partie terminée";
+    if (st.tied.length && st.phase !== "game_over") text = `Tour décisif · ${text}`;
+    this.status.textContent = text;
+  }
+
+  renderControls(st, drawer, me) {
+    const parts = [];
+    if (drawer === me && st.phase === "draw") {
+      parts.push(el("button", { class: "primary big", id: "draw-card", onclick: () => this.send({ kind: "draw_card" }) },
+        "Piocher une carte"));
+    } else if (drawer === me && st.phase === "choose" && st.turn.card) {
+      const card = st.turn.card;
+      for (const color of ["blue", "orange"]) {
+        const pts = this.frame.config.drawer_points[color];
+        parts.push(el("button", { class: `word ${color}`, "data-color": color,
+          onclick: () => this.send({ kind: "choose_word", color }) },
+          el("b", {}, this.fr(card[color])), el("small", {}, plural(pts, "point"))));
+      }
+    } else if (drawer === me && st.phase === "drawing") {
+      parts.push(el("p", { class: "hint" }, "Appuyez, glissez, relâchez : un trait droit. " +
+        "Prolonger un trait ne compte pas. Réagissez aux propositions à droite."));
+    }
+    this.controls.replaceChildren(...parts);
+  }
+
+  renderOverlay(st, drawer, me) {
+    let content = null;
+    if (st.phase === "game_over") {
+      const winners = st.winners.map((p) => (p === me ? "vous" : this.name(p))).join(", ");
+      content = [el("h2", {}, st.winners.includes(me) ? "Victoire !" : "Fin de partie"),
+        el("p", {}, `Gagnant : ${winners}`),
+        el("button", { class: "primary", onclick: () => this.leave() }, "Nouvelle partie")];
+    } else if (st.phase === "draw" && st.history.length) {
+      const last = st.history[st.history.length - 1];
+      const finders = last.finders.map((p) => (p === me ? "vous" : this.name(p)));
+      content = [el("p", { class: "small" }, "Le mot était"),
+        el("h2", { class: last.color || "" }, this.fr(last.word)),
+        el("p", {}, finders.length ? `Trouvé par ${finders.join(", ")}` : "Personne n'a trouvé."),
+        el("p", { class: "small" }, drawer === me ? "À vous !" : `Au tour de ${this.name(drawer)}.`)];
+    }
+    this.overlay.hidden = !content;
+    if (content) this.overlay.replaceChildren(...content);
+  }
+
+  renderScores(st, drawer) {
+    const rows = st.players.map((p) => el("li", { class: p === drawer ? "drawing" : "" },
+      el("span", { class: "who" }, p === drawer ? "✎ " : "", this.name(p)),
+      el("b", {}, st.scores[p])));
+    rows.push(el("li", { class: "small" }, `Objectif : ${this.frame.config.target_score} points · ` +
+      `${plural(st.hidden_deck ?? 0, "carte")} dans la pioche`));
+    this.scores.replaceChildren(...rows);
+  }
+
+  renderFeed(st, drawer, me) {
+    const turn = st.turn;
+    const guesses = turn ? [...turn.guesses].reverse() : [];
+    const items = guesses.map((g) => {
+      const gesture = this.gestures.get(g.text);
+      const actions = drawer === me && st.phase === "drawing" && !g.accepted && !gesture
+        ? el("span", { class: "gestures" },
+          el("button", { class: "chip proche", onclick: () => this.gesture("proche", g.text) }, "Proche"),
+          el("button", { class: "chip hors", onclick: () => this.gesture("hors_sujet", g.text) }, "Hors sujet"))
+        : null;
+      return el("li", { class: `guess ${g.accepted ? "ok" : "no"}`, "data-player": g.player },
+        el("span", { class: "who" }, g.player === me ? "Vous" : this.name(g.player)),
+        el("span", { class: "text" }, `« ${g.text} »`, g.accepted ? " ✓" : ""),
+        gesture ? el("span", { class: `badge ${gesture}` }, GESTURE_TEXT[gesture]) : null,
+        actions);
+    });
+    if (!items.length) items.push(el("li", { class: "empty" }, turn ? "Aucune proposition pour l'instant." : "—"));
+    this.feed.replaceChildren(...items);
+  }
+
+  gesture(kind, about) {
+    this.send({ kind: "gesture", gesture: kind, about });
+  }
+}

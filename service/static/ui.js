@@ -1,0 +1,68 @@
+// Small DOM helpers shared by both games: element builder, toasts, French messages, timers.
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const ERRORS = {
+  not_your_turn: "Ce n'est pas à vous de jouer.",
+  not_allowed: "Ce coup n'est pas permis.",
+  wrong_phase: "Pas maintenant !",
+  too_many_strokes: "15 traits maximum !",
+  not_a_straight_line: "Ce trait est trop court ou pas droit.",
+  already_found: "Vous avez déjà trouvé.",
+  already_guessed: "Vous avez déjà misé sur ce dessin.",
+  card_used: "Ce numéro est déjà joué.",
+  already_done: "Vous avez fini cette manche.",
+  time_over: "Temps écoulé.",
+  game_over: "La partie est terminée.",
+  invalid_move: "Coup invalide.",
+  bad_frame: "Message illisible.",
+  rate_limited: "Doucement ! Trop de messages.",
+  frame_too_large: "Dessin trop lourd.",
+};
+
+export function frenchError(frame) {
+  return ERRORS[frame.code] || frame.message || "Erreur";
+}
+
+export function toast(text, kind = "info") {
+  const box = document.getElementById("toasts");
+  const item = el("div", { class: `toast ${kind}` }, text);
+  box.append(item);
+  setTimeout(() => item.classList.add("fade"), 2600);
+  setTimeout(() => item.remove(), 3200);
+}
+
+// A countdown that follows the server: `time_left` seconds at reception.
+export class Countdown {
+  constructor() { this.until = 0; this.total = 1; }
+  set(timeLeft, total) {
+    this.until = performance.now() + timeLeft * 1000;
+    this.total = total || 1;
+  }
+  left() { return Math.max(0, (this.until - performance.now()) / 1000); }
+  share() { return Math.min(1, this.left() / this.total); }
+}
+
+export function seconds(s) {
+  const whole = Math.ceil(s);
+  const m = Math.floor(whole / 60);
+  return m ? `${m}:${String(whole % 60).padStart(2, "0")}` : `${whole} s`;
+}
+
+export function plural(n, word) {
+  return `${n} ${word}${Math.abs(n) > 1 ? "s" : ""}`;
+}
