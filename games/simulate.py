@@ -59,6 +59,16 @@ class SimulationError(ValueError):
     """Bad simulation arguments (too few drawable words, bad player count...)."""
 
 
+def _look(
+    source: ProbabilitySource, drawing: list, candidates: Sequence[str]
+) -> dict[str, float] | None:
+    """The source's probabilities, or None for a drawing it cannot read yet (a first dot...)."""
+    try:
+        return source.probabilities(drawing, candidates)
+    except ValueError:  # model.DrawingError is a ValueError
+        return None
+
+
 def _fold(text: str) -> str:
     return " ".join(text.casefold().split())
 
@@ -266,8 +276,8 @@ def _play_kontour(
                     state, KontourStroke(player=drawer_id, points=stroke.points), now
                 )
                 segs = [[[s.x0, s.x1], [s.y0, s.y1]] for s in state.turn.segments]
-                probs = source.probabilities(segs, candidates)
-                for p in active:
+                probs = _look(source, segs, candidates)
+                for p in active if probs is not None else ():
                     guessers[p].observe(probs, now)
             for p in active:
                 if p in state.turn.finders:
@@ -445,8 +455,8 @@ def _play_pictomania(
                     drawn[p] += 1
                     if drawn[p] == len(plans[p]) or plans[p][drawn[p]].end > now:
                         drawing = [s.as_stroke() for s in plans[p][: drawn[p]]]
-                        probs = source.probabilities(drawing, words)
-                        for o in ids:
+                        probs = _look(source, drawing, words)
+                        for o in ids if probs is not None else ():
                             if o != p:
                                 brains[o].observe(p, probs, now)
             for p in ids:

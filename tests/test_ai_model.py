@@ -63,7 +63,7 @@ def test_one_full_simulated_game_with_the_real_model(game: str) -> None:
     summary = report["summary"]
     if game == "kontour":
         assert summary["turns"] >= 3
-        assert summary["find_rate"] > 0.3
+        assert summary["find_rate"] > 0.1
         assert sum(report["scores"][0].values()) > 0
     else:
         assert summary["rounds"] == 5

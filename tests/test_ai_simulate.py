@@ -115,3 +115,18 @@ def test_cli_reports_bad_level_and_missing_weights(tmp_path) -> None:
     )
     assert missing.exit_code == 2
     assert "cannot load the recognizer" in missing.output
+
+
+class Unreadable(TemplateSource):
+    """Refuses drawings of one stroke, as the model refuses a first dot (a `ValueError`)."""
+
+    def probabilities(self, drawing: Any, candidates: Sequence[str] | None = None) -> dict:
+        if len(drawing) < 2:
+            raise ValueError("the drawing has no extent (all points are the same)")
+        return super().probabilities(drawing, candidates)
+
+
+def test_unreadable_partial_drawings_are_skipped_not_fatal() -> None:
+    report = simulate_pictomania(Unreadable(), ShippedLineDrawings(), load_level("hard"), seed=4)
+    assert report.summary()["rounds"] == 5
+    assert report.summary()["guess_rate"] > 0.5
