@@ -1,0 +1,308 @@
+"""The bot protocol over the real uvicorn server: a full round with the example room client,
+every malformed frame, rate limits, idle timeout, a full server and a client dropped mid-round."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+import websockets
+
+from tests.conftest import shape
+from tests.service_server import REPO, Server, running_server
+
+WORDS = ["square", "circle", "triangle", "line"]
+
+
+@pytest.fixture(scope="module")
+def server(tiny_checkpoint: Path) -> Iterator[Server]:
+    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_MAX_POINTS": "500",
+           "GRIFFON_MAX_FRAME_BYTES": "4096"}
+    with running_server(env) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def tight(tiny_checkpoint: Path) -> Iterator[Server]:
+    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_MAX_MESSAGE_RATE": "5",
+           "GRIFFON_MAX_MESSAGE_BURST": "5", "GRIFFON_BOT_IDLE_TIMEOUT_S": "2.5",
+           "GRIFFON_MAX_BOT_SESSIONS": "2"}
+    with running_server(env) as running:
+        yield running
+
+
+def square(seed: int = 3) -> list:
+    return shape("square", np.random.default_rng(seed))
+
+
+class Room:
+    """A minimal test room over one WebSocket."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+
+    async def send(self, frame: dict | str | bytes) -> None:
+        await self.ws.send(frame if isinstance(frame, str | bytes) else json.dumps(frame))
+
+    async def recv(self, timeout: float = 5.0) -> dict:
+        return json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+
+    async def ask(self, frame: dict | str | bytes, timeout: float = 5.0) -> dict:
+        await self.send(frame)
+        return await self.recv(timeout)
+
+    async def quiet(self, seconds: float) -> list[dict]:
+        """Every frame received within ``seconds``."""
+        frames = []
+        try:
+            while True:
+                frames.append(await self.recv(seconds))
+        except TimeoutError:
+            return frames
+
+    async def start(self, analysis: bool = True, **round_fields: Any) -> dict:
+        welcome = await self.ask({"type": "hello", "versions": [1], "room": "test", "analysis": analysis})
+        assert welcome["type"] == "welcome" and welcome["version"] == 1
+        frame = {"type": "round_start", "round": "r1", "difficulty": "hard", "seed": 1} | round_fields
+        ready = await self.ask(frame)
+        assert ready["type"] == "round_ready", ready
+        return welcome
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+async def connect(server: Server) -> Any:
+    return await websockets.connect(server.ws_url + "/v1/bot")
+
+
+# -- a full round --------------------------------------------------------------------------------
+def test_example_room_client_plays_a_full_round(server: Server, tmp_path: Path) -> None:
+    path = tmp_path / "square.json"
+    path.write_text(json.dumps({"word": "square", "drawing": square()}))
+    command = [sys.executable, "examples/room_client.py", "--url", server.ws_url + "/v1/bot",
+               "--drawing", str(path), "--difficulty", "hard", "--speed", "2", "--linger", "10",
+               "--candidates", *WORDS]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["found"] is True
+    printed = [line for line in result.stdout.splitlines() if "bot: «" in line]
+    assert printed[-1].endswith("✔ trouvé !") and len(printed) == summary["guesses"]
+    transcript = httpx.get(server.url + summary["transcript"]).json()
+    guesses = [e for e in transcript["events"] if e["kind"] == "guess"]
+    assert len(guesses) == summary["guesses"] and guesses[-1]["label"] == "square"
+    assert len({g["label"] for g in guesses}) == len(guesses)  # never twice the same word
+    assert {g["label"] for g in guesses} <= set(WORDS)
+    kinds = [e["kind"] for e in transcript["events"]]
+    assert kinds[0] == "round_start" and "stroke" in kinds and "verdict" in kinds
+    end = next(e for e in transcript["events"] if e["kind"] == "round_end")
+    assert end["answer"] == "square" and end["found_by"] == "bot"
+    assert transcript["live"] is False
+    listed = httpx.get(server.url + "/v1/bot/sessions").json()["sessions"]
+    assert summary["session"] in {s["id"] for s in listed}
+
+
+def test_streamed_stroke_undo_clear_and_analysis(server: Server) -> None:
+    async def scenario() -> None:
+        async with await connect(server) as ws:
+            room = Room(ws)
+            await room.start(candidates=WORDS, difficulty="easy")
+            (xs, ys, _), = square()
+            await room.send({"type": "stroke_start", "x": xs[0], "y": ys[0]})
+            await room.send({"type": "points", "x": xs[1:3], "y": ys[1:3]})
+            await room.send({"type": "points", "x": xs[3:], "y": ys[3:]})
+            first = await room.ask({"type": "stroke_end"})
+            assert first["type"] == "analysis" and first["strokes"] == 1, first
+            assert sum(g["prob"] for g in first["top"]) <= 1.0001
+            second = await room.ask({"type": "stroke", "stroke": [[0, 100], [0, 100]]})
+            assert second["strokes"] == 2
+            undone = await room.ask({"type": "undo"})
+            assert undone["strokes"] == 1 and undone["top"] == first["top"]  # no new inference
+            await room.send({"type": "clear"})
+            over = await room.ask({"type": "round_end", "answer": "square"})
+            assert over == {"type": "round_over", "round": "r1", "said": [], "strokes": 0}
+
+    run(scenario())
+
+
+def test_other_players_correct_guess_silences_the_bot(server: Server) -> None:
+    async def scenario() -> None:
+        async with await connect(server) as ws:
+            room = Room(ws)
+            await room.start(analysis=False, candidates=WORDS)
+            await room.send({"type": "player_guess", "player": "ana", "text": "carré", "correct": True})
+            await room.send({"type": "stroke", "stroke": square()[0][:2]})
+            assert await room.quiet(2.5) == []  # hard level would speak within ~1 s otherwise
+
+    run(scenario())
+
+
+# -- malformed frames: typed errors, and the connection stays usable -----------------------------
+ERRORS = [
+    ("x", "bad_json", "the frame is not valid JSON: Expecting value"),
+    ("[1]", "bad_frame", "a frame must be a JSON object with a 'type'"),
+    ({"type": "dance"}, "unknown_type", "unknown frame type 'dance' (known: hello, round_start, "
+     "stroke_start, points, stroke_end, stroke, undo, clear, player_guess, verdict, round_end, "
+     "ping, bye)"),
+    ('{"type": "points", "id": 7, "x": [NaN], "y": [1]}', "invalid_frame",
+     "points: x.0: Input should be a finite number"),
+    ({"type": "hello", "versions": [1]}, "already_greeted", "hello was already received"),
+    ({"type": "stroke_end"}, "no_round", "no round in progress: send round_start first"),
+    ({"type": "round_start", "round": 2, "candidates": ["square", "licornx"]}, "unknown_candidate",
+     "the model cannot guess these candidates: 'licornx'"),
+    ({"type": "round_start", "round": 2, "difficulty": "godlike"}, "unknown_difficulty",
+     "unknown AI level 'godlike' (known: easy, normal, hard)"),
+    ({"type": "round_start", "round": 2, "game": "chess"}, "invalid_frame",
+     "round_start: game: Input should be 'kontour', 'pictomania' or 'other'"),
+    (b"\x00\x01", "binary_not_supported", "frames must be JSON text, not binary"),
+    (json.dumps({"type": "ping", "pad": "x" * 5000}), "frame_too_large",
+     "a frame holds at most 4096 bytes"),
+]
+
+
+def test_malformed_frames_get_typed_errors(server: Server) -> None:
+    async def scenario() -> None:
+        async with await connect(server) as ws:
+            room = Room(ws)
+            assert await room.ask({"type": "round_start", "round": 1}) == {
+                "type": "error", "code": "hello_first", "message": "send hello first"}
+            assert (await room.ask({"type": "hello", "versions": [7]}))["code"] == "unsupported_version"
+            await room.ask({"type": "hello", "versions": [1]})
+            for frame, code, message in ERRORS:
+                reply = await room.ask(frame)
+                assert reply["type"] == "error" and reply["code"] == code, (frame, reply)
+                assert reply["message"].startswith(message), (frame, reply)
+            assert (await room.ask('{"type": "points", "id": 7, "x": [NaN], "y": [1]}'))["ref"] == 7
+            assert await room.ask({"type": "ping", "id": "p1"}) == {"type": "pong", "ref": "p1"}
+
+    run(scenario())
+
+
+def test_drawing_errors_in_a_round(server: Server) -> None:
+    async def scenario() -> None:
+        async with await connect(server) as ws:
+            room = Room(ws)
+            await room.start(analysis=True)
+            assert (await room.ask({"type": "points", "x": [1], "y": [2]}))["code"] == "no_stroke"
+            await room.send({"type": "stroke_start", "x": 0, "y": 0})
+            again = await room.ask({"type": "stroke_start", "x": 0, "y": 0})
+            assert again["code"] == "stroke_open"
+            uneven = await room.ask({"type": "points", "x": [1, 2], "y": [2]})
+            assert uneven["message"] == "points: x, y (and t) must have the same length"
+            run_ = list(range(300))
+            await room.send({"type": "points", "x": run_, "y": run_})
+            big = await room.ask({"type": "points", "x": run_, "y": run_})
+            assert big == {"type": "error", "code": "too_many_points",
+                           "message": "a stroke holds at most 500 points"}
+            await room.send({"type": "undo"})  # drops the open stroke
+            first = await room.ask({"type": "stroke", "stroke": [run_, run_]})
+            assert first["type"] == "analysis" and first["strokes"] == 1
+            total = await room.ask({"type": "stroke", "stroke": [run_[:250], run_[:250]]})
+            assert total == {"type": "error", "code": "too_many_points",
+                             "message": "a drawing holds at most 500 points"}
+            wrong = await room.ask({"type": "verdict", "guess_id": 3, "correct": True})
+            assert wrong == {"type": "error", "code": "unknown_guess", "message": "no guess 3 in this round"}
+            ok = await room.ask({"type": "stroke", "stroke": [[0, 50], [0, 50]]})
+            assert ok["type"] == "analysis" and ok["strokes"] == 2  # still usable
+
+    run(scenario())
+
+
+# -- limits ----------------------------------------------------------------------------------------
+def test_rate_limit_then_flooding_closes(tight: Server) -> None:
+    async def scenario() -> None:
+        async with await connect(tight) as ws:
+            room = Room(ws)
+            for _ in range(8):
+                await room.send({"type": "ping"})
+            frames = await room.quiet(0.5)
+            pongs = [f for f in frames if f["type"] == "pong"]
+            errors = [f for f in frames if f["type"] == "error"]
+            assert 5 <= len(pongs) <= 6 and [e["code"] for e in errors] == ["rate_limited"]
+            assert errors[0]["message"] == "more than 5 frames/s: frames are being dropped"
+            await asyncio.sleep(1.2)  # tokens come back
+            assert await room.ask({"type": "ping"}) == {"type": "pong"}
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                for _ in range(100):
+                    await room.send({"type": "ping"})
+                    await asyncio.sleep(0.005)
+                await room.quiet(2.0)
+                await room.recv(2.0)
+            assert closed.value.rcvd.code == 4429
+
+    run(scenario())
+
+
+def test_idle_connection_times_out(tight: Server) -> None:
+    async def scenario() -> None:
+        async with await connect(tight) as ws:
+            room = Room(ws)
+            await room.ask({"type": "hello", "versions": [1]})
+            error = await room.recv(5.0)
+            assert error == {"type": "error", "code": "idle_timeout",
+                             "message": "no frame for 2.5 s: closing"}
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await room.recv(5.0)
+            assert closed.value.rcvd.code == 4408
+
+    run(scenario())
+
+
+def test_server_full(tight: Server) -> None:
+    async def scenario() -> None:
+        async with await connect(tight) as one, await connect(tight) as two:
+            await Room(one).ask({"type": "ping"})
+            await Room(two).ask({"type": "ping"})
+            async with await connect(tight) as three:
+                refused = await Room(three).recv()
+                assert refused == {"type": "error", "code": "server_full",
+                                   "message": "the server already holds 2 bots"}
+                with pytest.raises(websockets.ConnectionClosed) as closed:
+                    await Room(three).recv()
+                assert closed.value.rcvd.code == 4503
+
+    run(scenario())
+
+
+def test_dropped_client_mid_round(server: Server) -> None:
+    async def scenario() -> str:
+        ws = await connect(server)
+        room = Room(ws)
+        welcome = await room.start(candidates=WORDS)
+        await room.ask({"type": "stroke", "stroke": square()[0][:2]})
+        ws.transport.abort()  # no close handshake: the client just vanishes
+        return welcome["session"]
+
+    session = run(scenario())
+    for _ in range(50):
+        transcript = httpx.get(f"{server.url}/v1/bot/sessions/{session}").json()
+        if not transcript["live"]:
+            break
+        run(asyncio.sleep(0.1))
+    assert transcript["live"] is False
+    assert transcript["events"][-1]["kind"] == "round_end"
+    assert transcript["events"][-1]["why"] == "disconnected"
+    assert httpx.get(server.url + "/healthz").json()["status"] == "ok"
+
+    async def again() -> None:
+        async with await connect(server) as ws:
+            await Room(ws).start()
+
+    run(again())
+
+
+def test_unknown_transcript(server: Server) -> None:
+    response = httpx.get(server.url + "/v1/bot/sessions/nope")
+    assert response.status_code == 404
+    assert response.json() == {"error": "unknown_session",
+                               "message": "no bot session 'nope' (the last 200 finished sessions are kept)"}
