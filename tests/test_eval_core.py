@@ -196,17 +196,24 @@ def test_workers_give_the_same_report(folder: Path) -> None:
     assert two["models"][0]["metrics"]["latency"]["throughput"]["workers"] == 2
 
 
-def test_prepare_chunk_conditions_match_the_transforms(folder: Path) -> None:
+def test_prepare_chunk_rasters_each_distinct_prefix_once(folder: Path) -> None:
     data = load_eval_data(folder, "all")
     raw = data.strokes[data.words.index("ladder")]
-    valid, images, _ = prepare_chunk([raw, [[[1], [1]]]], [SPEC], ("f0.3", "kontour"), 15)
-    assert valid.tolist() == [True, False]  # a single point is not a drawing
+    fractions = (0.1, 0.3, 0.35, 1.0)
+    chunk = prepare_chunk([raw, [[[1], [1]]]], [SPEC], fractions, 15)
+    assert chunk.valid.tolist() == [True, False]  # a single point is not a drawing
     strokes = simplify_drawing(validate_drawing(raw))
-    expected = rasterize(first_fraction(strokes, 0.3), SPEC)
-    assert images[(0, "f0.3")].shape == (1, 1, 32, 32)
-    assert np.array_equal(images[(0, "f0.3")][0], np.round(expected * 255).astype(np.uint8))
+    assert len(strokes) == RUNGS
+    # 1, 3, 4 and 10 rungs: ceil(0.35 × 10) = 4
+    assert chunk.prefixes[0].shape == (4, 1, 32, 32) and chunk.prefix_of.tolist() == [[0, 1, 2, 3]]
+    for j, fraction in enumerate(fractions):
+        expected = rasterize(first_fraction(strokes, fraction), SPEC)
+        got = chunk.prefixes[0][chunk.prefix_of[0, j]]
+        assert np.array_equal(got, np.round(expected * 255).astype(np.uint8))
     kontour = rasterize(kontour_style(strokes, 15), SPEC)
-    assert np.array_equal(images[(0, "kontour")][0], np.round(kontour * 255).astype(np.uint8))
+    assert np.array_equal(chunk.kontour[0][0], np.round(kontour * 255).astype(np.uint8))
+    one_stroke = prepare_chunk([data.strokes[0]], [SPEC], (0.1, 0.5, 1.0), 15)
+    assert one_stroke.prefixes[0].shape[0] == 1 and one_stroke.prefix_of.tolist() == [[0, 0, 0]]
 
 
 def test_corrupt_and_rejected_records_are_counted(tmp_path: Path) -> None:

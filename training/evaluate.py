@@ -314,21 +314,26 @@ def restrict(
 # -- preprocessing (runs in worker processes) -------------------------------------------------------
 
 
-def _condition_strokes(strokes: list[np.ndarray], condition: str, kontour_lines: int) -> list[np.ndarray]:
-    if condition == KONTOUR:
-        return kontour_style(strokes, kontour_lines)
-    return first_fraction(strokes, float(condition[1:]))
+@dataclass
+class PreparedChunk:
+    """Rasters of a chunk of drawings, as ``uint8`` (value × 255, exact for ``rasterize``).
+
+    A drawing of ``n`` strokes has at most ``n`` distinct stroke prefixes, so each distinct prefix is
+    rasterized (and later classified) once: ``prefix_of[i, j]`` is the row of ``prefixes`` that
+    shows valid drawing ``i`` at the ``j``-th stroke fraction.
+    """
+
+    valid: np.ndarray  # per drawing: passed validation
+    prefixes: dict[int, np.ndarray]  # raster spec index → distinct stroke prefixes
+    prefix_of: np.ndarray  # (valid drawings, fractions) → row of ``prefixes``
+    kontour: dict[int, np.ndarray]  # raster spec index → Kontour-style rasters, one per valid drawing
+    seconds: float
 
 
 def prepare_chunk(
-    drawings: Sequence[list], specs: Sequence[RasterSpec], conditions: Sequence[str], kontour_lines: int
-) -> tuple[np.ndarray, dict[tuple[int, str], np.ndarray], float]:
-    """Validate, simplify and rasterize drawings under every condition for every raster spec.
-
-    Returns the mask of drawings that passed validation, ``uint8`` rasters (value × 255, exact for
-    :func:`model.raster.rasterize`) keyed by ``(spec index, condition)`` for the valid drawings, and
-    the seconds spent.
-    """
+    drawings: Sequence[list], specs: Sequence[RasterSpec], fractions: Sequence[float], kontour_lines: int
+) -> PreparedChunk:
+    """Validate, simplify and rasterize drawings: every stroke fraction and the Kontour style."""
     start = time.perf_counter()
     valid, simplified = [], []
     for drawing in drawings:
@@ -337,25 +342,39 @@ def prepare_chunk(
             valid.append(True)
         except DrawingError:
             valid.append(False)
-    images: dict[tuple[int, str], np.ndarray] = {}
-    for condition in conditions:
-        variants = [_condition_strokes(strokes, condition, kontour_lines) for strokes in simplified]
-        for index, spec in enumerate(specs):
-            if variants:
-                stack = np.stack([rasterize(strokes, spec) for strokes in variants])
-            else:
-                stack = np.zeros((0, len(spec.channels), spec.size, spec.size), dtype=np.float32)
-            images[(index, condition)] = np.round(stack * 255).astype(np.uint8)
-    return np.array(valid, dtype=bool), images, time.perf_counter() - start
+    prefix_strokes: list[list[np.ndarray]] = []
+    prefix_of = np.zeros((len(simplified), len(fractions)), dtype=np.int64)
+    for i, strokes in enumerate(simplified):
+        rows: dict[int, int] = {}
+        for j, fraction in enumerate(fractions):
+            count = len(first_fraction(strokes, fraction))
+            if count not in rows:
+                rows[count] = len(prefix_strokes)
+                prefix_strokes.append(strokes[:count])
+            prefix_of[i, j] = rows[count]
+    kontour = [kontour_style(strokes, kontour_lines) for strokes in simplified]
+    return PreparedChunk(
+        np.array(valid, dtype=bool),
+        {index: _raster_stack(prefix_strokes, spec) for index, spec in enumerate(specs)},
+        prefix_of,
+        {index: _raster_stack(kontour, spec) for index, spec in enumerate(specs)},
+        time.perf_counter() - start,
+    )
+
+
+def _raster_stack(drawings: Sequence[list[np.ndarray]], spec: RasterSpec) -> np.ndarray:
+    if not drawings:
+        return np.zeros((0, len(spec.channels), spec.size, spec.size), dtype=np.uint8)
+    return np.round(np.stack([rasterize(strokes, spec) for strokes in drawings]) * 255).astype(np.uint8)
 
 
 def _chunks(
     data: EvalData, specs: Sequence[RasterSpec], settings: EvalSettings, pool: Executor | None
-) -> Iterator[tuple[range, tuple[np.ndarray, dict[tuple[int, str], np.ndarray], float]]]:
+) -> Iterator[tuple[range, PreparedChunk]]:
     """Prepared chunks in order; with a pool, at most ``2 × workers`` chunks are in flight."""
     size = settings.batch_size
     spans = [range(s, min(s + size, len(data))) for s in range(0, len(data), size)]
-    args = (tuple(specs), settings.conditions(), settings.kontour_lines)
+    args = (tuple(specs), settings.fractions, settings.kontour_lines)
     if pool is None:
         for span in spans:
             yield span, prepare_chunk([data.strokes[i] for i in span], *args)
@@ -398,14 +417,19 @@ class EvalResult:
     outputs: list[ModelOutputs]
 
 
-def _predict(model: ModelUnderTest, images: np.ndarray) -> np.ndarray:
-    probs = np.asarray(model.predict(images.astype(np.float32) / 255.0), dtype=np.float64)
-    if probs.shape != (len(images), len(model.labels)):
-        raise EvalError(
-            f"model {model.name!r} returned probabilities of shape {probs.shape}, "
-            f"expected {(len(images), len(model.labels))}: the model and its class list do not match"
-        )
-    return probs
+def _predict(model: ModelUnderTest, images: np.ndarray, batch_size: int) -> np.ndarray:
+    """Probabilities for ``uint8`` rasters, ``batch_size`` at a time, with the output shape checked."""
+    parts = []
+    for start in range(0, len(images), batch_size):
+        batch = images[start : start + batch_size]
+        probs = np.asarray(model.predict(batch.astype(np.float32) / 255.0), dtype=np.float64)
+        if probs.shape != (len(batch), len(model.labels)):
+            raise EvalError(
+                f"model {model.name!r} returned probabilities of shape {probs.shape}, expected "
+                f"{(len(batch), len(model.labels))}: the model and its class list do not match"
+            )
+        parts.append(probs)
+    return np.concatenate(parts) if parts else np.zeros((0, len(model.labels)))
 
 
 def run_models(
@@ -414,8 +438,11 @@ def run_models(
     """Preprocess in worker processes, infer in batches; returns outputs, valid mask and timings."""
     specs = list(dict.fromkeys(m.spec for m in models))
     spec_of = [specs.index(m.spec) for m in models]
-    conditions = settings.conditions()
-    parts: list[dict[str, list[np.ndarray]]] = [{c: [] for c in conditions} for _ in models]
+    names = [f"f{f:.1f}" for f in settings.fractions]
+    whole = settings.fractions.index(1.0)
+    full: list[list[np.ndarray]] = [[] for _ in models]
+    kontour: list[list[np.ndarray]] = [[] for _ in models]
+    ranks: list[dict[str, list[np.ndarray]]] = [{c: [] for c in names} for _ in models]
     labels: list[list[np.ndarray]] = [[] for _ in models]
     valid_all: list[np.ndarray] = []
     infer = [0.0 for _ in models]
@@ -426,23 +453,21 @@ def run_models(
     pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
     bar = tqdm(total=len(data), desc="eval", unit="drawing", disable=not progress, leave=False)
     try:
-        for span, (valid, images, seconds) in _chunks(data, specs, settings, pool):
-            preprocess += seconds
-            valid_all.append(valid)
-            words = [data.words[i] for i, ok in zip(span, valid, strict=True) if ok]
+        for span, chunk in _chunks(data, specs, settings, pool):
+            preprocess += chunk.seconds
+            valid_all.append(chunk.valid)
+            words = [data.words[i] for i, ok in zip(span, chunk.valid, strict=True) if ok]
             for m, model in enumerate(models):
                 truth = np.array([model.index[w] for w in words], dtype=np.int64)
                 labels[m].append(truth)
-                for condition in conditions:
-                    batch = images[(spec_of[m], condition)]
-                    if not len(batch):
-                        continue
-                    tick = time.perf_counter()
-                    probs = _predict(model, batch)
-                    infer[m] += time.perf_counter() - tick
-                    counted[m] += len(batch)
-                    keep = probs if condition in (FULL, KONTOUR) else true_ranks(probs, truth)
-                    parts[m][condition].append(keep)
+                tick = time.perf_counter()
+                prefix_probs = _predict(model, chunk.prefixes[spec_of[m]], settings.batch_size)
+                kontour[m].append(_predict(model, chunk.kontour[spec_of[m]], settings.batch_size))
+                infer[m] += time.perf_counter() - tick
+                counted[m] += len(prefix_probs) + len(truth)
+                for j, name in enumerate(names):
+                    ranks[m][name].append(true_ranks(prefix_probs[chunk.prefix_of[:, j]], truth))
+                full[m].append(prefix_probs[chunk.prefix_of[:, whole]])
             bar.update(len(span))
     finally:
         bar.close()
@@ -455,9 +480,12 @@ def run_models(
         truth = np.concatenate(labels[m])
         if not len(truth):
             raise EvalError("no drawing passed validation; nothing to evaluate")
-        joined = {c: np.concatenate(parts[m][c]) for c in conditions}
-        ranks = {c: (true_ranks(v, truth) if c in (FULL, KONTOUR) else v) for c, v in joined.items()}
-        outputs.append(ModelOutputs(truth, joined[FULL], joined[KONTOUR], ranks, infer[m], counted[m]))
+        model_ranks = {name: np.concatenate(parts) for name, parts in ranks[m].items()}
+        kontour_probs = np.concatenate(kontour[m])
+        model_ranks[KONTOUR] = true_ranks(kontour_probs, truth)
+        outputs.append(
+            ModelOutputs(truth, np.concatenate(full[m]), kontour_probs, model_ranks, infer[m], counted[m])
+        )
     timings = {"wall_seconds": wall, "preprocess_cpu_seconds": preprocess, "workers": max(workers, 1)}
     return outputs, valid, timings
 
@@ -677,6 +705,7 @@ def evaluate(
             "inference_images_per_s": out.images / out.inference_seconds if out.inference_seconds else None,
             "preprocess_cpu_ms_per_drawing": 1000 * timings["preprocess_cpu_seconds"] / len(data),
             "conditions_per_drawing": len(settings.conditions()),
+            "images_per_drawing": out.images / max(len(out.labels), 1),
             "wall_seconds": timings["wall_seconds"],
         }
         metrics = model_metrics(model, out, data, valid, settings)

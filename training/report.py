@@ -156,26 +156,39 @@ def _reliability(report: dict[str, Any]) -> str:
 
 def _category_bars(report: dict[str, Any], count: int = 20) -> str:
     metrics = report["models"][0]["metrics"]["per_category"]
-    ranked = sorted(metrics.items(), key=lambda item: (item[1]["top1"], -item[1]["count"], item[0]))
+    # ties (common with few drawings per category) go to the better-attested category
+    ranked = sorted(metrics.items(), key=lambda item: (item[1]["top1"], item[1]["top3"], -item[1]["count"]))
     worst = ranked[:count]
-    best = ranked[-count:][::-1] if len(ranked) > count else []
+    rest = sorted(ranked[count:], key=lambda item: (-item[1]["top1"], -item[1]["top3"], -item[1]["count"]))
+    best = rest[:count]
     panels = [("worst", worst)] + ([("best", best)] if best else [])
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.4 * len(panels), 0.24 * max(len(worst), 4) + 1))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.4 * len(panels), 0.24 * max(len(worst), 4) + 1.2))
     axes = np.atleast_1d(axes)
+    names = _names(report)
     other = report["models"][1]["metrics"]["per_category"] if len(report["models"]) > 1 else None
     for ax, (title, rows) in zip(axes, panels, strict=True):
-        names = [f"{word} ({stats['count']})" for word, stats in rows][::-1]
-        values = [100 * stats["top1"] for _, stats in rows][::-1]
+        rows = rows[::-1]
         ys = np.arange(len(rows))
-        ax.barh(ys, values, color=COLOURS[0], height=0.7 if other is None else 0.4, label=_names(report)[0])
-        if other is not None:
-            theirs = [100 * other[word]["top1"] for word, _ in rows][::-1]
-            ax.barh(ys - 0.4, theirs, color=COLOURS[1], height=0.4, label=_names(report)[1])
-            ax.legend(fontsize=7, loc="lower right")
-        ax.set_yticks(ys - (0.2 if other is not None else 0), names, fontsize=7)
+        top1 = [100 * stats["top1"] for _, stats in rows]
+        if other is None:
+            top3 = [100 * stats["top3"] for _, stats in rows]
+            ax.barh(ys, top3, color=COLOURS[0], alpha=0.25, height=0.75, label="top-3")
+            ax.barh(ys, top1, color=COLOURS[0], height=0.75, label="top-1")
+            for y, v1, v3 in zip(ys, top1, top3, strict=True):
+                inside = v3 > 75
+                ax.text(v3 + (-1.5 if inside else 1.5), y, f"{v1:.0f} / {v3:.0f} %", va="center",
+                        ha="right" if inside else "left", fontsize=6.5,
+                        color="white" if inside and v1 > 75 else "#111827")  # fmt: skip
+            ax.set_yticks(ys, [f"{word} ({stats['count']})" for word, stats in rows], fontsize=7)
+        else:
+            theirs = [100 * other[word]["top1"] for word, _ in rows]
+            ax.barh(ys + 0.2, top1, color=COLOURS[0], height=0.4, label=f"{names[0]} top-1")
+            ax.barh(ys - 0.2, theirs, color=COLOURS[1], height=0.4, label=f"{names[1]} top-1")
+            ax.set_yticks(ys, [f"{word} ({stats['count']})" for word, stats in rows], fontsize=7)
+        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.04), ncols=2, frameon=False)
         ax.set_xlim(0, 100)
-        ax.set_xlabel("top-1 accuracy (%)")
-        ax.set_title(f"{title} {len(rows)} categories (drawings)", fontsize=10)
+        ax.set_xlabel("accuracy (%)")
+        ax.set_title(f"{title} {len(rows)} categories (drawings)", fontsize=10, loc="right")
         ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return _img(_png(fig), "per-category accuracy")
@@ -340,8 +353,9 @@ def _latency_section(report: dict[str, Any]) -> str:
         f'<th class="n">images/s at batch {thr["batch_size"]}</th>'
         f'<th class="n">drawings/s, whole run</th></tr>{"".join(rows)}</table>'
         f"<p class='sub'>Batch 1 on {lat0['batch1_total_ms']['samples']} "
-        f"drawings; the whole run rasterizes {thr['conditions_per_drawing']} variants of each drawing "
-        f"with {thr['workers']} worker process(es).</p>{_latency(report)}</section>"
+        f"drawings. The whole run classifies {thr['images_per_drawing']:.1f} images per drawing (each "
+        f"distinct stroke prefix once, plus the Kontour style), preprocessed by {thr['workers']} "
+        f"worker process(es).</p>{_latency(report)}</section>"
     )
 
 
@@ -388,6 +402,15 @@ def _data_section(report: dict[str, Any]) -> str:
     )
 
 
+def _category_note(report: dict[str, Any]) -> str:
+    counts = sorted(report["data"]["per_category"].values())
+    median = counts[len(counts) // 2] if counts else 0
+    note = f"Top-1 (solid) and top-3 (light) accuracy; drawings per category in brackets (median {median})."
+    if median < 20:
+        note += " With this few drawings a category's accuracy moves in big steps: read trends, not ranks."
+    return note
+
+
 def render_html(report: dict[str, Any], examples: dict[str, list[np.ndarray]] | None = None) -> str:
     """The whole report page."""
     examples = examples or {}
@@ -409,7 +432,8 @@ def render_html(report: dict[str, Any], examples: dict[str, list[np.ndarray]] | 
         _agreement(report),
         _confusions(report, examples),
         f'<section id="calibration"><h2>Calibration</h2>{_reliability(report)}</section>',
-        f'<section id="categories"><h2>Per category</h2>{_category_bars(report)}</section>',
+        f'<section id="categories"><h2>Per category</h2><p class="sub">{_category_note(report)}</p>'
+        f"{_category_bars(report)}</section>",
         _latency_section(report),
         _data_section(report),
     ]
