@@ -166,6 +166,7 @@ class RateLimit:
     def __init__(self, rate: float, burst: int) -> None:
         self.rate, self.burst = rate, float(burst)
         self.tokens, self.at = float(burst), time.monotonic()
+        self.warned = False
 
     def allow(self) -> bool:
         now = time.monotonic()
@@ -228,7 +229,11 @@ def _reply(session: GameSession, text: str, settings: Settings, limit: RateLimit
     if len(text) > settings.max_frame_bytes:
         return error_frame("frame_too_large", f"a frame holds at most {settings.max_frame_bytes} bytes")
     if not limit.allow():
+        if limit.warned:
+            return None  # one error per flood, not one per dropped frame
+        limit.warned = True
         return error_frame("rate_limited", f"at most {settings.max_message_rate:g} frames per second")
+    limit.warned = False
     return handle_text(session, text)
 
 
@@ -246,8 +251,8 @@ async def serve_socket(websocket: WebSocket, session: GameSession, settings: Set
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
             reply = _reply(session, text, settings, limit)
-            if reply is not None and not queue.full():
-                queue.put_nowait(reply)
+            if reply is not None:
+                await queue.put(reply)  # a client that does not read is slowed down, not buffered
     except (WebSocketDisconnect, RuntimeError):
         pass
     finally:

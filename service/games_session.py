@@ -254,9 +254,7 @@ def centered(plan: list[TimedStroke], size: float = 255.0) -> list[TimedStroke]:
         return plan
     dx = (size - max(p[0] for p in points) - min(p[0] for p in points)) / 2
     dy = (size - max(p[1] for p in points) - min(p[1] for p in points)) / 2
-    return [
-        TimedStroke(s.start, s.end, tuple((x + dx, y + dy) for x, y in s.points)) for s in plan
-    ]
+    return [TimedStroke(s.start, s.end, tuple((x + dx, y + dy) for x, y in s.points)) for s in plan]
 
 
 def _as_strokes(polylines: Sequence[Sequence[tuple[float, float]]]) -> list[list[list[float]]]:

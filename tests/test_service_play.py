@@ -1,0 +1,283 @@
+"""Solo games over the real uvicorn server: POST /v1/play and the game WebSocket.
+
+A whole Kontour turn each way (the person draws while the AI guesses, then the AI draws at a
+human pace while the person guesses), a whole Pictomania game of two short rounds, moves out of
+turn, malformed frames, a reconnect that resumes, and the bounds (games, idle expiry, rates).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from tests.test_service_play_helpers import HAS_WEIGHTS, HOUSE, Player, has_event, new_game, play_server
+
+
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest):
+    with play_server(request) as running:
+        yield running
+
+
+def move_frame(move: dict) -> str:
+    return json.dumps({"type": "move", "move": move})
+
+
+def is_state(frame: dict) -> bool:
+    return frame["type"] == "state"
+
+
+# -- creating games ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"game": "chess"}, "body.game"),
+        ({"game": "kontour", "opponents": 0}, "body.opponents"),
+        ({"game": "kontour", "opponents": 6}, "body.opponents"),
+        ({"game": "kontour", "level": "expert"}, "body.level"),
+        ({"game": "kontour", "name": "<script>"}, "body.name"),
+        ({"game": "kontour", "colour": "blue"}, "body.colour"),
+        ({"game": "pictomania", "opponents": 1}, "at least 2 AI opponents"),
+    ],
+)
+def test_bad_new_game_requests_get_422_with_the_reason(server, body, fragment) -> None:
+    response = httpx.post(server.url + "/v1/play", json=body, timeout=10)
+    assert response.status_code == 422
+    assert response.json()["error"] == "invalid_request"
+    assert fragment in response.json()["message"]
+
+
+def test_the_page_and_its_static_files_are_served(server) -> None:
+    page = httpx.get(server.url + "/", timeout=10)
+    assert page.status_code == 200 and "Griffon" in page.text and 'lang="fr"' in page.text
+    script = httpx.get(server.url + "/static/app.js", timeout=10)
+    assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+    for bad in ("nope.js", "..%2Fplay.py", ".hidden.css", "play.py"):
+        missing = httpx.get(server.url + "/static/" + bad, timeout=10)
+        assert missing.status_code == 404, bad
+        assert missing.json()["error"] == "not_found"
+
+
+def test_unknown_game_and_wrong_token_get_an_error_frame_and_a_close_code(server) -> None:
+    with connect(server.ws_url + "/v1/play/nope?token=x", open_timeout=10) as ws:
+        frame = json.loads(ws.recv(timeout=5))
+        message = "no game 'nope' (over or expired)"
+        assert frame == {"type": "error", "code": "unknown_game", "message": message}
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=5)
+        assert closed.value.rcvd.code == 4404
+    game = new_game(server, game="kontour", opponents=1)
+    with connect(f"{server.ws_url}/v1/play/{game['game_id']}?token=wrong", open_timeout=10) as ws:
+        assert json.loads(ws.recv(timeout=5))["code"] == "bad_token"
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=5)
+        assert closed.value.rcvd.code == 4403
+
+
+# -- Kontour ----------------------------------------------------------------------------------
+
+
+def test_a_full_kontour_turn_each_way(server) -> None:
+    game = new_game(server, game="kontour", opponents=1, level="hard", name="Ana", seed=5)
+    assert game["player"] == "joueur" and game["game"] == "kontour"
+    p = Player(server, game)
+    first = p.until(is_state)
+    assert first["names"] == {"joueur": "Ana", "ia1": "Plume", "griffon": "Griffon"}
+    assert p.state["phase"] == "draw" and p.state["drawer"] == "joueur"
+    assert p.state["seed"] == "hidden" and p.state["deck"] == []
+
+    # The person draws: card, word, six straight lines; a curve is refused; an extension merges.
+    p.move(kind="draw_card")
+    p.until(has_event("card_drawn"))
+    card = p.state["turn"]["card"]
+    p.move(kind="choose_word", color="orange")
+    p.until(has_event("drawing_started"))
+    assert p.state["turn"]["word"] == card["orange"]
+    assert p.frame["fr"][card["orange"]]  # French word shown to the drawer
+    for line in HOUSE:
+        p.move(kind="stroke", points=line)
+    p.until(has_event("stroke_added", count=6))
+    p.move(kind="stroke", points=[[10, 10], [60, 90], [110, 10]])
+    assert "straight" in p.error("not_a_straight_line")["message"]
+    p.move(kind="stroke", points=[[200, 230], [235, 230]])
+    merged = p.until(has_event("stroke_added", merged_into=1))
+    assert merged["state"]["turn"]["segments"][1]["x1"] == pytest.approx(235, abs=1)
+    assert len(p.state["turn"]["segments"]) == 6
+    p.move(kind="guess", text="maison")
+    assert p.error("not_allowed")["message"] == "the drawer may not guess"
+    ended = p.until(has_event("turn_ended", drawer="joueur"), timeout=12)
+    summary = next(e for e in ended["events"] if e["kind"] == "turn_ended")
+    assert summary["word"] == card["orange"]
+    if HAS_WEIGHTS:  # the shipped recognizer sees the lines: the AI speaks
+        ai_guesses = [e for e in p.events("guess_made") if e["player"] == "ia1"]
+        assert ai_guesses, "the AI said nothing about six lines in 6 s"
+        assert all(e["text"] for e in ai_guesses)
+
+    # Rotation: the AI draws at a human pace, the person guesses and plays out of turn.
+    p.until(has_event("drawing_started", drawer="ia1"), timeout=10)
+    assert p.state["turn"]["card"] is None and p.state["turn"]["word"] is None  # hidden
+    p.move(kind="stroke", points=HOUSE[0])
+    assert p.error("not_your_turn")["message"] == "only the drawer (ia1) may draw"
+    p.move(kind="draw_card")
+    assert "phase 'drawing'" in p.error("wrong_phase")["message"]
+    p.move(kind="guess", text="zzzz")
+    wrong = p.until(has_event("guess_made", player="joueur"))
+    assert not next(e for e in wrong["events"] if e["kind"] == "guess_made")["accepted"]
+    p.until(has_event("turn_ended", drawer="ia1"), timeout=12)
+    times = [f["now"] for f in p.frames if has_event("stroke_added", drawer="ia1")(f)]
+    assert times, "the AI drew nothing"
+    assert all(b - a >= 0.3 for a, b in zip(times, times[1:], strict=False)), times
+    assert p.state["drawer"] == "joueur" and p.state["phase"] == "draw"
+    assert [h["drawer"] for h in p.state["history"]] == ["joueur", "ia1"]
+    p.close()
+
+
+def test_malformed_frames_get_typed_errors_and_the_game_goes_on(server) -> None:
+    p = Player(server, new_game(server, game="kontour", opponents=1))
+    p.until(is_state)
+    cases = [
+        ("not json", "bad_frame"),
+        ("[1, 2]", "bad_frame"),
+        (json.dumps({"type": "dance"}), "bad_frame"),
+        (json.dumps({"type": "move"}), "invalid_move"),
+        (move_frame({"kind": "fly"}), "invalid_move"),
+        (move_frame({"kind": "tick"}), "invalid_move"),
+        ('{"type": "move", "move": {"kind": "stroke", "points": [[NaN, 1], [2, 3]]}}', "bad_frame"),
+        (move_frame({"kind": "stroke", "points": [[1e9, 1], [2, 3]]}), "invalid_move"),
+        (move_frame({"kind": "stroke", "points": [[1, 1]] * 1001}), "invalid_move"),
+        (move_frame({"kind": "stroke", "points": [["a", 1], [2, 3]]}), "invalid_move"),
+        (move_frame({"kind": "guess", "text": "x" * 81}), "bad_frame"),
+        (move_frame({"kind": "choose_word", "color": "red"}), "invalid_move"),
+        ("x" * 300_000, "frame_too_large"),
+    ]
+    for text, code in cases:
+        p.send(text)
+        frame = p.error(code)
+        assert frame["message"], text[:40]
+    p.move(kind="choose_word", color="blue")  # right move, wrong phase
+    assert p.error("wrong_phase")["phase"] == "draw"
+    p.move(kind="draw_card")  # the game goes on
+    p.until(has_event("card_drawn"))
+    assert p.state["phase"] == "choose"
+    p.send(json.dumps({"type": "ping"}))
+    assert p.until(lambda f: f["type"] == "pong")["now"] > 0
+    p.close()
+
+
+def test_a_reconnect_resumes_the_game(server) -> None:
+    game = new_game(server, game="kontour", opponents=2, seed=9)
+    p = Player(server, game)
+    p.until(is_state)
+    p.move(kind="draw_card")
+    p.until(has_event("card_drawn"))
+    card = p.state["turn"]["card"]
+    p.close()
+    again = Player(server, game)
+    frame = again.until(is_state)
+    assert frame["events"] == []
+    assert again.state["phase"] == "choose" and again.state["turn"]["card"] == card
+    assert 0 < frame["time_left"] <= 6
+    again.move(kind="choose_word", color="blue")
+    again.until(has_event("drawing_started"))
+    again.close()
+
+
+def test_the_message_rate_is_bounded(server) -> None:
+    p = Player(server, new_game(server, game="kontour", opponents=1))
+    p.until(is_state)
+    for _ in range(300):
+        p.send(json.dumps({"type": "ping"}))
+    limited = p.until(lambda f: f.get("code") == "rate_limited", timeout=10)
+    assert "frames per second" in limited["message"]
+    p.close()
+
+
+# -- Pictomania -------------------------------------------------------------------------------
+
+
+def test_a_full_pictomania_game_of_two_rounds(server) -> None:
+    p = Player(server, new_game(server, game="pictomania", opponents=2, level="hard", seed=3))
+    p.until(is_state)
+    rnd = p.state["round"]
+    assert len(rnd["cards"]) == 6 and all(len(c["words"]) == 7 for c in rnd["cards"])
+    secrets = rnd["secrets"]
+    assert secrets["joueur"] is not None and secrets["ia1"] is None and secrets["ia2"] is None
+    assert set(p.frame["fr"]) == {w for c in rnd["cards"] for w in c["words"]}
+    assert p.frame["config"]["rounds"] == 2 and p.frame["config"]["tokens"] == [3, 2]
+
+    p.move(kind="stroke", points=[[20, 20], [100, 100], [150, 60]])
+    p.until(has_event("stroke_drawn", player="joueur"))
+    p.move(kind="guess", target="ia1", number=2)
+    p.until(has_event("guess_placed", guesser="joueur", target="ia1"))
+    mine = [c for c in p.state["round"]["stacks"]["ia1"] if c["guesser"] == "joueur"]
+    assert mine[0]["number"] == 2
+    p.move(kind="guess", target="ia1", number=3)
+    p.error("already_guessed")
+    p.move(kind="guess", target="ia2", number=2)
+    p.error("card_used")
+    p.move(kind="guess", target="joueur", number=1)
+    p.error("not_allowed")
+    p.move(kind="guess", target="ia9", number=1)
+    p.error("unknown_player")
+    left = p.state["round"]["bonus_left"]
+    p.move(kind="done")
+    taken = p.until(lambda f: has_event("bonus_taken", player="joueur")(f) or f["type"] == "error")
+    if taken["type"] == "state":
+        assert taken["state"]["round"]["bonus"]["joueur"] in left
+        p.move(kind="stroke", points=[[1, 1], [9, 9]])
+        p.error("already_done")
+
+    scored = p.until(has_event("round_scored"), timeout=12)
+    result = next(e for e in scored["events"] if e["kind"] == "round_scored")["result"]
+    for who in ("joueur", "ia1", "ia2"):
+        expected = result["bonus_points"][who] + sum(result["tokens_won"][who]) - result["penalty"][who]
+        assert result["score"][who] == expected
+    bet = next(o for o in result["outcomes"]["ia1"] if o["guesser"] == "joueur")
+    assert bet["correct"] == (result["secrets"]["ia1"]["number"] == 2)
+    assert p.state["phase"] == "scored" and p.state["totals"] == result["score"]
+    assert p.state["round"]["secrets"]["ia1"] is not None  # revealed once scored
+    assert [e for e in p.events("stroke_drawn") if e["player"] != "joueur"], "the AI drew nothing"
+
+    p.move(kind="next_round")
+    p.until(has_event("round_started", number=2))
+    assert p.state["phase"] == "playing" and p.state["round"]["number"] == 2
+    ended = p.until(has_event("game_ended"), timeout=15)
+    final = next(e for e in ended["events"] if e["kind"] == "game_ended")
+    assert p.state["phase"] == "game_over" and final["winners"]
+    assert max(final["totals"].values()) == final["totals"][final["winners"][0]]
+    p.move(kind="done")
+    p.error("game_over")
+    p.close()
+
+
+# -- bounds -----------------------------------------------------------------------------------
+
+
+def test_game_slots_are_bounded_and_idle_games_expire(request: pytest.FixtureRequest) -> None:
+    with play_server(request, GRIFFON_MAX_SESSIONS="2", GRIFFON_IDLE_EXPIRY_S="2") as small:
+        games = [new_game(small, game="kontour", opponents=1) for _ in range(2)]
+        full = httpx.post(small.url + "/v1/play", json={"game": "kontour"}, timeout=10)
+        assert full.status_code == 503
+        message = "all 2 game slots are taken; retry later"
+        assert full.json() == {"error": "too_many_games", "message": message}
+        p = Player(small, games[0])
+        p.until(is_state)
+        started = time.monotonic()
+        with pytest.raises(ConnectionClosed) as closed:
+            while time.monotonic() - started < 10:
+                try:
+                    p.ws.recv(timeout=1)
+                except TimeoutError:
+                    pass
+        assert closed.value.rcvd.code == 4410
+        time.sleep(2.5)  # the other game, as idle, has gone too
+        late = Player(small, games[1])
+        assert late.until(lambda f: f["type"] == "error")["code"] == "unknown_game"
+        assert new_game(small, game="pictomania", opponents=2)["game_id"]

@@ -1,0 +1,116 @@
+"""Shared pieces of the solo-game tests (no tests here): server environment, a WebSocket client."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from websockets.sync.client import ClientConnection, connect
+
+from tests.service_server import Server, running_server
+
+WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights" / "griffon-default.pt"
+HAS_WEIGHTS = WEIGHTS.is_file()
+
+# Short timers so that a whole turn, round or game fits in a test.
+FAST = {
+    "GRIFFON_PLAY_KONTOUR_TIMER_S": "6",
+    "GRIFFON_PLAY_AI_THINK_S": "0.3",
+    "GRIFFON_PLAY_BETWEEN_TURNS_S": "0.3",
+    "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "6",
+    "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "2",
+}
+HOUSE = [  # a house in 6 straight lines, on the page's 0-255 canvas
+    [[50, 110], [50, 230]],
+    [[50, 230], [200, 230]],
+    [[200, 230], [200, 110]],
+    [[200, 110], [50, 110]],
+    [[40, 115], [125, 30]],
+    [[125, 30], [210, 115]],
+]
+
+
+def model_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The shipped weights when present, else the tiny test checkpoint."""
+    if HAS_WEIGHTS:
+        return {}
+    return {"GRIFFON_MODEL": str(request.getfixturevalue("tiny_checkpoint"))}
+
+
+@contextmanager
+def play_server(request: pytest.FixtureRequest, **extra: str) -> Iterator[Server]:
+    """The real service with fast game timers (and `extra` variables)."""
+    with running_server({**FAST, **model_env(request), **extra}) as server:
+        yield server
+
+
+def new_game(server: Server, **body: Any) -> dict[str, Any]:
+    """POST /v1/play; returns the JSON (asserting 201)."""
+    response = httpx.post(server.url + "/v1/play", json=body, timeout=10)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+class Player:
+    """A WebSocket client for one game: keeps the latest state and every frame received."""
+
+    def __init__(self, server: Server, game: dict[str, Any]) -> None:
+        self.ws: ClientConnection = connect(server.ws_url + game["ws"], open_timeout=10).__enter__()
+        self.frames: list[dict[str, Any]] = []
+        self.state: dict[str, Any] = {}
+        self.frame: dict[str, Any] = {}
+
+    def send(self, frame: Any) -> None:
+        self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+
+    def move(self, **move: Any) -> None:
+        self.send({"type": "move", "move": move})
+
+    def recv(self, timeout: float) -> dict[str, Any] | None:
+        try:
+            frame = json.loads(self.ws.recv(timeout=timeout))
+        except TimeoutError:
+            return None
+        self.frames.append(frame)
+        if frame["type"] == "state":
+            self.frame, self.state = frame, frame["state"]
+        return frame
+
+    def until(self, test: Callable[[dict[str, Any]], bool], timeout: float = 15.0) -> dict[str, Any]:
+        """Read frames until one satisfies `test`; fails after `timeout` seconds."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            frame = self.recv(max(0.01, end - time.monotonic()))
+            if frame is not None and test(frame):
+                return frame
+        raise AssertionError(f"no matching frame within {timeout} s; last: {self.frames[-3:]}")
+
+    def error(self, code: str, timeout: float = 5.0) -> dict[str, Any]:
+        """The next error frame, which must have `code`."""
+        frame = self.until(lambda f: f["type"] == "error", timeout)
+        assert frame["code"] == code, frame
+        return frame
+
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        """Every event of `kind` received so far."""
+        return [e for f in self.frames if f["type"] == "state" for e in f["events"] if e["kind"] == kind]
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def has_event(kind: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:
+    """A frame test: a state frame carrying an event of `kind` with these fields."""
+
+    def test(frame: dict[str, Any]) -> bool:
+        return frame["type"] == "state" and any(
+            e["kind"] == kind and all(e.get(k) == v for k, v in fields.items()) for e in frame["events"]
+        )
+
+    return test
