@@ -306,3 +306,25 @@ def test_unknown_transcript(server: Server) -> None:
     assert response.status_code == 404
     assert response.json() == {"error": "unknown_session",
                                "message": "no bot session 'nope' (the last 200 finished sessions are kept)"}
+
+
+def test_asyncapi_spec_matches_the_frame_models() -> None:
+    import yaml
+
+    from service import bot_protocol
+
+    spec = yaml.safe_load((REPO / "docs" / "asyncapi.yaml").read_text())
+    assert spec["asyncapi"].startswith("3.")
+    schemas = spec["components"]["schemas"]
+    adapter_models = bot_protocol.ClientFrame.__origin__.__args__  # the union's members
+    by_type = {m.model_fields["type"].annotation.__args__[0]: m for m in adapter_models}
+    assert set(by_type) == set(bot_protocol.CLIENT_TYPES)
+    for kind, model in by_type.items():
+        expected = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        expected.pop("title", None)
+        assert schemas[kind] == expected, kind
+    documented = set(schemas["error"]["properties"]["code"]["enum"])
+    used = {code for _, code, _ in ERRORS} | {"hello_first", "stroke_open", "no_stroke",
+                                                "too_many_points", "unknown_guess", "idle_timeout",
+                                                "server_full", "rate_limited", "flooding"}
+    assert used <= documented
