@@ -734,17 +734,19 @@ def _json_safe(value: Any) -> Any:
 
 
 def write_report(result: EvalResult, out: Path | str, html: bool = True) -> dict[str, Path]:
-    """Write ``report.json`` (and ``report.html``) under ``out``; returns the paths written."""
+    """Write ``report.json`` (and ``report.html`` + ``strokes_curve.png``) under ``out``; returns paths."""
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
         paths = {"json": out / "report.json"}
         paths["json"].write_text(json.dumps(result.report, indent=1, allow_nan=False), encoding="utf-8")
         if html:
-            from training.report import render_html
+            from training.report import render_html, strokes_curve_png
 
             paths["html"] = out / "report.html"
             paths["html"].write_text(render_html(result.report, result.examples), encoding="utf-8")
+            paths["curve"] = out / "strokes_curve.png"
+            paths["curve"].write_bytes(strokes_curve_png(result.report))
     except OSError as error:
         raise EvalError(f"cannot write the report under {out}: {error}") from error
     return paths
