@@ -1,4 +1,8 @@
-"""`griffon eval` end to end with a tiny trained checkpoint: reports written, compare mode, error paths."""
+"""`griffon eval` end to end with small real checkpoints: reports written, compare mode, error paths.
+
+The checkpoints are untrained (seeded random weights, written by ``model.checkpoint``): the CLI's
+wiring does not need a good model, and training one would cost these tests minutes on a busy machine.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +12,40 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import typer
 from typer.testing import CliRunner
 
-from tests.conftest import REPO
+from model.checkpoint import save_checkpoint
+from model.network import create_model
+from model.raster import RasterSpec
+from tests.conftest import FIXTURE_WORDS, REPO
 from tests.test_eval_core import write_eval_folder
 from training.cli import register
 
 SECTIONS = ("headline", "strokes-curve", "confusions", "calibration", "categories", "latency", "data")
 QUICK = ["--split", "all", "--workers", "0", "--latency-samples", "5", "--batch-size", "32"]
+
+
+def write_checkpoint(path: Path, seed: int, channels: tuple[str, ...]) -> Path:
+    """An untrained 'plain' CNN over the fixture words, as a real checkpoint file."""
+    torch.manual_seed(seed)
+    kwargs = {"widths": [4, 8], "dropout": 0.0}
+    network = create_model("plain", in_channels=len(channels), num_classes=len(FIXTURE_WORDS), **kwargs)
+    spec = RasterSpec(size=32, channels=channels)
+    save_checkpoint(path, architecture="plain", architecture_kwargs=kwargs, classes=list(FIXTURE_WORDS),
+                    spec=spec, state_dict=network.state_dict(), training={"command": "test"})  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_checkpoint(tmp_path_factory.mktemp("ckpt") / "a.pt", 1, ("ink",))
+
+
+@pytest.fixture(scope="module")
+def other_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_checkpoint(tmp_path_factory.mktemp("ckpt") / "b.pt", 2, ("ink", "order"))
 
 
 @pytest.fixture(scope="module")
@@ -58,19 +87,35 @@ def test_eval_writes_both_reports(
 
 
 def test_eval_compare_mode(
-    cli: typer.Typer, tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
+    cli: typer.Typer, tiny_checkpoint: Path, other_checkpoint: Path, fixture_data: Path, tmp_path: Path
 ) -> None:
-    code, output = run(cli, "--model", str(tiny_checkpoint), "--compare", str(tiny_checkpoint),
+    code, output = run(cli, "--model", str(tiny_checkpoint), "--compare", str(other_checkpoint),
                        "--data", str(fixture_data), "--out", str(tmp_path), *QUICK)  # fmt: skip
     assert code == 0, output
     report = json.loads((tmp_path / "report.json").read_text())
-    names = [m["name"] for m in report["models"]]
-    assert names[0].startswith("A: ") and names[1].startswith("B: ")
+    assert [m["name"] for m in report["models"]] == ["a", "b"]
+    assert report["models"][1]["raster"]["channels"] == ["ink", "order"]  # each model its own rasters
     comparison = report["comparison"]
-    assert comparison["headline"]["top1"]["delta"] == 0.0  # same weights, same drawings
-    assert comparison["agreement"]["only_a_right"] == comparison["agreement"]["only_b_right"] == 0
+    heads = [m["metrics"]["headline"] for m in report["models"]]
+    assert comparison["headline"]["top1"]["delta"] == pytest.approx(heads[1]["top1"] - heads[0]["top1"])
+    agree = comparison["agreement"]
+    assert sum(agree[k] for k in ("both_right", "only_a_right", "only_b_right", "both_wrong")) == 96
+    assert agree["only_b_right"] - agree["only_a_right"] == round(96 * (heads[1]["top1"] - heads[0]["top1"]))
     page = (tmp_path / "report.html").read_text()
-    assert 'id="agreement"' in page and "difference" in page
+    assert 'id="agreement"' in page and "difference" in page and 'alt="categories that changed most"' in page
+
+
+def test_compare_with_itself_has_no_difference(
+    cli: typer.Typer, tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
+) -> None:
+    code, output = run(cli, "--model", str(tiny_checkpoint), "--compare", str(tiny_checkpoint),
+                       "--data", str(fixture_data), "--out", str(tmp_path), "--limit", "20",
+                       *QUICK)  # fmt: skip
+    assert code == 0, output
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [m["name"] for m in report["models"]] == ["A: a", "B: a"]
+    assert report["comparison"]["headline"]["top1"]["delta"] == 0.0
+    assert report["comparison"]["agreement"]["mcnemar_p"] is None
 
 
 def test_unknown_categories(cli: typer.Typer, tiny_checkpoint: Path, tmp_path: Path) -> None:

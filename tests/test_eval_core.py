@@ -288,7 +288,8 @@ def test_latency_and_report_keys(folder: Path, tmp_path: Path) -> None:
     result = evaluate([ConstantModel()], load_eval_data(folder, "all"), FAST, progress=False)
     report = json.loads(write_report(result, tmp_path)["json"].read_text())
     assert report["schema"] == "griffon-eval-report/1"
-    assert set(report) == {"schema", "created", "settings", "data", "models", "comparison"}
+    assert set(report) == {"schema", "created", "settings", "environment", "data", "models", "comparison"}
+    assert report["environment"]["cpus"] >= 1 and report["environment"]["torch_threads"] >= 1
     model = report["models"][0]
     assert len(model["fingerprint"]) == 64 and model["classes"] == 3
     latency = model["metrics"]["latency"]

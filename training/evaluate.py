@@ -693,6 +693,7 @@ def evaluate(
     if not 1 <= len(models) <= 2:
         raise EvalError("evaluate one model, or two to compare")
     data = restrict(data, models, skip_unknown, settings.limit, settings.seed)
+    environment = machine_environment()
     outputs, valid, timings = run_models(models, data, settings, progress)
     valid_data = data.subset([i for i, ok in enumerate(valid) if ok])
     reports = []
@@ -722,11 +723,34 @@ def evaluate(
         "schema": SCHEMA,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "settings": settings_dict,
+        "environment": {**environment, "load_average_end": _load_average()},
         "data": data_summary(data, valid),
         "models": reports,
         "comparison": compare_models(reports, outputs, settings) if len(models) == 2 else None,
     }
     return EvalResult(report, examples, outputs)
+
+
+def _load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def machine_environment() -> dict[str, Any]:
+    """Where timings were taken: CPU count, torch threads, load average (1 min) at the start."""
+    import platform
+
+    import torch
+
+    return {
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch_version": torch.__version__,
+        "python": platform.python_version(),
+        "load_average_start": _load_average(),
+    }
 
 
 def _json_safe(value: Any) -> Any:

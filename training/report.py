@@ -40,10 +40,10 @@ HEADLINE_LABELS = {
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1f2937}
 main{max-width:1100px;margin:0 auto;padding:24px}
-h1{font-size:1.6rem;margin:.2rem 0}h2{font-size:1.2rem;margin:2rem 0 .6rem;border-bottom:2px solid #e5e7eb}
+h1{font-size:1.6rem;margin:.2rem 0}h2{font-size:1.2rem;margin:.2rem 0 .6rem;border-bottom:2px solid #e5e7eb}
 section{background:#fff;border-radius:10px;padding:16px 20px;margin:16px 0;box-shadow:0 1px 3px #0001}
-.sub{color:#6b7280;font-size:.9rem}.cards{display:flex;flex-wrap:wrap;gap:12px}
-.card{flex:1 1 150px;background:#f9fafb;border:1px solid #e5e7eb;border-radius:8px;padding:10px 14px}
+.sub{color:#6b7280;font-size:.9rem}.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:12px}
+.card{background:#f9fafb;border:1px solid #e5e7eb;border-radius:8px;padding:10px 14px}
 .card .v{font-size:1.8rem;font-weight:650}.card .k{color:#6b7280;font-size:.85rem}
 .card .d{font-size:.95rem;font-weight:600}
 table{border-collapse:collapse;width:100%;font-size:.92rem}td,th{padding:5px 8px;border-bottom:1px solid #eee;
@@ -355,8 +355,21 @@ def _latency_section(report: dict[str, Any]) -> str:
         f"<p class='sub'>Batch 1 on {lat0['batch1_total_ms']['samples']} "
         f"drawings. The whole run classifies {thr['images_per_drawing']:.1f} images per drawing (each "
         f"distinct stroke prefix once, plus the Kontour style), preprocessed by {thr['workers']} "
-        f"worker process(es).</p>{_latency(report)}</section>"
+        f"worker process(es).</p>{_load_note(report)}{_latency(report)}</section>"
     )
+
+
+def _load_note(report: dict[str, Any]) -> str:
+    env = report.get("environment") or {}
+    loads = [v for v in (env.get("load_average_start"), env.get("load_average_end")) if v is not None]
+    cpus = env.get("cpus") or 0
+    if loads and cpus and max(loads) > cpus:
+        return (
+            f'<p class="warn">The machine was busy (load average up to {max(loads):.1f} on {cpus} CPUs, '
+            f"{env.get('torch_threads')} torch threads): timings are pessimistic and only comparable "
+            "with runs on an equally loaded machine.</p>"
+        )
+    return ""
 
 
 def _data_section(report: dict[str, Any]) -> str:
