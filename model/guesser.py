@@ -177,14 +177,37 @@ class GuessSession:
 
     def add_stroke(self, stroke: Any) -> list[Guess]:
         """Add one stroke (``[[x...], [y...](, [t...])]``) and return the current guesses."""
+        image = self.stage(stroke)
+        probs = self.guesser.probabilities_from_images(image[None])[0] if image is not None else None
+        return self.commit(probs)
+
+    def stage(self, stroke: Any) -> np.ndarray | None:
+        """First half of :meth:`add_stroke`: validate the stroke, add it, and return the raster to
+        classify (``None`` while the drawing has no extent). A caller that batches inference across
+        sessions runs the network itself, then calls :meth:`commit` with the probabilities."""
         if len(self._strokes) >= MAX_STROKES:
             raise DrawingError(f"too many strokes: more than {MAX_STROKES}")
         points = validate_stroke(stroke, len(self._strokes))
         if sum(len(s) for s in self._strokes) + len(points) > MAX_POINTS:
             raise DrawingError(f"too many points in this drawing: more than {MAX_POINTS}")
         self._strokes.append(points)
-        probs = self._infer()
-        self._history.append(probs)
+        frame = drawing_frame(self._strokes)
+        if frame[2] < 1e-9:  # a lone dot so far: nothing to recognise yet
+            return None
+        if frame == self._frame and len(self._simplified) == len(self._strokes) - 1:
+            self._simplified.append(simplify_drawing([points], frame=frame)[0])
+        else:
+            self._simplified = simplify_drawing(self._strokes)
+        self._frame = frame
+        return rasterize(self._simplified, self.guesser.spec)
+
+    def commit(self, probs: np.ndarray | None) -> list[Guess]:
+        """Second half of :meth:`add_stroke`: record the probabilities of the staged stroke."""
+        if probs is None:
+            probs = np.full(len(self.guesser.labels), 1.0 / len(self.guesser.labels))
+        else:
+            self.inferences += 1
+        self._history.append(np.asarray(probs))
         return self._current()
 
     def undo(self) -> list[Guess]:
@@ -194,6 +217,7 @@ class GuessSession:
         self._strokes.pop()
         self._history.pop()
         self._frame = None
+        self._simplified = []
         return self._current()
 
     def clear(self) -> None:
@@ -221,17 +245,3 @@ class GuessSession:
         if not self._history:
             return []
         return self.guesser._rank(self._history[-1], self.top_k, self.candidates)
-
-    def _infer(self) -> np.ndarray:
-        frame = drawing_frame(self._strokes)
-        if frame[2] < 1e-9:  # a lone dot so far: nothing to recognise yet
-            probs = np.full(len(self.guesser.labels), 1.0 / len(self.guesser.labels))
-            return probs
-        if frame == self._frame and len(self._simplified) == len(self._strokes) - 1:
-            self._simplified.append(simplify_drawing([self._strokes[-1]], frame=frame)[0])
-        else:
-            self._simplified = simplify_drawing(self._strokes)
-        self._frame = frame
-        self.inferences += 1
-        image = rasterize(self._simplified, self.guesser.spec)
-        return self.guesser.probabilities_from_images(image[None])[0]
