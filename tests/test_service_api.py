@@ -228,3 +228,36 @@ def test_settings_from_environment() -> None:
     assert settings.max_batch == 8 and settings.cors_origins == ["https://a", "https://b"]
     with pytest.raises(SettingsError, match="GRIFFON_MAX_BATCH: Input should be less than or equal to 512"):
         Settings.from_env({"GRIFFON_MAX_BATCH": "100000"})
+
+
+# -- the shared micro-batcher, in process with the real model --------------------------------------
+def test_batcher_shares_forward_passes_and_bounds_its_queue() -> None:
+    import torch
+
+    from model import Guesser, RasterSpec
+    from model.network import create_model
+    from service.inference import BatchInference, Overloaded
+
+    torch.manual_seed(0)  # an untrained network: the batcher must only give each caller its row
+    guesser = Guesser(create_model("plain", num_classes=4), sorted(LABELS), RasterSpec())
+    images = [guesser.prepare(drawing(w, i)) for i in range(10) for w in ("circle", "square", "line")]
+    expected = guesser.probabilities_from_images(np.stack(images))
+
+    async def concurrent(max_queue: int) -> tuple[list, BatchInference]:
+        inference = BatchInference(guesser, max_batch=8, max_queue=max_queue, batch_wait_s=0.002)
+        inference.start()
+        try:
+            calls = [inference.probabilities(image[None]) for image in images]
+            return await asyncio.gather(*calls, return_exceptions=True), inference
+        finally:
+            await inference.aclose()
+
+    results, inference = asyncio.run(concurrent(max_queue=64))
+    np.testing.assert_allclose(np.concatenate(results), expected, atol=1e-5)
+    assert inference.stats.images == 30 and inference.stats.batches < 30
+    assert inference.stats.largest_batch <= 8
+
+    results, inference = asyncio.run(concurrent(max_queue=4))
+    rejected = [r for r in results if isinstance(r, Overloaded)]
+    assert 0 < len(rejected) <= 26 and inference.stats.rejected == len(rejected)
+    assert all(isinstance(r, np.ndarray) for r in results if not isinstance(r, Overloaded))
