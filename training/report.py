@@ -418,7 +418,12 @@ def _data_section(report: dict[str, Any]) -> str:
 def _category_note(report: dict[str, Any]) -> str:
     counts = sorted(report["data"]["per_category"].values())
     median = counts[len(counts) // 2] if counts else 0
-    note = f"Top-1 (solid) and top-3 (light) accuracy; drawings per category in brackets (median {median})."
+    if len(report["models"]) == 2:
+        note = f"Top-1 accuracy of both models; drawings per category in brackets (median {median})."
+    else:
+        note = (
+            f"Top-1 (solid) and top-3 (light) accuracy; drawings per category in brackets (median {median})."
+        )
     if median < 20:
         note += " With this few drawings a category's accuracy moves in big steps: read trends, not ranks."
     return note
