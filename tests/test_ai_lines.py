@@ -67,6 +67,10 @@ def test_bad_drawings_raise_line_error(bad, message) -> None:
 points = st.lists(st.tuples(st.floats(-500, 500), st.floats(-500, 500)), min_size=2, max_size=40)
 
 
+def test_a_back_and_forth_stroke_keeps_a_line() -> None:
+    assert len(to_kontour_lines([[[1, 0, 1], [0, 0, 0]]], max_lines=1)) == 1
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(points, min_size=1, max_size=25), st.integers(1, 15))
 def test_never_more_lines_than_allowed(strokes, max_lines) -> None:

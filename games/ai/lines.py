@@ -96,19 +96,19 @@ def to_kontour_lines(drawing: Any, max_lines: int = KONTOUR_MAX_LINES) -> list[l
     if not segments:
         raise LineError("the drawing has no segment of non-zero length (only dots)")
     too_fine = None
-    while len(segments) > max_lines:
-        # one segment per stroke at most once epsilon exceeds the diagonal
-        if epsilon > diagonal:
+    while len(segments) > max_lines and epsilon <= diagonal:
+        # (past the diagonal every stroke is one segment at most: growing more changes nothing)
+        coarser = _segments(strokes, epsilon * _GROWTH)
+        if not coarser:  # a closed back-and-forth stroke collapses to a dot: keep the last shape
             break
-        too_fine, epsilon = epsilon, epsilon * _GROWTH
-        segments = _segments(strokes, epsilon)
+        too_fine, epsilon, segments = epsilon, epsilon * _GROWTH, coarser
     if too_fine is not None and len(segments) <= max_lines:
         # bisect back toward the finest epsilon that still fits, to keep as much detail as allowed
         low, high = too_fine, epsilon
         for _ in range(_BISECT_STEPS):
             middle = (low + high) / 2
             candidate = _segments(strokes, middle)
-            if len(candidate) <= max_lines:
+            if 0 < len(candidate) <= max_lines:
                 high, segments = middle, candidate
             else:
                 low = middle
