@@ -90,7 +90,8 @@ class Guesser:
         """Validate, simplify and rasterize one drawing to a ``(channels, size, size)`` array."""
         return rasterize(simplify_drawing(validate_drawing(drawing)), self.spec)
 
-    def _candidate_indices(self, candidates: Iterable[str] | None) -> np.ndarray | None:
+    def candidate_indices(self, candidates: Iterable[str] | None) -> np.ndarray | None:
+        """Class indices of ``candidates`` (``None`` = all classes); unknown or empty lists raise."""
         if candidates is None:
             return None
         names = list(dict.fromkeys(candidates))
@@ -112,7 +113,8 @@ class Guesser:
             probs = torch.softmax(logits / self.temperature, dim=1)
         return probs.numpy()
 
-    def _rank(self, probs: np.ndarray, top_k: int, candidates: np.ndarray | None) -> list[Guess]:
+    def rank(self, probs: np.ndarray, top_k: int, candidates: np.ndarray | None) -> list[Guess]:
+        """Best ``top_k`` guesses from a probability row, renormalised over candidate indices if given."""
         if candidates is not None:
             sub = probs[candidates]
             sub = sub / max(float(sub.sum()), 1e-12)
@@ -133,14 +135,14 @@ class Guesser:
             raise ValueError("top_k must be at least 1")
         if not 1 <= len(drawings) <= MAX_BATCH:
             raise ValueError(f"a batch holds 1 to {MAX_BATCH} drawings, got {len(drawings)}")
-        chosen = self._candidate_indices(candidates)
+        chosen = self.candidate_indices(candidates)
         images = np.stack([self.prepare(drawing) for drawing in drawings])
         probs = self.probabilities_from_images(images)
-        return [self._rank(row, top_k, chosen) for row in probs]
+        return [self.rank(row, top_k, chosen) for row in probs]
 
     def probabilities(self, drawing: Any, candidates: Iterable[str] | None = None) -> dict[str, float]:
         """Probability of every label (or of each candidate, renormalised) for one drawing."""
-        chosen = self._candidate_indices(candidates)
+        chosen = self.candidate_indices(candidates)
         probs = self.probabilities_from_images(self.prepare(drawing)[None])[0]
         if chosen is None:
             return {label: float(p) for label, p in zip(self.labels, probs, strict=True)}
@@ -163,7 +165,7 @@ class GuessSession:
     def __init__(self, guesser: Guesser, candidates: Iterable[str] | None = None, top_k: int = 5) -> None:
         self.guesser = guesser
         self.top_k = top_k
-        self.candidates = guesser._candidate_indices(candidates)
+        self.candidates = guesser.candidate_indices(candidates)
         self._strokes: list[np.ndarray] = []
         self._history: list[np.ndarray] = []  # probabilities after each stroke
         self._frame: tuple[float, float, float] | None = None
@@ -244,4 +246,4 @@ class GuessSession:
     def _current(self) -> list[Guess]:
         if not self._history:
             return []
-        return self.guesser._rank(self._history[-1], self.top_k, self.candidates)
+        return self.guesser.rank(self._history[-1], self.top_k, self.candidates)

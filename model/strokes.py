@@ -99,7 +99,9 @@ def resample(points: Stroke, spacing: float = 1.0) -> Stroke:
 
 
 def rdp(points: Stroke, epsilon: float = RDP_EPSILON) -> Stroke:
-    """Ramer–Douglas–Peucker simplification (iterative, vectorised distance computation)."""
+    """Ramer–Douglas–Peucker simplification (iterative, vectorised distance computation).
+
+    Distances use the first two columns; further columns (e.g. times) are carried along."""
     n = len(points)
     if n < 3:
         return points.copy()
@@ -110,8 +112,8 @@ def rdp(points: Stroke, epsilon: float = RDP_EPSILON) -> Stroke:
         first, last = stack.pop()
         if last - first < 2:
             continue
-        start, end = points[first], points[last]
-        inner = points[first + 1 : last]
+        start, end = points[first, :2], points[last, :2]
+        inner = points[first + 1 : last, :2]
         direction = end - start
         norm = math.hypot(direction[0], direction[1])
         if norm < 1e-12:
@@ -167,3 +169,59 @@ def to_quickdraw(strokes: Sequence[Stroke], decimals: int = 0) -> list[list[list
         else:
             out.append([rounded[:, 0].tolist(), rounded[:, 1].tolist()])
     return out
+
+
+LINE_GROWTH = 1.35
+LINE_BISECT_STEPS = 8
+
+
+def _line_segments(strokes: Sequence[np.ndarray], epsilon: float) -> list[np.ndarray]:
+    """The non-degenerate segments of every stroke simplified at ``epsilon``, in drawing order."""
+    out = []
+    for stroke in strokes:
+        kept = rdp(stroke, epsilon)
+        for start, end in zip(kept[:-1], kept[1:], strict=True):
+            if np.hypot(*(end[:2] - start[:2])) > 0:
+                out.append(np.stack([start, end]))
+    return out
+
+
+def straight_lines(strokes: Sequence[np.ndarray], max_lines: int = 15) -> list[np.ndarray]:
+    """At most ``max_lines`` straight 2-point strokes approximating a drawing (Kontour's rule).
+
+    Every stroke is simplified with Ramer–Douglas–Peucker, epsilon growing from 0.5 % of the
+    drawing's diagonal until the drawing fits, then bisected back toward the finest epsilon that
+    still fits (to keep as much detail as allowed); if even one segment per stroke is too many, the
+    longest segments are kept, in drawing order. Extra columns (times) are carried along.
+    Raises :class:`DrawingError` for a drawing without extent or made only of dots.
+    """
+    if max_lines < 1:
+        raise DrawingError(f"max_lines must be at least 1, got {max_lines}")
+    every = np.concatenate(strokes)[:, :2]
+    diagonal = float(np.hypot(*np.ptp(every, axis=0)))
+    if diagonal == 0:
+        raise DrawingError("the drawing has no extent (all points are the same)")
+    epsilon = diagonal * 0.005
+    segments = _line_segments(strokes, epsilon)
+    if not segments:
+        raise DrawingError("the drawing has no segment of non-zero length (only dots)")
+    too_fine = None
+    while len(segments) > max_lines and epsilon <= diagonal:
+        coarser = _line_segments(strokes, epsilon * LINE_GROWTH)
+        if not coarser:  # a closed back-and-forth stroke collapses to a dot: keep the last shape
+            break
+        too_fine, epsilon, segments = epsilon, epsilon * LINE_GROWTH, coarser
+    if too_fine is not None and len(segments) <= max_lines:
+        low, high = too_fine, epsilon
+        for _ in range(LINE_BISECT_STEPS):
+            middle = (low + high) / 2
+            candidate = _line_segments(strokes, middle)
+            if 0 < len(candidate) <= max_lines:
+                high, segments = middle, candidate
+            else:
+                low = middle
+    if len(segments) > max_lines:
+        lengths = [-float(np.hypot(*(s[1, :2] - s[0, :2]))) for s in segments]
+        kept = sorted(np.argsort(lengths, kind="stable")[:max_lines])
+        segments = [segments[i] for i in kept]
+    return segments

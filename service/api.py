@@ -65,10 +65,10 @@ def french_word(state: Any, label: str) -> str:
 def rank(state: Any, probs: np.ndarray, top_k: int, chosen: list[str] | None) -> list[GuessOut]:
     """The best ``top_k`` guesses of one probability row (restricted to ``chosen`` keys)."""
     guesser = state.guesser
-    indices = guesser._candidate_indices(chosen)
+    indices = guesser.candidate_indices(chosen)
     return [
         GuessOut(label=g.label, word=french_word(state, g.label), prob=g.prob)
-        for g in guesser._rank(probs, top_k, indices)
+        for g in guesser.rank(probs, top_k, indices)
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -111,18 +112,24 @@ def test_load_rejects_tampered_or_mismatched_checkpoints(tiny_checkpoint: Path, 
 
 
 def test_train_help_lists_every_setting() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "training.train", "--help"], capture_output=True, text=True, cwd=REPO, check=True
-    ).stdout
+    command = [sys.executable, "-m", "training.train", "--help"]
+    out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=True).stdout
     for flag in ("--epochs", "--per-class", "--holdout", "--channels", "--bf16", "--preset", "--data"):
         assert flag in out
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def test_ddp_training_with_two_cpu_processes(fixture_data: Path, tmp_path: Path) -> None:
     torchrun = Path(sys.executable).parent / "torchrun"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [
-        str(torchrun), "--nproc_per_node=2", "--master_port=29533", "-m", "training.train", "--preset", "tiny",
+        str(torchrun), "--nproc_per_node=2", f"--master_port={free_port()}", "-m", "training.train",
+        "--preset", "tiny",
         "--data", str(fixture_data), "--categories", "", "--out", str(tmp_path / "ddp"),
         "--cache", str(tmp_path / "cache"), "--epochs", "2",
     ]

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from model.strokes import rdp
+from model.strokes import DrawingError, straight_lines
 
 Strokes = list[np.ndarray]
 
@@ -81,35 +81,13 @@ def first_fraction(strokes: Sequence[np.ndarray], fraction: float) -> Strokes:
     return list(strokes[:count])
 
 
-def _segment_count(strokes: Sequence[np.ndarray]) -> int:
-    return sum(max(len(stroke) - 1, 1) for stroke in strokes)
-
-
 def kontour_style(strokes: Sequence[np.ndarray], max_lines: int = 15) -> Strokes:
-    """Turn a drawing into at most ``max_lines`` straight segments, each its own 2-point stroke.
-
-    Each stroke is simplified with Ramer–Douglas–Peucker at a growing epsilon (relative to the
-    drawing's size) until the whole drawing has at most ``max_lines`` segments; if many strokes
-    still leave too many, the shortest segments are dropped. Segment order follows stroke order.
-    """
-    every = np.concatenate(strokes)
-    extent = max(float(np.ptp(every, axis=0).max()), 1e-6)
-    epsilon = extent * 0.01
-    simplified = [rdp(stroke, epsilon) for stroke in strokes]
-    while _segment_count(simplified) > max_lines and epsilon < extent:
-        epsilon *= 1.4
-        simplified = [rdp(stroke, epsilon) for stroke in strokes]
-    segments = []
-    for stroke in simplified:
-        if len(stroke) == 1:
-            segments.append(np.repeat(stroke, 2, axis=0))
-        for start, end in zip(stroke[:-1], stroke[1:], strict=True):
-            segments.append(np.stack([start, end]))
-    if len(segments) > max_lines:
-        lengths = np.array([np.linalg.norm(s[1] - s[0]) for s in segments])
-        kept = np.sort(np.argsort(-lengths, kind="stable")[:max_lines])
-        segments = [segments[i] for i in kept]
-    return segments
+    """At most ``max_lines`` straight segments, each its own 2-point stroke (see
+    :func:`model.strokes.straight_lines`); a drawing made only of dots is returned unchanged."""
+    try:
+        return straight_lines(strokes, max_lines)
+    except DrawingError:
+        return list(strokes)
 
 
 def augment(strokes: Sequence[np.ndarray], rng: np.random.Generator, config: AugmentConfig) -> Strokes:
