@@ -10,7 +10,7 @@ PORT   ?= 8000
 DATA   ?=
 ARGS   ?=
 
-.PHONY: setup run test lint bench train eval system-deps
+.PHONY: setup run test lint bench train calibrate eval system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,12 @@ bench: setup
 
 train: setup
 	$(VENV)/bin/griffon train --preset shipped $(if $(DATA),--data $(DATA)) $(ARGS)
+
+# Fit the softmax temperature on the dev band with a run that held it out, store it in the shipped weights.
+calibrate: setup
+	test -f runs/calibration/model.pt || $(VENV)/bin/griffon train --preset calibration $(if $(DATA),--data $(DATA))
+	$(PY) -m training.calibrate --model runs/calibration/model.pt --split dev \
+		--apply-to model/weights/griffon-default.pt $(if $(DATA),--data $(DATA))
 
 eval: setup
 	$(VENV)/bin/griffon eval $(if $(DATA),--data $(DATA)) --out reports/eval $(ARGS)
