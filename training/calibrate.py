@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> dict:
     after = calibration(torch.softmax(logits / temperature, 1).numpy(), labels.numpy())
     result = {"temperature": temperature, "ece_before": before["ece"], "ece_after": after["ece"]}
     target = args.apply_to or args.model
-    set_temperature(target, temperature, f"fitted on {args.split} of {args.model.name}")
+    source = f"fitted on the {args.split} band with {args.model}, which held it out"
+    set_temperature(target, temperature, source)
     print(json.dumps({**result, "written_to": str(target)}))
     return result
 

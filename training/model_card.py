@@ -33,10 +33,12 @@ AdamW lr {lr}, cosine schedule, label smoothing {smoothing}, augmentation {augme
 | first half of the strokes | {half_top1} | {half_top3} |
 | restricted to a table of 42 candidates | {table42_top1} | — |
 
+**Calibration.** Softmax temperature {temperature} ({temperature_source}).
+
 **Limits.** Trained on ~25 drawings per category, mostly the first lines of Google's public files (not a
 random sample): expect errors on unusual styles and on categories that look alike (see the evaluation
-report's confusion pairs). Probabilities are softmax outputs at temperature {temperature}; check the
-calibration section of `griffon eval` before relying on them as exact.
+report's confusion pairs). Check the calibration section of `griffon eval` before relying on the
+probabilities as exact.
 """
 
 
@@ -63,7 +65,7 @@ def write_model_card(
         dev=split["dev"],
         val=split["val"],
         holdout=metrics.get("held_out", config.holdout),
-        held=int(metrics.get("count", 0)),
+        held=int(metrics.get("held_out_drawings", metrics.get("count", 0))),
         command=f"griffon train --preset {Path(config.out).name}",
         epochs=metrics.get("epochs_run"),
         per_class=config.per_class,
@@ -73,8 +75,65 @@ def write_model_card(
         seconds=metrics.get("train_seconds", 0.0),
         sps=metrics.get("train_samples_per_second", 0.0),
         temperature=temperature,
-        **{k: _pct(metrics, k) for k in (
-            "full_top1", "full_top3", "kontour_top1", "kontour_top3", "half_top1", "half_top3", "table42_top1"
-        )},
+        temperature_source=metrics.get("temperature_source", "not fitted"),
+        **{
+            k: _pct(metrics, k)
+            for k in (
+                "full_top1",
+                "full_top3",
+                "kontour_top1",
+                "kontour_top3",
+                "half_top1",
+                "half_top3",
+                "table42_top1",
+            )
+        },
     )
     path.write_text(text, encoding="utf-8")
+
+
+def refresh(model_path: Path, data: Path | None = None, cache: Path = Path("runs/prepared/all")) -> dict:
+    """Recompute a checkpoint's headline metrics on its held-out split, store them in the checkpoint
+    and rewrite ``MODEL_CARD.md`` beside it (after calibration, or with a newer metrics definition)."""
+    import torch
+
+    from model import Guesser
+    from training.data import default_data_root
+    from training.metrics import headline_metrics
+    from training.prepare import prepare_cached
+    from training.train import TrainConfig
+
+    guesser = Guesser.load(model_path)
+    payload = torch.load(model_path, map_location="cpu", weights_only=True)
+    known = set(TrainConfig.__dataclass_fields__)
+    config = TrainConfig(**{k: v for k, v in payload["training"].items() if k in known})
+    prepared = prepare_cached(data or default_data_root(), cache, guesser.labels)
+    held_out = prepared.indices(config.holdout)
+    drawings = [prepared.strokes(int(i)) for i in held_out]
+    metrics = headline_metrics(
+        guesser.probabilities_from_images, drawings, prepared.labels[held_out], guesser.spec
+    )
+    payload["metrics"] = {**payload["metrics"], **metrics, "held_out_drawings": len(held_out)}
+    torch.save(payload, model_path)
+    write_model_card(
+        Path(model_path).parent / "MODEL_CARD.md",
+        config,
+        prepared.meta,
+        payload["metrics"],
+        guesser.network,
+        payload.get("temperature", 1.0),
+    )
+    return payload["metrics"]
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(
+        description="Recompute a checkpoint's metrics and rewrite its model card."
+    )
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=None)
+    args = parser.parse_args()
+    print(json.dumps(refresh(args.model, args.data), indent=1))

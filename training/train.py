@@ -284,13 +284,15 @@ def train(config: TrainConfig) -> dict:
         if rank == 0 and (
             last or out_of_time or (config.eval_every and (epoch + 1) % config.eval_every == 0)
         ):
-            entry.update(evaluate(network, data, held_out, spec, device, config.flip_tta, quick=not last))
+            entry.update(
+                evaluate(
+                    network, data, held_out, spec, device, config.flip_tta, quick=not (last or out_of_time)
+                )
+            )
         if rank == 0:
             tqdm.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in entry.items()}))
         log.append(entry)
         if out_of_time:
-            if rank == 0 and "full_top1" not in entry:
-                entry.update(evaluate(network, data, held_out, spec, device, config.flip_tta, quick=False))
             break
     elapsed = time.perf_counter() - started
     metrics = {k: v for k, v in log[-1].items() if k not in ("epoch", "loss", "seconds")}
@@ -300,6 +302,7 @@ def train(config: TrainConfig) -> dict:
         train_seconds=round(elapsed, 1),
         train_samples_per_second=round(samples / elapsed, 1),
         train_drawings=int(len(pool)),
+        held_out_drawings=int(len(held_out)),
     )
     if rank == 0:
         write_outputs(config, network, data, spec, arch_kwargs, metrics, log)
