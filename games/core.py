@@ -271,6 +271,17 @@ class BadSetup(RuleError):
     code = "bad_setup"
 
 
+TIME_EPS = 1e-9  # float slack on time comparisons (10.3 - 10.0 > 0.3 in binary floats)
+
+
+def check_move_time(clock: float, now: float, phase: str, winners: Sequence[str]) -> None:
+    """The checks every engine makes before a move: time never goes back; no move after the end."""
+    if now < clock - TIME_EPS:
+        raise ClockWentBack(f"time {now} is before the game's clock {clock}")
+    if phase == "game_over":
+        raise GameOver("the game is over", winners=list(winners))
+
+
 # --------------------------------------------------------------------------------------------
 # Randomness and replay
 

@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 from games.core import (
+    TIME_EPS,
     AlreadyFound,
     BadSetup,
     ClockWentBack,
@@ -48,6 +49,7 @@ from games.core import (
     TimeOver,
     TooManyStrokes,
     UnknownPlayer,
+    check_move_time,
     check_phase,
     load_config,
     rng,
@@ -57,7 +59,7 @@ from games.geometry import GeometryConfig, Segment, find_extension, merge, strai
 Color = Literal["blue", "orange"]
 Half = Literal["top", "bottom"]
 Judge = Callable[[str, str], bool]
-EPS = 1e-9  # float slack on time comparisons (10.3 - 10.0 > 0.3 in binary floats)
+EPS = TIME_EPS
 
 
 # --------------------------------------------------------------------------------------------
@@ -455,10 +457,7 @@ class KontourRules:
         `RuleError` (the given state is unchanged)."""
         if isinstance(move, Tick):
             return self.advance(state, now)
-        if now < state.clock - EPS:
-            raise ClockWentBack(f"time {now} is before the game's clock {state.clock}")
-        if state.phase == "game_over":
-            raise GameOver("the game is over", winners=list(state.winners))
+        check_move_time(state.clock, now, state.phase, state.winners)
         player = getattr(move, "player", None)
         if player not in state.players and player != self._current_drawer(state):
             raise UnknownPlayer(f"unknown player '{player}'", player=player)

@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 from games.core import (
+    TIME_EPS,
     AlreadyDone,
     AlreadyGuessed,
     BadSetup,
@@ -44,12 +45,13 @@ from games.core import (
     Tick,
     TimeOver,
     UnknownPlayer,
+    check_move_time,
     check_phase,
     load_config,
     rng,
 )
 
-EPS = 1e-9
+EPS = TIME_EPS
 Polyline = tuple[tuple[float, float], ...]
 
 
@@ -429,10 +431,7 @@ class PictomaniaRules:
         `RuleError` (the given state is unchanged)."""
         if isinstance(move, Tick):
             return self.advance(state, now)
-        if now < state.clock - EPS:
-            raise ClockWentBack(f"time {now} is before the game's clock {state.clock}")
-        if state.phase == "game_over":
-            raise GameOver("the game is over", winners=list(state.winners))
+        check_move_time(state.clock, now, state.phase, state.winners)
         player = getattr(move, "player", None)
         if player not in state.players:
             raise UnknownPlayer(f"unknown player '{player}'", player=player)
