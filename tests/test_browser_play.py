@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_service_play_helpers import HAS_WEIGHTS, HOUSE, play_server
+from tests.play_helpers import HAS_WEIGHTS, HOUSE, play_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [

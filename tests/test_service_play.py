@@ -15,7 +15,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.test_service_play_helpers import HAS_WEIGHTS, HOUSE, Player, has_event, new_game, play_server
+from tests.play_helpers import HAS_WEIGHTS, HOUSE, Player, has_event, new_game, play_server
 
 
 @pytest.fixture(scope="module")
