@@ -13,7 +13,7 @@ import functools
 import random
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -140,35 +140,37 @@ def _check_keys(words: Sequence[str], vocab: Vocabulary, where: str) -> None:
             raise DeckError(f"{where}: {key!r} is marked drawable: false")
 
 
-def read_kontour_deck(path: Path, vocab: Vocabulary) -> tuple[KontourCard, ...]:
-    """Parse and validate a Kontour deck file against the vocabulary."""
+Card = TypeVar("Card", "KontourCard", "PictomaniaCard")
+
+
+def _read_cards(path: Path, model: type[Card]) -> tuple[Card, ...]:
+    """Parse every card of a deck file with ``model``; card ids must be unique."""
     cards = []
     for raw in _load_yaml(path):
         try:
-            card = KontourCard.model_validate(raw)
+            cards.append(model.model_validate(raw))
         except ValidationError as exc:
             raise DeckError(f"{path}: {exc}") from exc
-        _check_keys(card.words, vocab, f"{path} card {card.id}")
-        cards.append(card)
     if len({c.id for c in cards}) != len(cards):
         raise DeckError(f"{path}: card ids repeat")
     return tuple(cards)
+
+
+def read_kontour_deck(path: Path, vocab: Vocabulary) -> tuple[KontourCard, ...]:
+    """Parse and validate a Kontour deck file against the vocabulary."""
+    cards = _read_cards(path, KontourCard)
+    for card in cards:
+        _check_keys(card.words, vocab, f"{path} card {card.id}")
+    return cards
 
 
 def read_pictomania_deck(path: Path, vocab: Vocabulary) -> tuple[PictomaniaCard, ...]:
     """Parse and validate a Pictomania deck file against the vocabulary."""
-    cards = []
-    for raw in _load_yaml(path):
-        try:
-            card = PictomaniaCard.model_validate(raw)
-        except ValidationError as exc:
-            raise DeckError(f"{path}: {exc}") from exc
+    cards = _read_cards(path, PictomaniaCard)
+    for card in cards:
         for side in card.sides:
             _check_keys(side.words, vocab, f"{path} card {card.id} {side.theme!r}")
-        cards.append(card)
-    if len({c.id for c in cards}) != len(cards):
-        raise DeckError(f"{path}: card ids repeat")
-    return tuple(cards)
+    return cards
 
 
 @functools.lru_cache(maxsize=1)
