@@ -132,6 +132,8 @@ async function create(event) {
     name: String(form.get("name")).trim() || "Vous",
   };
   if (body.game === "pictomania" && body.opponents < 2) body.opponents = 2;
+  const seed = new URLSearchParams(location.search).get("seed"); // ?seed=N: the same deal again
+  if (seed !== null && /^\d{1,10}$/.test(seed)) body.seed = Number(seed);
   $("start").disabled = true;
   try {
     const response = await fetch("/v1/play", {
