@@ -69,6 +69,7 @@ def tiny_checkpoint(fixture_data: Path, tmp_path_factory: pytest.TempPathFactory
         [
             "--preset", "tiny", "--data", str(fixture_data), "--categories", "",
             "--out", str(out), "--cache", str(out / "cache"), "--epochs", "12", "--per-class", "24",
+            "--ema", "0.9",
         ]
     )
     train(config)

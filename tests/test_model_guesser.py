@@ -16,6 +16,7 @@ import torch
 from model import CheckpointError, DrawingError, Guess, Guesser
 from model.network import REGISTRY, create_model
 from tests.conftest import FIXTURE_WORDS, REPO, shape
+from training.train import weight_average
 
 
 def test_every_registered_architecture_runs_forward_and_backward() -> None:
@@ -38,6 +39,24 @@ def test_tiny_training_writes_a_self_describing_checkpoint(tiny_checkpoint: Path
     assert 0.0 <= payload["metrics"]["full_top1"] <= 1.0
     card = (tiny_checkpoint.parent / "MODEL_CARD.md").read_text()
     assert "CC BY 4.0" in card and "Kontour" in card
+    last = json.loads((tiny_checkpoint.parent / "train_log.json").read_text())[-1]
+    assert payload["training"]["ema"] == 0.9  # the averaged weights were shipped, the raw ones logged
+    assert 0.0 <= last["raw_full_top1"] <= 1.0 and last["full_top1"] == payload["metrics"]["full_top1"]
+
+
+def test_weight_average_is_an_exponential_moving_average() -> None:
+    network = torch.nn.Linear(2, 1)
+    averaged = weight_average(network, 0.75)
+    assert averaged is not None and weight_average(network, 0.0) is None
+    with torch.no_grad():
+        network.weight.fill_(4.0)
+    averaged.update_parameters(network)  # the first update copies
+    with torch.no_grad():
+        network.weight.fill_(8.0)
+    averaged.update_parameters(network)
+    assert torch.allclose(averaged.module.weight, torch.full((1, 2), 0.75 * 4.0 + 0.25 * 8.0))
+    with pytest.raises(ValueError, match="ema must be in"):
+        weight_average(network, 1.5)
 
 
 def test_tiny_model_learns_the_fixture_shapes(tiny_checkpoint: Path) -> None:

@@ -69,6 +69,7 @@ class TrainConfig:
     bf16: str = "auto"  # bf16 autocast on CPUs that support it: auto | on | off
     flip_tta: bool = False  # average with the mirrored image at inference
     seed: int = 0
+    ema: float = 0.0  # decay of an exponential moving average of the weights, saved instead (0 = off)
     eval_every: int = 10  # epochs between evaluations (0 = only at the end)
     max_minutes: float = 0.0  # time budget: the LR schedule anneals by time and training stops (0 = off)
     half_weights: bool = True  # store float16 weights (half the file size)
@@ -227,6 +228,7 @@ def train(config: TrainConfig) -> dict:
             network, device_ids=[device.index] if device.type == "cuda" else None
         )
     optimizer = torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    averaged = weight_average(network, config.ema)
     steps_per_epoch = math.ceil(len(data.classes) * config.per_class / world / config.batch_size)
     total_steps = steps_per_epoch * config.epochs
     warmup = max(1, int(config.warmup_epochs * steps_per_epoch))
@@ -270,6 +272,8 @@ def train(config: TrainConfig) -> dict:
             loss.backward()
             optimizer.step()
             schedule.step()
+            if averaged is not None:
+                averaged.update_parameters(network)
             running += float(loss.detach()) * len(labels)
             seen += len(labels)
             bar.set_postfix(loss=f"{running / seen:.3f}")
@@ -284,11 +288,12 @@ def train(config: TrainConfig) -> dict:
         if rank == 0 and (
             last or out_of_time or (config.eval_every and (epoch + 1) % config.eval_every == 0)
         ):
-            entry.update(
-                evaluate(
-                    network, data, held_out, spec, device, config.flip_tta, quick=not (last or out_of_time)
-                )
-            )
+            final = last or out_of_time
+            if averaged is not None:
+                raw = evaluate(network, data, held_out, spec, device, config.flip_tta, quick=True)
+                entry.update({f"raw_{k}": v for k, v in raw.items()})
+            scored = averaged.module if averaged is not None else network
+            entry.update(evaluate(scored, data, held_out, spec, device, config.flip_tta, quick=not final))
         if rank == 0:
             tqdm.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in entry.items()}))
         log.append(entry)
@@ -305,11 +310,23 @@ def train(config: TrainConfig) -> dict:
         held_out_drawings=int(len(held_out)),
     )
     if rank == 0:
-        write_outputs(config, network, data, spec, arch_kwargs, metrics, log)
+        shipped = averaged.module if averaged is not None else network
+        write_outputs(config, shipped, data, spec, arch_kwargs, metrics, log)
     if world > 1:
         dist.barrier()
         dist.destroy_process_group()
     return metrics
+
+
+def weight_average(network: nn.Module, decay: float) -> torch.optim.swa_utils.AveragedModel | None:
+    """An exponential moving average of the weights and BatchNorm statistics (None when decay is 0)."""
+    if not decay:
+        return None
+    if not 0.0 < decay < 1.0:
+        raise ValueError(f"ema must be in (0, 1), got {decay}")
+    from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+    return AveragedModel(network, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True)
 
 
 def evaluate(
