@@ -40,6 +40,7 @@ from service.bot_protocol import (
     parse_frame,
 )
 from service.bot_session import BotSession, Frame, Transcript
+from service.ratelimit import RateLimit
 from service.schemas import ApiError
 from service.settings import Settings
 
@@ -107,24 +108,6 @@ class BotRegistry:
         """Shutdown: finish every live session."""
         for session in list(self.live.values()):
             self.finish(session)
-
-
-class RateLimit:
-    """A token bucket: ``rate`` frames per second, bursts of ``burst``."""
-
-    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate, self.burst, self.clock = rate, burst, clock
-        self.tokens, self.stamp = float(burst), clock()
-
-    def allow(self) -> bool:
-        """Take one token if there is one."""
-        now = self.clock()
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
 
 
 class Connection:

@@ -12,7 +12,6 @@ import asyncio
 import json
 import logging
 import secrets
-import time
 from typing import Any, Literal
 
 from fastapi import WebSocket, WebSocketDisconnect
@@ -32,6 +31,7 @@ from service.games_session import (
     Recognize,
 )
 from service.games_settings import PlaySettings
+from service.ratelimit import RateLimit
 from service.settings import Settings
 
 log = logging.getLogger("griffon.play")
@@ -158,24 +158,6 @@ class GameManager:
 
 # ------------------------------------------------------------------------------------------------
 # WebSocket
-
-
-class RateLimit:
-    """A token bucket: `rate` frames per second, bursts of `burst`."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate, self.burst = rate, float(burst)
-        self.tokens, self.at = float(burst), time.monotonic()
-        self.warned = False
-
-    def allow(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
 
 
 def error_frame(code: str, message: str, **details: Any) -> dict[str, Any]:
