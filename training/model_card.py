@@ -21,7 +21,7 @@ model's training: **{holdout}** ({held} drawings). Every drawing goes through th
 simplification (align, scale to 255, resample 1 px, RDP ε = 2) before rasterizing.
 
 **Training.** `{command}` — {epochs} epochs, {per_class} drawings per class per epoch (class-balanced),
-AdamW lr {lr}, cosine schedule, label smoothing {smoothing}, augmentation {augment}.
+AdamW lr {lr}, cosine schedule, label smoothing {smoothing}{averaging}, augmentation {augment}.
 {seconds:.0f} s on this machine ({sps:.0f} samples/s).
 
 **Metrics on the held-out {holdout} split** ({held} drawings, never trained on):
@@ -71,6 +71,7 @@ def write_model_card(
         per_class=config.per_class,
         lr=config.lr,
         smoothing=config.label_smoothing,
+        averaging=f", weights averaged (EMA decay {config.ema})" if getattr(config, "ema", 0) else "",
         augment=config.augment,
         seconds=metrics.get("train_seconds", 0.0),
         sps=metrics.get("train_samples_per_second", 0.0),
