@@ -199,8 +199,10 @@ def simulate_kontour(
     """Play `games` AI-vs-AI Kontour games and report how the AI guessers and drawers did."""
     if players < 2:
         raise SimulationError("Kontour needs at least 2 players")
-    drawable = [k for k in drawings.keys() if drawings.drawings(k)]
-    cards = list(deck) if deck is not None else synthetic_kontour_deck(drawable, seed)
+    if deck is not None:
+        cards = list(deck)
+    else:  # only a synthetic deck needs to know which words have drawings
+        cards = synthetic_kontour_deck([k for k in drawings.keys() if drawings.drawings(k)], seed)
     candidates = sorted({w for c in cards for h in (c.top, c.bottom) for w in (h.blue, h.orange)})
     rules = KontourRules(config or KontourConfig.load(), judge=judge or french_judge(to_french))
     report = KontourReport(level=level.name, games=games, seed=seed, players=players)

@@ -115,13 +115,14 @@ class Guesser:
 
     def rank(self, probs: np.ndarray, top_k: int, candidates: np.ndarray | None) -> list[Guess]:
         """Best ``top_k`` guesses from a probability row, renormalised over candidate indices if given."""
-        if candidates is not None:
-            sub = probs[candidates]
-            sub = sub / max(float(sub.sum()), 1e-12)
-            order = np.argsort(-sub, kind="stable")[:top_k]
-            return [Guess(self.labels[candidates[i]], float(sub[i])) for i in order]
-        order = np.argsort(-probs, kind="stable")[:top_k]
-        return [Guess(self.labels[i], float(probs[i])) for i in order]
+        indices, sub = _restrict(probs, candidates)
+        order = np.argsort(-sub, kind="stable")[:top_k]
+        return [Guess(self.labels[indices[i]], float(sub[i])) for i in order]
+
+    def as_dict(self, probs: np.ndarray, candidates: np.ndarray | None) -> dict[str, float]:
+        """A probability row as ``{label: prob}``, renormalised over candidate indices if given."""
+        indices, sub = _restrict(probs, candidates)
+        return {self.labels[i]: float(p) for i, p in zip(indices, sub, strict=True)}
 
     def guess(self, drawing: Any, top_k: int = 3, candidates: Iterable[str] | None = None) -> list[Guess]:
         """Best ``top_k`` guesses for one drawing, optionally restricted to ``candidates`` (renormalised)."""
@@ -143,11 +144,7 @@ class Guesser:
     def probabilities(self, drawing: Any, candidates: Iterable[str] | None = None) -> dict[str, float]:
         """Probability of every label (or of each candidate, renormalised) for one drawing."""
         chosen = self.candidate_indices(candidates)
-        probs = self.probabilities_from_images(self.prepare(drawing)[None])[0]
-        if chosen is None:
-            return {label: float(p) for label, p in zip(self.labels, probs, strict=True)}
-        sub = probs[chosen] / max(float(probs[chosen].sum()), 1e-12)
-        return {self.labels[i]: float(p) for i, p in zip(chosen, sub, strict=True)}
+        return self.as_dict(self.probabilities_from_images(self.prepare(drawing)[None])[0], chosen)
 
     def session(self, candidates: Iterable[str] | None = None, top_k: int = 5) -> GuessSession:
         """A live session that takes strokes one at a time."""
@@ -237,13 +234,17 @@ class GuessSession:
         """Current probability of every label (or candidate, renormalised); empty before any stroke."""
         if not self._history:
             return {}
-        probs = self._history[-1]
-        if self.candidates is None:
-            return {label: float(p) for label, p in zip(self.guesser.labels, probs, strict=True)}
-        sub = probs[self.candidates] / max(float(probs[self.candidates].sum()), 1e-12)
-        return {self.guesser.labels[i]: float(p) for i, p in zip(self.candidates, sub, strict=True)}
+        return self.guesser.as_dict(self._history[-1], self.candidates)
 
     def _current(self) -> list[Guess]:
         if not self._history:
             return []
         return self.guesser.rank(self._history[-1], self.top_k, self.candidates)
+
+
+def _restrict(probs: np.ndarray, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Label indices and their probabilities: all of them, or the candidates renormalised to sum 1."""
+    if candidates is None:
+        return np.arange(len(probs)), probs
+    sub = probs[candidates]
+    return candidates, sub / max(float(sub.sum()), 1e-12)

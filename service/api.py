@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,7 @@ def resolve_candidates(state: Any, candidates: Sequence[str] | None) -> list[str
     labels = set(state.guesser.labels)
     keys, unknown = [], []
     for text in candidates:
-        key = text if text in labels else _category(state.vocabulary, text)
+        key = key_for(state, text, labels)
         (keys if key in labels else unknown).append(key if key in labels else text)
     if unknown:
         shown = ", ".join(repr(u) for u in unknown[:10])
@@ -49,9 +49,12 @@ def resolve_candidates(state: Any, candidates: Sequence[str] | None) -> list[str
     return list(dict.fromkeys(keys))
 
 
-def _category(vocabulary: Any, text: str) -> str | None:
+def key_for(state: Any, text: str, labels: Collection[str] | None = None) -> str | None:
+    """The model label a word stands for: the label itself, or its vocabulary category (else None)."""
+    if text in (labels if labels is not None else state.guesser.labels):
+        return text
     try:
-        return vocabulary.category_for(text)
+        return state.vocabulary.category_for(text)
     except (KeyError, ValueError):
         return None
 
@@ -62,13 +65,11 @@ def french_word(state: Any, label: str) -> str:
     return words[label].word if label in words else label
 
 
-def rank(state: Any, probs: np.ndarray, top_k: int, chosen: list[str] | None) -> list[GuessOut]:
-    """The best ``top_k`` guesses of one probability row (restricted to ``chosen`` keys)."""
-    guesser = state.guesser
-    indices = guesser.candidate_indices(chosen)
+def rank(state: Any, probs: np.ndarray, top_k: int, indices: np.ndarray | None) -> list[GuessOut]:
+    """The best ``top_k`` guesses of one probability row (restricted to candidate ``indices``)."""
     return [
         GuessOut(label=g.label, word=french_word(state, g.label), prob=g.prob)
-        for g in guesser.rank(probs, top_k, indices)
+        for g in state.guesser.rank(probs, top_k, indices)
     ]
 
 
@@ -85,7 +86,8 @@ async def guess_drawings(
         check_drawing(drawing, settings.max_strokes, settings.max_points, f"drawing {i}" if where else "")
     images = await state.inference.run_cpu(_prepare_all, state.guesser, drawings, where)
     probs = await state.inference.probabilities(images)
-    return [GuessResponse(guesses=rank(state, row, top_k, chosen)) for row in probs]
+    indices = state.guesser.candidate_indices(chosen)
+    return [GuessResponse(guesses=rank(state, row, top_k, indices)) for row in probs]
 
 
 def _prepare_all(guesser: Any, drawings: list[list], where: bool) -> np.ndarray:

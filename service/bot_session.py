@@ -18,7 +18,7 @@ from typing import Any
 from games.ai import AILevelError, KontourGuesser, load_level
 from games.ai.base import Related, no_relations
 from model.strokes import DrawingError
-from service.api import french_word, resolve_candidates
+from service.api import french_word, key_for, resolve_candidates
 from service.bot_protocol import (
     PROTOCOL,
     SUPPORTED_VERSIONS,
@@ -305,7 +305,7 @@ class BotSession:
     def on_player_guess(self, frame: PlayerGuess) -> list[Frame]:
         """Another player's guess: a wrong word is never said; a right one ends the bot's turn."""
         rnd = self._require_round(frame.id)
-        key = _key_for(self.state, frame.text)
+        key = key_for(self.state, frame.text)
         if frame.correct:
             rnd.found_by = rnd.found_by or frame.player
         elif key is not None:
@@ -369,14 +369,6 @@ class BotSession:
     def _word(self, key: str) -> str:
         return french_word(self.state, key)
 
-
-def _key_for(state: Any, text: str) -> str | None:
-    if text in state.guesser.labels:
-        return text
-    try:
-        return state.vocabulary.category_for(text)
-    except (KeyError, ValueError):
-        return None
 
 
 def _level_names() -> list[str]:

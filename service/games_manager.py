@@ -20,6 +20,7 @@ from games.ai.levels import load_level
 from games.core import RuleError
 from games.kontour import KontourConfig, KontourRules
 from games.pictomania import PictomaniaConfig, PictomaniaRules
+from service.bot_protocol import error_frame
 from service.games_decks import kontour_candidates, kontour_deck, load_words, pictomania_deck
 from service.games_session import (
     HUMAN,
@@ -54,6 +55,7 @@ class GameManager:
 
     def __init__(self, settings: Settings, play: PlaySettings, recognize: Recognize, labels: frozenset[str]):
         self.settings, self.play, self.recognize, self.labels = settings, play, recognize, labels
+        self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
         self.sweeper: asyncio.Task[None] | None = None
 
@@ -101,13 +103,8 @@ class GameManager:
         return session
 
     def _kontour(self, names: dict[str, str], common: dict[str, Any]) -> KontourSession:
-        over: dict[str, Any] = {}
-        if self.play.kontour_timer_s is not None:
-            over["timer_s"] = self.play.kontour_timer_s
-        if self.play.kontour_target is not None:
-            over["target_score"] = self.play.kontour_target
         words = common["words"]
-        rules = KontourRules(KontourConfig.load(**over), judge=words.judge)
+        rules = KontourRules(self.kontour_config, judge=words.judge)
         cards, half = kontour_deck(words, common["seed"])
         names[rules.config.neutral_drawer] = "Griffon"
         players = [HUMAN, *(p for p in names if p not in (HUMAN, rules.config.neutral_drawer))]
@@ -116,14 +113,7 @@ class GameManager:
         return KontourSession(rules, state, candidates, names=names, **common)
 
     def _pictomania(self, names: dict[str, str], common: dict[str, Any]) -> PictomaniaSession:
-        over: dict[str, Any] = {}
-        if self.play.pictomania_round_s is not None:
-            over["round_timer_s"] = self.play.pictomania_round_s
-        config = PictomaniaConfig.load(**over)
-        if self.play.pictomania_rounds is not None:
-            n = self.play.pictomania_rounds
-            config = config.replace(rounds=n, levels_per_round=config.levels_per_round[:n])
-        deck, config = pictomania_deck(common["words"], config, common["seed"])
+        deck, config = pictomania_deck(common["words"], self.pictomania_config, common["seed"])
         rules = PictomaniaRules(config)
         state, _ = rules.setup(players=list(names), deck=deck, seed=common["seed"])
         return PictomaniaSession(rules, state, names=names, **common)
@@ -156,13 +146,25 @@ class GameManager:
             await self.sweep()
 
 
+def game_configs(play: PlaySettings) -> tuple[KontourConfig, PictomaniaConfig]:
+    """The rules config files with the ``GRIFFON_PLAY_*`` overrides (timers, target, rounds)."""
+    kontour: dict[str, Any] = {}
+    if play.kontour_timer_s is not None:
+        kontour["timer_s"] = play.kontour_timer_s
+    if play.kontour_target is not None:
+        kontour["target_score"] = play.kontour_target
+    pictomania: dict[str, Any] = {}
+    if play.pictomania_round_s is not None:
+        pictomania["round_timer_s"] = play.pictomania_round_s
+    picto = PictomaniaConfig.load(**pictomania)
+    if play.pictomania_rounds is not None:
+        n = play.pictomania_rounds
+        picto = picto.replace(rounds=n, levels_per_round=picto.levels_per_round[:n])
+    return KontourConfig.load(**kontour), picto
+
+
 # ------------------------------------------------------------------------------------------------
 # WebSocket
-
-
-def error_frame(code: str, message: str, **details: Any) -> dict[str, Any]:
-    """A typed error frame."""
-    return {"type": "error", "code": code, "message": message, **details}
 
 
 def _reject_constant(name: str) -> float:

@@ -13,6 +13,7 @@ from fastapi import APIRouter, FastAPI, Request, WebSocket
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.bot_protocol import error_frame
 from service.games_decks import DeckSetupError
 from service.games_manager import (
     CLOSE_BAD_TOKEN,
@@ -20,7 +21,6 @@ from service.games_manager import (
     GameManager,
     TooManyGames,
     UnknownGame,
-    error_frame,
     serve_socket,
 )
 from service.games_settings import PlaySettings
@@ -55,14 +55,12 @@ class GameCreated(BaseModel):
 
 def make_recognizer(guesser: Any, inference: Any):
     """``await recognize(drawing, candidates)`` through the shared batched inference."""
-    index = {label: i for i, label in enumerate(guesser.labels)}
 
     async def recognize(drawing: list[Any], candidates: list[str]) -> dict[str, float]:
+        chosen = guesser.candidate_indices(candidates)
         image = await inference.run_cpu(guesser.prepare, drawing)
         probs = (await inference.probabilities(image[None]))[0]
-        sub = [float(probs[index[c]]) for c in candidates]
-        total = sum(sub) or 1.0
-        return {c: p / total for c, p in zip(candidates, sub, strict=True)}
+        return guesser.as_dict(probs, chosen)
 
     return recognize
 

@@ -13,13 +13,11 @@ from urllib.parse import quote
 import httpx
 from tqdm import tqdm
 
+from training.data import FORMAT_FOLDERS
+
 BUCKET_URL = "https://storage.googleapis.com/quickdraw_dataset"
-FORMATS = {
-    "simplified": ("full/simplified", ".ndjson"),
-    "raw": ("full/raw", ".ndjson"),
-    "binary": ("full/binary", ".bin"),
-    "sketchrnn": ("sketchrnn", ".npz"),
-}
+# The bucket's folders are the readers' folders; each holds the first (uncompressed) suffix.
+FORMATS = {fmt: (folder, suffixes[0]) for fmt, (folder, suffixes) in FORMAT_FOLDERS.items()}
 
 
 class DownloadError(RuntimeError):

@@ -71,7 +71,7 @@ def write_model_card(
         per_class=config.per_class,
         lr=config.lr,
         smoothing=config.label_smoothing,
-        averaging=f", weights averaged (EMA decay {config.ema})" if getattr(config, "ema", 0) else "",
+        averaging=f", weights averaged (EMA decay {config.ema})" if config.ema else "",
         augment=config.augment,
         seconds=metrics.get("train_seconds", 0.0),
         sps=metrics.get("train_samples_per_second", 0.0),

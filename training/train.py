@@ -33,7 +33,7 @@ from model.checkpoint import save_checkpoint
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
 from training.augment import AugmentConfig, augment
-from training.data import default_data_root
+from training.data import default_data_root, key_hash
 from training.metrics import headline_metrics
 from training.prepare import PreparedData, prepare_cached
 
@@ -208,7 +208,9 @@ def train(config: TrainConfig) -> dict:
     torch.manual_seed(config.seed)
     root = Path(config.data) if config.data else default_data_root()
     wanted = [c for c in config.categories.split(",") if c] or None
-    cache = Path(config.cache) / ("all" if wanted is None else f"subset-{abs(hash(tuple(wanted))) % 10**8}")
+    # A stable hash (not ``hash``, salted per process): every rank and every run finds the same cache.
+    subset = "all" if wanted is None else f"subset-{key_hash(','.join(wanted)) % 10**8}"
+    cache = Path(config.cache) / subset
     if rank == 0:
         data = prepare_cached(root, cache, wanted)
     if world > 1:
@@ -229,6 +231,7 @@ def train(config: TrainConfig) -> dict:
         )
     optimizer = torch.optim.AdamW(network.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     averaged = weight_average(network, config.ema)
+    shipped = averaged.module if averaged is not None else network  # what is scored and saved
     steps_per_epoch = math.ceil(len(data.classes) * config.per_class / world / config.batch_size)
     total_steps = steps_per_epoch * config.epochs
     warmup = max(1, int(config.warmup_epochs * steps_per_epoch))
@@ -292,8 +295,7 @@ def train(config: TrainConfig) -> dict:
             if averaged is not None:
                 raw = evaluate(network, data, held_out, spec, device, config.flip_tta, quick=True)
                 entry.update({f"raw_{k}": v for k, v in raw.items()})
-            scored = averaged.module if averaged is not None else network
-            entry.update(evaluate(scored, data, held_out, spec, device, config.flip_tta, quick=not final))
+            entry.update(evaluate(shipped, data, held_out, spec, device, config.flip_tta, quick=not final))
         if rank == 0:
             tqdm.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in entry.items()}))
         log.append(entry)
@@ -310,7 +312,6 @@ def train(config: TrainConfig) -> dict:
         held_out_drawings=int(len(held_out)),
     )
     if rank == 0:
-        shipped = averaged.module if averaged is not None else network
         write_outputs(config, shipped, data, spec, arch_kwargs, metrics, log)
     if world > 1:
         dist.barrier()

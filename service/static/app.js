@@ -82,6 +82,7 @@ let view = null;
 function showSetup(message) {
   if (connection) connection.close();
   connection = null;
+  if (view) view.close();
   view = null;
   $("game").hidden = true;
   $("game").replaceChildren();
@@ -104,6 +105,7 @@ function play(game) {
       if (frame.type === "state") {
         if (!view || view.kind !== frame.game) {
           const View = frame.game === "kontour" ? KontourView : PictomaniaView;
+          if (view) view.close();
           view = new View(root, (move) => connection.move(move), () => { forget(); showSetup(); });
         }
         view.update(frame);

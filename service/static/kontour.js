@@ -36,8 +36,10 @@ export class KontourView {
         el("section", { class: "panel" }, el("h3", {}, "Scores"), this.scores),
         el("section", { class: "panel feed-panel" }, el("h3", {}, "Propositions"), this.feed))));
     this.board = new Board(canvas, { mode: "line", width: 4, onStroke: (points) => this.send({ kind: "stroke", points }) });
-    setInterval(() => this.tickClock(), 200);
+    this.ticker = setInterval(() => this.tickClock(), 200);
   }
+
+  close() { clearInterval(this.ticker); }
 
   name(p) { return this.frame.names[p] || p; }
   fr(key) { return (key && this.frame.fr[key]) || key || "?"; }

@@ -57,8 +57,10 @@ export class PictomaniaView {
         this.opponents),
       this.overlay));
     this.board = new Board(canvas, { mode: "free", width: 3, onStroke: (points) => this.send({ kind: "stroke", points }) });
-    setInterval(() => this.tickClock(), 200);
+    this.ticker = setInterval(() => this.tickClock(), 200);
   }
+
+  close() { clearInterval(this.ticker); }
 
   name(p) { return p === this.frame.you ? "Vous" : (this.frame.names[p] || p); }
   fr(key) { return (key && this.frame.fr[key]) || key || "?"; }
