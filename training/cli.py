@@ -6,7 +6,10 @@ from pathlib import Path
 
 import typer
 
-data_app = typer.Typer(help="Quick, Draw! data: download and prepare.", no_args_is_help=True)
+from training.pack import pack_command
+
+data_app = typer.Typer(help="Quick, Draw! data: download, prepare and pack.", no_args_is_help=True)
+data_app.command("pack")(pack_command)
 
 
 def register(app: typer.Typer) -> None:

@@ -125,11 +125,13 @@ def read_pack(path: Path) -> list[PackedDrawing]:
 class DrawingPack:
     """Drawings grouped by category key; a `DrawingSource` for the AI drawer.
 
-    ``recognized_only`` keeps, for each word, only the drawings that the Quick, Draw! game itself
-    recognized — unless a word has none, then all of its drawings are kept.
+    ``recognized_only`` (the default, as for `ValidationDrawings`) keeps, for each word, only the
+    drawings that the Quick, Draw! game itself recognized — unless a word has none, then all of its
+    drawings are kept. The others are mostly unfinished or off-topic (the shipped recognizer finds
+    11 % of them against 60 % of the recognized ones).
     """
 
-    def __init__(self, drawings: Iterable[PackedDrawing], recognized_only: bool = False) -> None:
+    def __init__(self, drawings: Iterable[PackedDrawing], recognized_only: bool = True) -> None:
         grouped: dict[str, list[PackedDrawing]] = {}
         for drawing in drawings:
             grouped.setdefault(drawing.word, []).append(drawing)
@@ -140,7 +142,7 @@ class DrawingPack:
             self._records[word] = tuple(kept or found)
 
     @classmethod
-    def load(cls, path: Path | None = None, recognized_only: bool = False) -> DrawingPack:
+    def load(cls, path: Path | None = None, recognized_only: bool = True) -> DrawingPack:
         """The pack at ``path`` (default: the shipped file), read once per process."""
         return _load(str(Path(path) if path is not None else PACK_FILE), recognized_only)
 
