@@ -9,17 +9,17 @@ with the rest of the service (max games, idle expiry, message rate, frame size) 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.settings import SettingsError, read_environment
 
 ENV_PREFIX = "GRIFFON_PLAY_"
 
 
-class PlaySettingsError(ValueError):
+class PlaySettingsError(SettingsError):
     """A ``GRIFFON_PLAY_*`` variable that does not hold a valid value."""
 
 
@@ -48,16 +48,4 @@ class PlaySettings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PlaySettings:
         """Settings from ``GRIFFON_PLAY_*`` variables (default: ``os.environ``)."""
-        environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for name in cls.model_fields:
-            raw = environ.get(ENV_PREFIX + name.upper())
-            if raw:
-                values[name] = tuple(p.strip() for p in raw.split(",")) if name == "ai_names" else raw
-        try:
-            return cls(**values)
-        except ValidationError as error:
-            problems = "; ".join(
-                f"{ENV_PREFIX}{str(e['loc'][0]).upper()}: {e['msg']}" for e in error.errors()
-            )
-            raise PlaySettingsError(f"invalid play settings: {problems}") from error
+        return read_environment(cls, ENV_PREFIX, environ, "play settings", PlaySettingsError)
