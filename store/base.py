@@ -1,0 +1,678 @@
+"""The storage interface, its records and errors, and the SQL both backends share.
+
+`Store` is what the service uses; `SqlStore` implements it once in plain SQL (``?`` placeholders,
+rewritten for psycopg), and the backends (`store.sqlite`, `store.postgres`) only say how to connect,
+how to begin a write, how big the database is and how to vacuum it. Migrations are the numbered
+``store/migrations/NNNN_name.sql`` files; the applied ones are listed in ``griffon_schema``.
+
+Every record is bounded and checked before it is written (`BadRecord`); a database file that is
+not a database, is damaged, belongs to something else, or was written by a newer Griffon raises a
+`BadDatabase` subclass when it is opened, never later and never silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import secrets
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+SCHEMA_TABLE = "griffon_schema"
+TABLES = ("games", "moves", "transcripts", "drawings")
+
+MAX_ID_CHARS = 64
+MAX_SETUP_BYTES = 1_000_000
+MAX_MOVE_BYTES = 262_144  # the service's largest WebSocket frame
+MAX_RESULT_BYTES = 65_536
+MAX_SUMMARY_BYTES = 16_384
+MAX_CONDITIONS_BYTES = 4_096
+MAX_DRAWING_STROKES = 1_000  # the recognizer's own limits (model.DrawingError)
+MAX_DRAWING_POINTS = 10_000
+MAX_WORD_CHARS = 64
+GAME_STATUSES = ("playing", "finished", "expired", "abandoned")
+DAY_S = 86_400.0
+
+
+# ------------------------------------------------------------------------------------------------
+# Errors
+
+
+class StoreError(RuntimeError):
+    """Anything the store refuses or cannot do."""
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached or created (server down, folder not writable...)."""
+
+
+class BadDatabase(StoreError):
+    """The database exists but cannot be used as is; the message says what to do."""
+
+
+class CorruptDatabase(BadDatabase):
+    """The file is not a database, or its integrity check fails."""
+
+
+class ForeignDatabase(BadDatabase):
+    """The database holds tables but no Griffon schema (another application's)."""
+
+
+class SchemaTooNew(BadDatabase):
+    """The database was migrated by a newer Griffon than this one."""
+
+
+class BadRecord(StoreError, ValueError):
+    """A record that is too large, malformed, or not allowed (e.g. a drawing without consent)."""
+
+
+class MoveRejected(StoreError):
+    """A move for an unknown or finished game, or out of sequence (another writer?)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True)
+class StoredMove:
+    """One entry of a game's move log: its number, the game clock (seconds) and the move's data."""
+
+    seq: int
+    at: float
+    move: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StoredGame:
+    """A game as stored: what it was set up with, and every move since, in order."""
+
+    id: str
+    kind: str
+    setup: dict[str, Any]
+    token_hash: str
+    status: str
+    created_at: float
+    updated_at: float
+    moves: list[StoredMove]
+    result: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TranscriptRecord:
+    """A bot session's transcript: a small summary and its events (bounded in bytes on save)."""
+
+    id: str
+    summary: dict[str, Any]
+    events: list[dict[str, Any]]
+    key_hash: str | None = None
+    created_at: float | None = None
+    dropped: int = 0  # events cut to fit the byte bound
+
+
+@dataclass(frozen=True)
+class DrawingRecord:
+    """A finished drawing, stored with the player's consent.
+
+    ``strokes`` are ``[[x...], [y...], [t...]]`` (``t`` in ms from the drawing's first point);
+    ``conditions`` say how it was drawn (``{"style": "lines" | "free", "timer_s": 30, ...}``);
+    ``recognized``: whether the word was found. Nothing about the person is kept.
+    """
+
+    word: str
+    game: str
+    strokes: list[list[list[float]]]
+    conditions: dict[str, Any] = field(default_factory=dict)
+    recognized: bool = False
+    key_id: str = ""
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long records are kept (days; 0 = forever) and how many transcripts at most."""
+
+    games_days: float = 30.0
+    transcripts_days: float = 30.0
+    transcripts_max: int = 10_000
+    drawings_days: float = 0.0
+    transcript_max_bytes: int = 1_048_576
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """How many records `Store.prune` deleted."""
+
+    games: int
+    moves: int
+    transcripts: int
+    drawings: int
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """Where the database is, its size, schema version and record counts."""
+
+    backend: str
+    location: str
+    size_bytes: int
+    schema_version: int
+    counts: dict[str, int]
+
+
+# ------------------------------------------------------------------------------------------------
+# Helpers
+
+
+def hash_token(token: str) -> str:
+    """The SHA-256 of a game token: the only form stored (a stolen database gives no token)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def token_matches(token: str, token_hash: str) -> bool:
+    """Whether `token` hashes to `token_hash` (constant-time comparison)."""
+    return secrets.compare_digest(hash_token(token), token_hash)
+
+
+def to_json(value: Any, limit: int, what: str) -> str:
+    """Compact JSON of `value`, at most `limit` bytes; NaN, infinity and non-JSON data refused."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise BadRecord(f"{what} is not JSON data: {error}") from None
+    if len(text.encode("utf-8")) > limit:
+        raise BadRecord(f"{what} is larger than {limit} bytes")
+    return text
+
+
+def _check_id(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_ID_CHARS or not value.isprintable():
+        raise BadRecord(f"{what} must be a printable string of 1 to {MAX_ID_CHARS} characters")
+    return value
+
+
+WORD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 '\-]*$")  # the Quick, Draw! category names
+
+
+def check_word(word: Any) -> str:
+    """A category name safe as a file name (``full/raw/<word>.ndjson``)."""
+    if not isinstance(word, str) or len(word) > MAX_WORD_CHARS or not WORD_RE.match(word):
+        raise BadRecord(f"not a category name: {str(word)[:80]!r}")
+    return word
+
+
+def check_strokes(strokes: Any) -> list[list[list[float]]]:
+    """Strokes ``[[x...], [y...], [t...]]``: equal lengths, finite numbers, within the recognizer's
+    limits (1,000 strokes, 10,000 points), times never going back within a stroke."""
+    if not isinstance(strokes, list) or not 1 <= len(strokes) <= MAX_DRAWING_STROKES:
+        raise BadRecord(f"a drawing holds 1 to {MAX_DRAWING_STROKES} strokes")
+    total, clean = 0, []
+    for stroke in strokes:
+        if not (isinstance(stroke, list | tuple) and len(stroke) == 3):
+            raise BadRecord("each stroke is [[x...], [y...], [t...]] (times are required)")
+        xs, ys, ts = (list(axis) if isinstance(axis, list | tuple) else None for axis in stroke)
+        if xs is None or ys is None or ts is None or not len(xs) == len(ys) == len(ts) >= 1:
+            raise BadRecord("a stroke's x, y and t lists must have the same length (at least 1)")
+        values = [*xs, *ys, *ts]
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) or not all(
+            math.isfinite(v) for v in values
+        ):
+            raise BadRecord("stroke coordinates and times must be finite numbers")
+        if any(b < a for a, b in zip(ts, ts[1:], strict=False)):
+            raise BadRecord("times go back within a stroke")
+        total += len(xs)
+        clean.append([xs, ys, ts])
+    if total > MAX_DRAWING_POINTS:
+        raise BadRecord(f"a drawing holds at most {MAX_DRAWING_POINTS} points")
+    return clean
+
+
+def new_key_id() -> str:
+    """A drawing id shaped like the dataset's numeric ``key_id`` but 19 digits long, starting with 9,
+    so it never equals one of Google's 16-digit ids (and still fits the binary format's uint64)."""
+    return str(9 * 10**18 + secrets.randbelow(10**18))
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """The numbered migrations ``(version, name, sql)``, in order."""
+    found = []
+    for path in sorted(MIGRATIONS_DIR.glob("[0-9][0-9][0-9][0-9]_*.sql")):
+        found.append((int(path.name[:4]), path.stem[5:], path.read_text(encoding="utf-8")))
+    versions = [v for v, _, _ in found]
+    if versions != list(range(1, len(versions) + 1)):
+        raise StoreError(f"migrations must be numbered 0001, 0002, ... without gaps; found {versions}")
+    return found
+
+
+def statements(sql: str) -> list[str]:
+    """The statements of a migration file (``;``-separated; ``--`` comments dropped)."""
+    lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+LATEST_VERSION = len(migrations())
+
+
+# ------------------------------------------------------------------------------------------------
+# The interface
+
+
+class Store(ABC):
+    """Persistence for the service: games (setup + move log), bot transcripts, consented drawings.
+
+    Thread-safe; every method is one short transaction. Times are Unix seconds (``now`` may be
+    given, for tests). Close it with :meth:`close` (or use it as a context manager).
+    """
+
+    backend = ""
+    location = ""
+
+    # games
+    @abstractmethod
+    def create_game(
+        self, game_id: str, kind: str, setup: dict[str, Any], token_hash: str, now: float | None = None
+    ) -> None:
+        """Store a new game's setup (`MoveRejected` if the id exists)."""
+
+    @abstractmethod
+    def append_move(self, game_id: str, seq: int, at: float, move: dict[str, Any],
+                    now: float | None = None) -> None:
+        """Append move number `seq` (0, 1, 2...) at game clock `at`; `MoveRejected` if `seq` is not
+        the game's next number or the game is not being played."""
+
+    @abstractmethod
+    def append_moves(self, game_id: str, first_seq: int, moves: Sequence[tuple[float, dict[str, Any]]],
+                     now: float | None = None) -> None:
+        """Append several consecutive moves in one transaction (same checks as `append_move`)."""
+
+    @abstractmethod
+    def finish_game(self, game_id: str, status: str = "finished", result: dict[str, Any] | None = None,
+                    now: float | None = None) -> None:
+        """Mark a game finished (or ``expired`` / ``abandoned``): it is no longer resumed."""
+
+    @abstractmethod
+    def load_game(self, game_id: str) -> StoredGame | None:
+        """One game with its move log, or None."""
+
+    @abstractmethod
+    def load_unfinished_games(self, limit: int = 10_000) -> list[StoredGame]:
+        """Every game still ``playing``, oldest first, with its move log (what a restart replays)."""
+
+    # transcripts
+    @abstractmethod
+    def save_transcript(self, record: TranscriptRecord, now: float | None = None) -> TranscriptRecord:
+        """Insert or replace a transcript, its events cut to the byte bound; returns what was kept."""
+
+    @abstractmethod
+    def load_transcript(self, transcript_id: str) -> TranscriptRecord | None:
+        """One transcript, or None."""
+
+    @abstractmethod
+    def list_transcripts(self, limit: int = 100) -> list[TranscriptRecord]:
+        """The newest transcripts (summaries only: ``events`` is empty), newest first."""
+
+    # drawings
+    @abstractmethod
+    def add_drawing(self, record: DrawingRecord, consent: bool, now: float | None = None) -> str:
+        """Store a finished drawing the player agreed to give; returns its ``key_id``.
+        Without consent nothing is written (`BadRecord`)."""
+
+    @abstractmethod
+    def iter_drawings(self, word: str | None = None, batch: int = 500) -> Iterator[DrawingRecord]:
+        """Every stored drawing (of one word), oldest first."""
+
+    @abstractmethod
+    def drawing_counts(self) -> dict[str, int]:
+        """Stored drawings per word."""
+
+    # upkeep
+    @abstractmethod
+    def prune(self, retention: Retention, now: float | None = None) -> PruneReport:
+        """Delete what `retention` no longer keeps."""
+
+    @abstractmethod
+    def info(self) -> StoreInfo:
+        """Where, how big, schema version, counts."""
+
+    @abstractmethod
+    def vacuum(self) -> None:
+        """Give freed space back (SQLite VACUUM + WAL checkpoint; PostgreSQL VACUUM ANALYZE)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the connection."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# One SQL implementation for both backends
+
+
+class SqlStore(Store):
+    """`Store` in plain SQL over one DB-API connection (guarded by a lock)."""
+
+    paramstyle = "qmark"  # "format" for psycopg: '?' becomes '%s'
+    driver_error: type[Exception] = Exception  # the driver's base error class
+    integrity_error: type[Exception] = Exception  # its constraint-violation class
+
+    def __init__(self, conn: Any, retention: Retention | None = None) -> None:
+        self.conn = conn
+        self.lock = threading.RLock()
+        self.retention = retention or Retention()
+
+    # -- backend hooks ---------------------------------------------------------------------------
+    @abstractmethod
+    def write(self) -> AbstractContextManager[Any]:
+        """A write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction block)."""
+
+    @abstractmethod
+    def tables(self) -> set[str]:
+        """Names of the tables in the database (schema)."""
+
+    @abstractmethod
+    def size_bytes(self) -> int:
+        """Bytes the database takes."""
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def sql(self, text: str) -> str:
+        """The statement in the driver's placeholder style."""
+        return text.replace("?", "%s") if self.paramstyle == "format" else text
+
+    def run(self, text: str, params: Sequence[Any] = ()) -> Any:
+        """Execute one statement; returns the cursor. Driver errors become `StoreError`s."""
+        with self.guard():
+            return self.conn.execute(self.sql(text), tuple(params))
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Turn the driver's errors into typed store errors."""
+        try:
+            yield
+        except self.integrity_error as error:
+            raise BadRecord(f"refused by the database: {error}") from error
+        except self.driver_error as error:
+            raise StoreUnavailable(f"{self.location}: {str(error).strip()}") from error
+
+    def rows(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Execute a query and fetch every row."""
+        with self.lock:
+            return [tuple(r) for r in self.run(text, params).fetchall()]
+
+    # -- schema ----------------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        """The highest applied migration (0 for an empty database)."""
+        if SCHEMA_TABLE not in self.tables():
+            return 0
+        return int(self.rows(f"SELECT COALESCE(MAX(version), 0) FROM {SCHEMA_TABLE}")[0][0])
+
+    def migrate(self) -> int:
+        """Check the schema and apply the pending migrations; returns the version.
+        `ForeignDatabase` for someone else's tables, `SchemaTooNew` for a newer Griffon's."""
+        with self.lock:
+            found = self.tables()
+            if SCHEMA_TABLE not in found and found:
+                raise ForeignDatabase(
+                    f"{self.location} holds tables ({', '.join(sorted(found)[:5])}) but no Griffon schema: "
+                    "it is not a Griffon database; point GRIFFON_DATABASE_URL elsewhere"
+                )
+            with self.write():
+                self.lock_schema()
+                self.run(
+                    f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER PRIMARY KEY, "
+                    "name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
+                )
+                current = int(self.run(f"SELECT COALESCE(MAX(version), 0) FROM {SCHEMA_TABLE}").fetchone()[0])
+                if current > LATEST_VERSION:
+                    raise SchemaTooNew(
+                        f"{self.location} has schema version {current}, newer than this Griffon knows "
+                        f"({LATEST_VERSION}): upgrade Griffon, or restore a backup made for this version"
+                    )
+                for version, name, text in migrations()[current:]:
+                    for statement in statements(text):
+                        self.run(statement)
+                    self.run(
+                        f"INSERT INTO {SCHEMA_TABLE} (version, name, applied_at) VALUES (?, ?, ?)",
+                        (version, name, time.time()),
+                    )
+            return max(current, LATEST_VERSION)
+
+    def lock_schema(self) -> None:
+        """Serialize concurrent first starts (PostgreSQL takes an advisory lock)."""
+
+    # -- games -----------------------------------------------------------------------------------
+    def create_game(
+        self, game_id: str, kind: str, setup: dict[str, Any], token_hash: str, now: float | None = None
+    ) -> None:
+        _check_id(game_id, "game id")
+        _check_id(kind, "game kind")
+        _check_id(token_hash, "token hash")
+        text = to_json(setup, MAX_SETUP_BYTES, "the game setup")
+        now = time.time() if now is None else now
+        with self.lock, self.write():
+            if self.run("SELECT 1 FROM games WHERE id = ?", (game_id,)).fetchone() is not None:
+                raise MoveRejected(f"game {game_id!r} already exists")
+            self.run(
+                "INSERT INTO games (id, kind, setup, token_hash, status, moves, result, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, 'playing', 0, NULL, ?, ?)",
+                (game_id, kind, text, token_hash, now, now),
+            )
+
+    def append_move(self, game_id: str, seq: int, at: float, move: dict[str, Any],
+                    now: float | None = None) -> None:
+        self.append_moves(game_id, seq, [(at, move)], now)
+
+    def append_moves(self, game_id: str, first_seq: int, moves: Sequence[tuple[float, dict[str, Any]]],
+                     now: float | None = None) -> None:
+        if not moves:
+            return
+        rows = []
+        for i, (at, move) in enumerate(moves):
+            if not isinstance(at, int | float) or not math.isfinite(at):
+                raise BadRecord("a move's time must be a finite number")
+            rows.append((game_id, first_seq + i, float(at), to_json(move, MAX_MOVE_BYTES, "a move")))
+        now = time.time() if now is None else now
+        with self.lock, self.write():
+            advanced = self.run(
+                "UPDATE games SET moves = moves + ?, updated_at = ? "
+                "WHERE id = ? AND moves = ? AND status = 'playing'",
+                (len(rows), now, game_id, first_seq),
+            ).rowcount
+            if advanced != 1:
+                raise MoveRejected(self._why_rejected(game_id, first_seq))
+            with self.guard():
+                self.conn.cursor().executemany(
+                    self.sql("INSERT INTO moves (game_id, seq, at, move) VALUES (?, ?, ?, ?)"), rows
+                )
+
+    def _why_rejected(self, game_id: str, seq: int) -> str:
+        row = self.run("SELECT status, moves FROM games WHERE id = ?", (game_id,)).fetchone()
+        if row is None:
+            return f"no game {game_id!r}"
+        if row[0] != "playing":
+            return f"game {game_id!r} is {row[0]}"
+        return f"game {game_id!r} expects move {row[1]}, not {seq} (is another server writing it?)"
+
+    def finish_game(self, game_id: str, status: str = "finished", result: dict[str, Any] | None = None,
+                    now: float | None = None) -> None:
+        if status not in GAME_STATUSES or status == "playing":
+            raise BadRecord(f"a game ends as one of {', '.join(GAME_STATUSES[1:])}, not {status!r}")
+        text = None if result is None else to_json(result, MAX_RESULT_BYTES, "the game result")
+        now = time.time() if now is None else now
+        with self.lock, self.write():
+            done = self.run(
+                "UPDATE games SET status = ?, result = ?, updated_at = ? WHERE id = ?",
+                (status, text, now, game_id),
+            ).rowcount
+            if done != 1:
+                raise MoveRejected(f"no game {game_id!r}")
+
+    def _games(self, where: str, params: Sequence[Any], limit: int) -> list[StoredGame]:
+        with self.lock:
+            heads = self.run(
+                "SELECT id, kind, setup, token_hash, status, created_at, updated_at, result FROM games "
+                f"WHERE {where} ORDER BY created_at, id LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+            games = []
+            for gid, kind, setup, token_hash, status, created, updated, result in heads:
+                logged = self.run(
+                    "SELECT seq, at, move FROM moves WHERE game_id = ? ORDER BY seq", (gid,)
+                ).fetchall()
+                games.append(StoredGame(
+                    id=gid, kind=kind, setup=json.loads(setup), token_hash=token_hash, status=status,
+                    created_at=float(created), updated_at=float(updated),
+                    moves=[StoredMove(int(s), float(a), json.loads(m)) for s, a, m in logged],
+                    result=None if result is None else json.loads(result),
+                ))
+            return games
+
+    def load_game(self, game_id: str) -> StoredGame | None:
+        found = self._games("id = ?", (game_id,), 1)
+        return found[0] if found else None
+
+    def load_unfinished_games(self, limit: int = 10_000) -> list[StoredGame]:
+        return self._games("status = 'playing'", (), limit)
+
+    # -- transcripts -----------------------------------------------------------------------------
+    def save_transcript(self, record: TranscriptRecord, now: float | None = None) -> TranscriptRecord:
+        _check_id(record.id, "transcript id")
+        if record.key_hash is not None:
+            _check_id(record.key_hash, "key hash")
+        summary = to_json(record.summary, MAX_SUMMARY_BYTES, "the transcript summary")
+        events, dropped = fit_events(record.events, self.retention.transcript_max_bytes)
+        text = to_json(events, self.retention.transcript_max_bytes + 2, "the transcript events")
+        now = time.time() if now is None else now
+        created = record.created_at if record.created_at is not None else now
+        with self.lock, self.write():
+            self.run(
+                "INSERT INTO transcripts (id, key_hash, summary, events, bytes, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET key_hash = excluded.key_hash, "
+                "summary = excluded.summary, events = excluded.events, bytes = excluded.bytes, "
+                "updated_at = excluded.updated_at",
+                (record.id, record.key_hash, summary, text, len(text.encode("utf-8")), created, now),
+            )
+        return TranscriptRecord(record.id, record.summary, events, record.key_hash, created,
+                                record.dropped + dropped)
+
+    def load_transcript(self, transcript_id: str) -> TranscriptRecord | None:
+        found = self.rows(
+            "SELECT id, summary, events, key_hash, created_at FROM transcripts WHERE id = ?", (transcript_id,)
+        )
+        if not found:
+            return None
+        tid, summary, events, key_hash, created = found[0]
+        return TranscriptRecord(tid, json.loads(summary), json.loads(events), key_hash, float(created))
+
+    def list_transcripts(self, limit: int = 100) -> list[TranscriptRecord]:
+        found = self.rows(
+            "SELECT id, summary, key_hash, created_at FROM transcripts ORDER BY created_at DESC, id LIMIT ?",
+            (limit,),
+        )
+        return [TranscriptRecord(t, json.loads(s), [], k, float(c)) for t, s, k, c in found]
+
+    # -- drawings --------------------------------------------------------------------------------
+    def add_drawing(self, record: DrawingRecord, consent: bool, now: float | None = None) -> str:
+        if consent is not True:
+            raise BadRecord("a drawing is stored only when its player agreed (consent=True)")
+        word = check_word(record.word)
+        _check_id(record.game, "game kind")
+        strokes = to_json(check_strokes(record.strokes), 2_000_000, "the drawing")
+        conditions = to_json(record.conditions, MAX_CONDITIONS_BYTES, "the drawing conditions")
+        key_id = record.key_id or new_key_id()
+        _check_id(key_id, "key_id")
+        now = time.time() if now is None else now
+        with self.lock, self.write():
+            self.run(
+                "INSERT INTO drawings (key_id, word, game, conditions, strokes, recognized, consent, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)",
+                (key_id, word, record.game, conditions, strokes, int(bool(record.recognized)), now),
+            )
+        return key_id
+
+    def iter_drawings(self, word: str | None = None, batch: int = 500) -> Iterator[DrawingRecord]:
+        where, params = ("WHERE word = ?", (word,)) if word is not None else ("", ())
+        after: tuple[float, str] = (-math.inf, "")
+        while True:  # keyset pages: no cursor held open between batches
+            page = self.rows(
+                "SELECT key_id, word, game, conditions, strokes, recognized, created_at FROM drawings "
+                f"{where} {'AND' if where else 'WHERE'} (created_at > ? OR (created_at = ? AND key_id > ?)) "
+                "ORDER BY created_at, key_id LIMIT ?",
+                (*params, after[0], after[0], after[1], batch),
+            )
+            for key_id, w, game, cond, strokes, recognized, created in page:
+                yield DrawingRecord(w, game, json.loads(strokes), json.loads(cond), bool(recognized),
+                                    key_id, float(created))
+            if len(page) < batch:
+                return
+            after = (float(page[-1][6]), page[-1][0])
+
+    def drawing_counts(self) -> dict[str, int]:
+        found = self.rows("SELECT word, COUNT(*) FROM drawings GROUP BY word ORDER BY word")
+        return {w: int(n) for w, n in found}
+
+    # -- upkeep ----------------------------------------------------------------------------------
+    def prune(self, retention: Retention | None = None, now: float | None = None) -> PruneReport:
+        keep = retention or self.retention
+        now = time.time() if now is None else now
+        games = moves = transcripts = drawings = 0
+        with self.lock, self.write():
+            if keep.games_days > 0:
+                cutoff = now - keep.games_days * DAY_S
+                old = "SELECT id FROM games WHERE updated_at < ?"
+                moves = self.run(f"DELETE FROM moves WHERE game_id IN ({old})", (cutoff,)).rowcount
+                games = self.run("DELETE FROM games WHERE updated_at < ?", (cutoff,)).rowcount
+            if keep.transcripts_days > 0:
+                cutoff = now - keep.transcripts_days * DAY_S
+                transcripts = self.run("DELETE FROM transcripts WHERE updated_at < ?", (cutoff,)).rowcount
+            transcripts += self.run(
+                "DELETE FROM transcripts WHERE id IN (SELECT id FROM transcripts "
+                f"ORDER BY created_at DESC, id {self.no_limit()} OFFSET ?)",
+                (keep.transcripts_max,),
+            ).rowcount
+            if keep.drawings_days > 0:
+                cutoff = now - keep.drawings_days * DAY_S
+                drawings = self.run("DELETE FROM drawings WHERE created_at < ?", (cutoff,)).rowcount
+        return PruneReport(games, moves, transcripts, drawings)
+
+    def no_limit(self) -> str:
+        """SQL for "no row limit" before an OFFSET."""
+        return "LIMIT -1"
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table, and unfinished games."""
+        out = {t: int(self.rows(f"SELECT COUNT(*) FROM {t}")[0][0]) for t in TABLES}
+        out["games_playing"] = int(self.rows("SELECT COUNT(*) FROM games WHERE status = 'playing'")[0][0])
+        return out
+
+    def info(self) -> StoreInfo:
+        return StoreInfo(self.backend, self.location, self.size_bytes(), self.schema_version(), self.counts())
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+
+def fit_events(events: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], int]:
+    """The first events whose JSON list fits in `limit` bytes, and how many were cut."""
+    kept, size = [], 2  # the brackets
+    for i, event in enumerate(events):
+        piece = len(to_json(event, 2**31, "a transcript event").encode("utf-8")) + (1 if kept else 0)
+        if size + piece > limit:
+            return kept, len(events) - i
+        kept.append(event)
+        size += piece
+    return kept, 0

@@ -1,0 +1,464 @@
+"""The storage layer (`store/`), the same tests on SQLite and on a real PostgreSQL server.
+
+The PostgreSQL server is started by the tests themselves (`tests.pg_server`, Debian's package);
+where it cannot start, those tests are skipped with the reason. Each test gets a fresh database
+(a new SQLite file; a new PostgreSQL schema).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from games.core import LoggedMove, replay
+from games.pictomania import (
+    Done,
+    NextRound,
+    PictoCard,
+    PictomaniaConfig,
+    PictomaniaRules,
+    PictoStroke,
+    PlaceGuess,
+)
+from store import (
+    LATEST_VERSION,
+    BadRecord,
+    CorruptDatabase,
+    DrawingRecord,
+    ForeignDatabase,
+    MoveRejected,
+    Retention,
+    SchemaTooNew,
+    StoreSettings,
+    StoreUnavailable,
+    TranscriptRecord,
+    hash_token,
+    open_store,
+    token_matches,
+)
+from store.export import export_quickdraw
+from tests.conftest import write_fixture_folder
+from tests.pg_server import PostgresUnavailable, running_postgres
+from training.data import load_dataset, read_categories, read_ndjson
+
+REPO = Path(__file__).resolve().parent.parent
+DAY = 86_400.0
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One real PostgreSQL server for the whole run (skipped with the reason if none can start)."""
+    server = running_postgres()
+    try:
+        url = server.__enter__()
+    except PostgresUnavailable as error:
+        pytest.skip(f"PostgreSQL tests skipped: {error}")
+    yield url
+    server.__exit__(None, None, None)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path):
+    """The URL of a fresh, empty database of each backend."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'griffon.db'}"
+        return
+    import psycopg
+
+    base = request.getfixturevalue("pg_server")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    yield f"{base}?options=-csearch_path%3D{schema}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def db(db_url):
+    store = open_store(db_url)
+    yield store
+    store.close()
+
+
+def strokes(n: int = 2, points: int = 5) -> list[list[list[float]]]:
+    return [[[float(10 * s + i) for i in range(points)], [float(i * i) for i in range(points)],
+             [float(100 * s + 16 * i) for i in range(points)]] for s in range(n)]
+
+
+# ------------------------------------------------------------------------------------------------
+# Schema
+
+
+def test_a_fresh_database_gets_the_latest_schema_once(db_url):
+    with open_store(db_url) as db:
+        info = db.info()
+        assert info.schema_version == LATEST_VERSION
+        assert info.counts == {"games": 0, "moves": 0, "transcripts": 0, "drawings": 0, "games_playing": 0}
+        assert info.size_bytes > 0
+        db.create_game("g", "kontour", {"seed": 1}, hash_token("t"))
+    with open_store(db_url) as again:  # reopening migrates nothing and loses nothing
+        assert again.rows("SELECT COUNT(*) FROM griffon_schema")[0][0] == LATEST_VERSION
+        assert again.info().counts["games"] == 1
+
+
+def test_a_newer_schema_is_refused_with_a_clear_message(db_url):
+    with open_store(db_url) as db:
+        with db.lock, db.write():
+            db.run("INSERT INTO griffon_schema (version, name, applied_at) VALUES (?, 'future', 0)",
+                   (LATEST_VERSION + 1,))
+    with pytest.raises(SchemaTooNew, match=rf"schema version {LATEST_VERSION + 1}, newer than this Griffon"):
+        open_store(db_url)
+
+
+def test_another_applications_database_is_refused(db_url):
+    with open_store(db_url) as db:
+        with db.lock, db.write():
+            for table in ("griffon_schema", "moves", "games", "transcripts", "drawings"):
+                db.run(f"DROP TABLE {table}")
+            db.run("CREATE TABLE invoices (id INTEGER)")
+    with pytest.raises(ForeignDatabase, match="invoices.*not a Griffon database"):
+        open_store(db_url)
+
+
+# ------------------------------------------------------------------------------------------------
+# Games
+
+
+def test_a_game_is_stored_as_setup_and_move_log(db):
+    setup = {"seed": 7, "players": ["joueur", "ia1"], "deck": [{"blue": "cat", "orange": "dog"}]}
+    db.create_game("g1", "kontour", setup, hash_token("secret-token"), now=1000.0)
+    moves = [{"kind": "draw_card", "player": "joueur"}, {"kind": "stroke", "points": [[1.5, 2.25], [3, 4]]},
+             {"kind": "guess", "player": "ia1", "text": "chat « noir » é"}]
+    for seq, move in enumerate(moves):
+        db.append_move("g1", seq, 0.5 * seq, move, now=1000.0 + seq)
+    [game] = db.load_unfinished_games()
+    assert (game.id, game.kind, game.setup, game.status) == ("g1", "kontour", setup, "playing")
+    assert [(m.seq, m.at, m.move) for m in game.moves] == [(i, 0.5 * i, m) for i, m in enumerate(moves)]
+    assert game.updated_at == 1002.0 and game.created_at == 1000.0
+    assert token_matches("secret-token", game.token_hash) and not token_matches("other", game.token_hash)
+    assert "secret-token" not in json.dumps(game.setup) + game.token_hash
+    db.finish_game("g1", result={"winners": ["joueur"]})
+    assert db.load_unfinished_games() == []
+    assert db.load_game("g1").result == {"winners": ["joueur"]} and db.load_game("g1").status == "finished"
+
+
+def test_moves_out_of_sequence_or_after_the_end_are_refused_and_change_nothing(db):
+    db.create_game("g", "pictomania", {}, hash_token("t"))
+    db.append_moves("g", 0, [(0.0, {"kind": "a"}), (1.0, {"kind": "b"})])
+    with pytest.raises(MoveRejected, match="expects move 2, not 1"):
+        db.append_move("g", 1, 2.0, {"kind": "again"})
+    with pytest.raises(MoveRejected, match="expects move 2, not 5"):
+        db.append_move("g", 5, 2.0, {"kind": "gap"})
+    with pytest.raises(MoveRejected, match="no game 'nope'"):
+        db.append_move("nope", 0, 0.0, {"kind": "x"})
+    with pytest.raises(MoveRejected, match="already exists"):
+        db.create_game("g", "pictomania", {}, hash_token("t"))
+    db.finish_game("g", status="expired")
+    with pytest.raises(MoveRejected, match="is expired"):
+        db.append_move("g", 2, 3.0, {"kind": "late"})
+    assert [m.move["kind"] for m in db.load_game("g").moves] == ["a", "b"]
+
+
+@pytest.mark.parametrize("move, message", [
+    ({"kind": "stroke", "x": math.nan}, "not JSON data"),
+    ({"kind": "stroke", "points": [[1, 2]] * 50_000}, "larger than"),
+    ({"kind": {1, 2}}, "not JSON data"),
+])
+def test_bad_moves_are_refused(db, move, message):
+    db.create_game("g", "kontour", {}, hash_token("t"))
+    with pytest.raises(BadRecord, match=message):
+        db.append_move("g", 0, 0.0, move)
+    with pytest.raises(BadRecord, match="finite"):
+        db.append_move("g", 0, math.inf, {"kind": "tick"})
+    with pytest.raises(BadRecord, match="1 to 64"):
+        db.create_game("x" * 65, "kontour", {}, hash_token("t"))
+    with pytest.raises(BadRecord, match="ends as one of"):
+        db.finish_game("g", status="playing")
+    assert db.load_game("g").moves == []
+
+
+DECK = [PictoCard(level=lv, words=tuple(f"{t}{lv}{k}" for k in range(7)))
+        for lv in (1, 2, 3, 4) for t in "abcdefgh"]
+
+
+def test_a_game_resumes_from_the_store_after_a_restart_and_finishes_identically(db_url):
+    """Play half a Pictomania game, 'restart' (close, reopen), replay the stored log, finish it,
+    and compare with the same game played without interruption."""
+    rules = PictomaniaRules(PictomaniaConfig.load(rounds=2, levels_per_round=[1, 2]))
+    setup = {"players": ["joueur", "ia1", "ia2"], "deck": [c.to_dict() for c in DECK], "seed": 11}
+
+    def script(state, t0):
+        players = state.players
+        for i, p in enumerate(players):
+            target = players[(i + 1) % 3]
+            yield PictoStroke(player=p, points=[(i, 0), (i, 10), (i + 5, 10)]), t0 + i
+            yield PlaceGuess(player=p, target=target, number=state.round.secrets[target].number), t0 + i + 0.5
+        for i, p in enumerate(players[:-1]):  # the round ends when all but one are done
+            yield Done(player=p), t0 + 10 + i
+
+    def play_round(state, t0, log):
+        for move, now in script(state, t0):
+            state, _ = rules.apply(state, move, now)
+            log.append((now, move))
+        return state
+
+    reference, _ = rules.setup(**setup)
+    uninterrupted: list = []
+    reference = play_round(reference, 1.0, uninterrupted)
+    reference, _ = rules.apply(reference, NextRound(player="joueur"), 30.0)
+    reference = play_round(reference, 31.0, uninterrupted)
+    assert reference.phase == "game_over"
+
+    with open_store(db_url) as db:  # first life of the server: round 1, then it dies
+        db.create_game("p1", "pictomania", setup, hash_token("tok"))
+        state, _ = rules.setup(**setup)
+        log: list = []
+        state = play_round(state, 1.0, log)
+        for seq, (now, move) in enumerate(log):
+            db.append_move("p1", seq, now, move.to_dict())
+    with open_store(db_url) as db:  # second life: replay, go on, finish
+        [stored] = db.load_unfinished_games()
+        state, _ = replay(rules, stored.setup, [LoggedMove(now=m.at, move=m.move) for m in stored.moves])
+        seq = len(stored.moves)
+        rest = [(30.0, NextRound(player="joueur"))]
+        state, _ = rules.apply(state, rest[0][1], 30.0)
+        state = play_round(state, 31.0, rest)
+        for now, move in rest:
+            db.append_move("p1", seq, now, move.to_dict())
+            seq += 1
+        db.finish_game("p1", result={"phase": state.phase})
+        assert state == reference
+        final = db.load_game("p1")
+        replayed, _ = replay(rules, final.setup, [LoggedMove(now=m.at, move=m.move) for m in final.moves])
+        assert replayed == reference and final.status == "finished"
+
+
+WRITER = """
+import sys
+from store import open_store, hash_token
+db = open_store(sys.argv[1])
+db.create_game("k", "kontour", {"seed": 1}, hash_token("t"))
+seq = 0
+while True:
+    db.append_move("k", seq, seq * 0.01, {"kind": "stroke", "points": [[seq, 1.0]] * 40})
+    print(seq, flush=True)
+    seq += 1
+"""
+
+
+def test_a_process_killed_mid_game_loses_no_acknowledged_move(db_url):
+    """SIGKILL a writer process while it appends moves: every move it reported written is there,
+    in order, and the database opens cleanly."""
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, db_url], stdout=subprocess.PIPE, text=True,
+                            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    acked = -1
+    try:
+        for line in proc.stdout:
+            acked = int(line)
+            if acked >= 150:
+                break
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert acked >= 150, "the writer did not start"
+    with open_store(db_url) as db:
+        [game] = db.load_unfinished_games()
+        assert len(game.moves) >= acked + 1
+        assert [m.seq for m in game.moves] == list(range(len(game.moves)))
+        db.append_move("k", len(game.moves), 99.0, {"kind": "tick"})  # and the game goes on
+
+
+# ------------------------------------------------------------------------------------------------
+# Transcripts
+
+
+def test_transcripts_are_kept_bounded_in_bytes_and_replaced_by_id(db_url):
+    settings = StoreSettings(database_url=db_url, transcript_max_bytes=2_000)
+    with open_store(settings) as db:
+        events = [{"kind": "stroke", "round": 1, "t": i / 10, "strokes": i} for i in range(200)]
+        kept = db.save_transcript(TranscriptRecord("s1", {"room": "salon", "rounds": 1}, events,
+                                                   key_hash="abc"), now=50.0)
+        assert 0 < len(kept.events) < 200 and kept.dropped == 200 - len(kept.events)
+        assert len(json.dumps(kept.events, separators=(",", ":"))) <= 2_000
+        loaded = db.load_transcript("s1")
+        assert loaded.events == kept.events == events[: len(kept.events)]
+        assert (loaded.summary, loaded.key_hash) == ({"room": "salon", "rounds": 1}, "abc")
+        assert loaded.created_at == 50.0
+        db.save_transcript(TranscriptRecord("s1", {"rounds": 2}, events[:3]), now=60.0)  # the session went on
+        again = db.load_transcript("s1")
+        assert again.summary == {"rounds": 2} and len(again.events) == 3 and again.created_at == 50.0
+        assert db.load_transcript("nope") is None
+
+
+def test_prune_applies_the_retention_rules(db):
+    now = 100 * DAY
+    for i in range(6):  # transcripts 0..5 days old
+        db.save_transcript(TranscriptRecord(f"t{i}", {}, [], created_at=now - i * DAY), now=now - i * DAY)
+    db.create_game("old", "kontour", {}, hash_token("a"), now=now - 40 * DAY)
+    db.append_move("old", 0, 0.0, {"kind": "x"}, now=now - 40 * DAY)
+    db.create_game("old-finished", "kontour", {}, hash_token("a"), now=now - 50 * DAY)
+    db.finish_game("old-finished", now=now - 31 * DAY)
+    db.create_game("recent", "kontour", {}, hash_token("b"), now=now - 2 * DAY)
+    db.append_move("recent", 0, 0.0, {"kind": "x"}, now=now - 1 * DAY)
+    db.add_drawing(DrawingRecord("cat", "kontour", strokes()), consent=True, now=now - 400 * DAY)
+    db.add_drawing(DrawingRecord("cat", "kontour", strokes()), consent=True, now=now)
+    keep = Retention(games_days=30, transcripts_days=4.5, transcripts_max=3, drawings_days=365)
+    report = db.prune(keep, now=now)
+    assert (report.games, report.moves, report.drawings) == (2, 1, 1)
+    assert [t.id for t in db.list_transcripts()] == ["t0", "t1", "t2"] and report.transcripts == 3
+    assert [g.id for g in db.load_unfinished_games()] == ["recent"]
+    assert db.info().counts["moves"] == 1
+    keep_all = db.prune(Retention(games_days=0, transcripts_days=0, transcripts_max=10, drawings_days=0),
+                        now=now + 1000 * DAY)
+    assert keep_all == type(keep_all)(0, 0, 0, 0)
+    db.vacuum()
+    assert db.info().counts["drawings"] == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# Drawings: consent, bounds, export in the Quick, Draw! raw layout
+
+
+def test_a_drawing_is_stored_only_with_consent_and_checked(db):
+    record = DrawingRecord("cat", "pictomania", strokes(), {"style": "free", "round_s": 120}, recognized=True)
+    with pytest.raises(BadRecord, match="consent"):
+        db.add_drawing(record, consent=False)
+    assert db.drawing_counts() == {}
+    key = db.add_drawing(record, consent=True, now=1.0)
+    assert len(key) == 19 and key.isdigit() and key.startswith("9")
+    [back] = list(db.iter_drawings("cat"))
+    assert (back.word, back.game, back.strokes, back.conditions, back.recognized, back.key_id) == (
+        "cat", "pictomania", strokes(), {"style": "free", "round_s": 120}, True, key)
+    bad = [
+        (DrawingRecord("../etc/passwd", "kontour", strokes()), "not a category name"),
+        (DrawingRecord("cat", "kontour", []), "1 to 1000 strokes"),
+        (DrawingRecord("cat", "kontour", [[[1, 2], [3, 4]]]), "times are required"),
+        (DrawingRecord("cat", "kontour", [[[1, 2], [3], [0, 1]]]), "same length"),
+        (DrawingRecord("cat", "kontour", [[[1, math.nan], [3, 4], [0, 1]]]), "finite"),
+        (DrawingRecord("cat", "kontour", [[[1, 2], [3, 4], [5, 1]]]), "times go back"),
+        (DrawingRecord("cat", "kontour", strokes(3, 4000)), "at most 10000 points"),
+    ]
+    for wrong, message in bad:
+        with pytest.raises(BadRecord, match=message):
+            db.add_drawing(wrong, consent=True)
+    assert db.drawing_counts() == {"cat": 1}
+
+
+def test_iterating_drawings_pages_through_all_of_them_in_order(db):
+    keys = [db.add_drawing(DrawingRecord("The Eiffel Tower", "kontour", strokes(1)), True, now=float(i % 3))
+            for i in range(7)]
+    seen = [d.key_id for d in db.iter_drawings(batch=2)]
+    assert sorted(seen) == sorted(keys) and len(seen) == 7
+    assert [d.created_at for d in db.iter_drawings(batch=2)] == sorted(float(i % 3) for i in range(7))
+
+
+def test_export_writes_the_quickdraw_raw_layout_that_training_reads(db, tmp_path):
+    lines = DrawingRecord("circle", "kontour", strokes(3, 2), {"style": "lines", "timer_s": 30}, True)
+    free = DrawingRecord("square", "pictomania", strokes(2, 6), {"style": "free"})
+    keys = {db.add_drawing(lines, True, now=1_764_590_400.0), db.add_drawing(free, True),
+            db.add_drawing(free, True)}
+    report = export_quickdraw(db, tmp_path / "played")
+    assert report.drawings == 3 and report.words == {"circle": 1, "square": 2}
+    assert report.conditions == {"kontour/lines": 1, "pictomania/free": 2}
+    line = json.loads((tmp_path / "played/full/raw/circle.ndjson").read_text().splitlines()[0])
+    assert set(line) == {"word", "countrycode", "timestamp", "recognized", "key_id", "drawing"}
+    assert line["countrycode"] == "ZZ" and line["timestamp"] == "2025-12-01 00:00:00.00000 UTC"
+    records = load_dataset(tmp_path / "played")
+    assert {r.key_id for r in records} == keys
+    by_word = {r.word: r for r in records}
+    assert by_word["circle"].strokes == strokes(3, 2) and by_word["circle"].recognized is True
+    assert by_word["square"].source == "raw"
+    side = [json.loads(x) for x in (tmp_path / "played/griffon-conditions.ndjson").read_text().splitlines()]
+    assert {s["key_id"] for s in side} == keys
+    assert json.loads((tmp_path / "played/griffon-export.json").read_text())["drawings"] == 3
+
+
+def test_export_mixed_with_the_dataset_adds_played_drawings_to_its_categories(db, tmp_path):
+    dataset = write_fixture_folder(tmp_path / "quickdraw", per_word=6)
+    before = load_dataset(dataset)
+    db.add_drawing(DrawingRecord("circle", "kontour", strokes(2), {"style": "lines"}), True)
+    db.add_drawing(DrawingRecord("cat", "pictomania", strokes(2)), True)  # not one of the dataset's words
+    report = export_quickdraw(db, tmp_path / "mixed", mix=dataset)
+    assert report.drawings == 1 and report.skipped_unknown_words == 1 and report.linked_files > 0
+    mixed = load_dataset(tmp_path / "mixed")
+    assert len(mixed) == len(before) + 1
+    assert read_categories(tmp_path / "mixed") == read_categories(dataset)
+    circles = list(read_ndjson(tmp_path / "mixed/full/raw/circle.ndjson"))
+    assert len(circles) == sum(r.word == "circle" for r in before) + 1
+    assert (tmp_path / "mixed/full/raw/square.ndjson").is_symlink()
+    assert load_dataset(dataset) == before  # the dataset itself is untouched
+    with pytest.raises(Exception, match="not into the dataset"):
+        export_quickdraw(db, dataset / "sub", mix=dataset)
+
+
+# ------------------------------------------------------------------------------------------------
+# Bad files and settings (SQLite)
+
+
+def test_a_garbage_file_is_a_clear_error_and_is_left_untouched(tmp_path):
+    path = tmp_path / "griffon.db"
+    garbage = os.urandom(8192)
+    path.write_bytes(garbage)
+    with pytest.raises(CorruptDatabase, match=rf"{path}.*not a usable SQLite database.*restore a backup"):
+        open_store(f"sqlite:///{path}")
+    assert path.read_bytes() == garbage
+
+
+def test_a_damaged_database_is_found_at_start_not_later(tmp_path):
+    path = tmp_path / "griffon.db"
+    with open_store(f"sqlite:///{path}") as db:
+        db.create_game("g", "kontour", {"pad": "x" * 20_000}, hash_token("t"))
+        for i in range(300):
+            db.append_move("g", i, float(i), {"kind": "stroke", "points": [[i, i]] * 30})
+        db.vacuum()
+    data = bytearray(path.read_bytes())
+    page = 4096
+    for offset in range(3 * page, len(data) - page, 5 * page):  # scribble over some pages (not the header)
+        data[offset + 100: offset + 600] = os.urandom(500)
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptDatabase, match="damaged|not a usable"):
+        open_store(f"sqlite:///{path}")
+
+
+def test_a_truncated_database_is_a_clear_error(tmp_path):
+    path = tmp_path / "griffon.db"
+    with open_store(f"sqlite:///{path}") as db:
+        for i in range(50):
+            db.create_game(f"g{i}", "kontour", {"pad": "x" * 2_000}, hash_token("t"))
+        db.vacuum()
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(CorruptDatabase):
+        open_store(f"sqlite:///{path}")
+
+
+def test_the_default_database_is_a_wal_file_in_the_data_folder(tmp_path):
+    settings = StoreSettings.from_env({"GRIFFON_DATA_DIR": str(tmp_path / "data")})
+    assert settings.url == f"sqlite:///{tmp_path / 'data' / 'griffon.db'}"
+    with open_store(settings) as db:
+        assert db.location == str(tmp_path / "data" / "griffon.db")
+    mode = sqlite3.connect(tmp_path / "data" / "griffon.db").execute("PRAGMA journal_mode").fetchone()
+    assert mode == ("wal",)
+    assert StoreSettings.from_env({}).url == "sqlite:///var/griffon.db"
+
+
+def test_bad_settings_and_urls_are_clear_errors(tmp_path):
+    with pytest.raises(StoreUnavailable, match="GRIFFON_RETAIN_GAMES_DAYS"):
+        StoreSettings.from_env({"GRIFFON_RETAIN_GAMES_DAYS": "-3"})
+    with pytest.raises(StoreUnavailable, match="GRIFFON_DB_CHECK"):
+        StoreSettings.from_env({"GRIFFON_DB_CHECK": "sometimes"})
+    with pytest.raises(StoreUnavailable, match="unknown database URL 'mysql'"):
+        open_store("mysql://x/y")
+    with pytest.raises(StoreUnavailable, match="is a folder"):
+        open_store(f"sqlite:///{tmp_path}")
+    with pytest.raises(StoreUnavailable, match="cannot connect to postgresql://griffon:\\*\\*\\*@127.0.0.1"):
+        open_store("postgresql://griffon:hunter2@127.0.0.1:1/postgres")
