@@ -44,6 +44,16 @@ def test_match_with_table(app: typer.Typer) -> None:
     assert out.startswith("rejected: rejected_closer_to_table (vs gâteau)")
 
 
+def test_match_says_how_to_read_an_ambiguous_answer(app: typer.Typer) -> None:
+    result = CliRunner().invoke(app, ["match", "crayon", "le crayon"])
+    assert result.exit_code == 2
+    assert "both the category key 'crayon'" in result.output and "answer_kind" in result.output
+    assert _run(app, "match", "crayon", "le crayon", "--as", "word").startswith("accepted: exact")
+    assert _run(app, "match", "crayon", "crayon de couleur", "--as", "key").startswith("accepted: exact")
+    result = CliRunner().invoke(app, ["match", "chat", "chat", "--as", "key"])
+    assert result.exit_code == 2 and "unknown category key 'chat'" in result.output
+
+
 def test_vocab_words_formats(app: typer.Typer) -> None:
     table = _run(app, "vocab")
     assert "le chat" in table and "les tongs" in table

@@ -101,6 +101,9 @@ def test_no_form_is_shared_by_two_categories() -> None:
         {"word": "chat", "article": "le", "gender": "m", "drawable": False},
         {"word": "chat", "article": "le", "gender": "m", "colour": "red"},
         {"word": " ", "article": "le", "gender": "m"},
+        {"word": "chat", "article": "le", "gender": "m", "everyday": {"minou": ""}},  # no reason
+        {"word": "chat", "article": "le", "gender": "m", "everyday": {"Chat": "the word itself again"}},
+        {"word": "chat", "article": "le", "gender": "m", "everyday": ["minou"]},
     ],
 )
 def test_schema_rejects_bad_entries(body: dict) -> None:
@@ -212,3 +215,13 @@ def test_lexicon_cache_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert (first.from_cache, second.from_cache) == (False, True)
     assert first == second
     assert second.lemmas("yeux") == ("oeil",) and second.is_word("oeil")
+
+
+def test_every_everyday_form_has_a_reason_and_is_a_form() -> None:
+    raw = yaml.safe_load((DATA_DIR / "words.yaml").read_text(encoding="utf-8"))
+    everyday = {k: v["everyday"] for k, v in raw.items() if isinstance(v, dict) and "everyday" in v}
+    assert {"television", "laptop", "wine glass", "remote control"} <= set(everyday)
+    for key, forms in everyday.items():
+        for form, reason in forms.items():
+            assert len(reason.split()) >= 5, (key, form)
+            assert category_for(form) == key

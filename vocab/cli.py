@@ -1,6 +1,6 @@
 """Command-line commands of this package (registered on the root `griffon` app).
 
-- ``griffon match ANSWER GUESS [--table W1,W2] [--json]``: the matcher's verdict and reason.
+- ``griffon match ANSWER GUESS [--table W1,W2] [--as key|word] [--json]``: the matcher's verdict.
 - ``griffon vocab [words|kontour|pictomania] [--format table|json|csv]``: list or export.
 
 Imports of the vocabulary and the lexicon stay inside the commands, so registering is cheap.
@@ -23,6 +23,13 @@ class What(StrEnum):
     words = "words"
     kontour = "kontour"
     pictomania = "pictomania"
+
+
+class AnswerAs(StrEnum):
+    """How ``griffon match`` reads ANSWER (see ``vocab.match``'s ``answer_kind``)."""
+
+    key = "key"
+    word = "word"
 
 
 class Format(StrEnum):
@@ -108,12 +115,21 @@ def register(app: typer.Typer) -> None:
         guess: Annotated[str, typer.Argument(help="What a player said or typed.")],
         table: Annotated[str, typer.Option(help="Other words on the table, comma-separated.")] = "",
         as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
+        answer_as: Annotated[
+            AnswerAs | None,
+            typer.Option("--as", help="Read ANSWER (and the table) as a category key or a French word."),
+        ] = None,
     ) -> None:
         """Say whether GUESS is an accepted answer for ANSWER, and why."""
-        from vocab.matcher import REASONS, match
+        from vocab.matcher import REASONS, AmbiguousAnswerError, match
+        from vocab.vocabulary import UnknownCategoryError
 
         others = [t.strip() for t in table.split(",") if t.strip()] or None
-        m = match(answer, guess, table=others)
+        try:
+            m = match(answer, guess, table=others, answer_kind=answer_as.value if answer_as else None)
+        except (AmbiguousAnswerError, UnknownCategoryError) as exc:
+            typer.echo(f"error: {exc.args[0]}", err=True)
+            raise typer.Exit(2) from None
         if as_json:
             typer.echo(
                 json.dumps(

@@ -56,16 +56,19 @@ class WordEntry(BaseModel):
     gender: Literal["m", "f"]
     synonyms: tuple[str, ...] = Field(default=(), max_length=3)
     variants: tuple[str, ...] = ()
+    everyday: dict[str, str] = {}  # everyday or short form → one-line reason it is accepted
     drawable: bool = True
     reason: str | None = None
     note: str | None = None
 
-    @field_validator("word", "synonyms", "variants", mode="after")
+    @field_validator("word", "synonyms", "variants", "everyday", mode="after")
     @classmethod
-    def _no_blank(cls, value: str | tuple[str, ...]) -> str | tuple[str, ...]:
+    def _no_blank(cls, value: str | tuple | dict) -> str | tuple | dict:
         for text in (value,) if isinstance(value, str) else value:
             if not normalize(text) or text != text.strip():
                 raise ValueError(f"blank or untrimmed word {text!r}")
+        if isinstance(value, dict) and not all(len(r.split()) >= 3 for r in value.values()):
+            raise ValueError("every everyday form needs a one-line reason")
         return value
 
     @model_validator(mode="after")
@@ -80,7 +83,7 @@ class WordEntry(BaseModel):
             raise ValueError(f"« {self.article} {self.word} » should be elided (l')")
         if not self.drawable and not self.reason:
             raise ValueError(f"{self.word}: drawable: false needs a reason")
-        forms = [normalize(f) for f in (self.word, *self.synonyms, *self.variants)]
+        forms = [normalize(f) for f in (self.word, *self.synonyms, *self.variants, *self.everyday)]
         if len(set(forms)) != len(forms):
             raise ValueError(f"{self.word}: a synonym or variant repeats another form")
         return self
@@ -97,6 +100,7 @@ class Word(BaseModel):
     gender: Literal["m", "f"]
     synonyms: tuple[str, ...]
     variants: tuple[str, ...]
+    everyday: tuple[str, ...] = ()
     drawable: bool
     reason: str | None
     difficulty: int = Field(ge=1, le=4)
@@ -111,8 +115,8 @@ class Word(BaseModel):
 
     @property
     def forms(self) -> tuple[str, ...]:
-        """Every accepted written form: the word, its variants, its synonyms."""
-        return (self.word, *self.variants, *self.synonyms)
+        """Every accepted written form: the word, its variants, synonyms and everyday forms."""
+        return (self.word, *self.variants, *self.synonyms, *self.everyday)
 
 
 class Vocabulary:
@@ -218,6 +222,7 @@ def read_vocabulary(data_dir: Path = DATA_DIR) -> Vocabulary:
             gender=entry.gender,
             synonyms=entry.synonyms,
             variants=entry.variants,
+            everyday=tuple(entry.everyday),
             drawable=entry.drawable,
             reason=entry.reason,
             difficulty=int(row["difficulty"]),
@@ -234,8 +239,7 @@ def load_vocabulary() -> Vocabulary:
 
 
 @functools.lru_cache(maxsize=1)
-def extra_synonyms(data_dir: Path = DATA_DIR) -> dict[str, tuple[str, ...]]:
-    """Normalised form → (headword, synonyms…) for words outside the categories (médecin…)."""
+def _extra_groups(data_dir: Path = DATA_DIR) -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
     path = data_dir / "extra_synonyms.yaml"
     try:
         groups = yaml.safe_load(path.read_text(encoding="utf-8"))["groups"]
@@ -243,7 +247,14 @@ def extra_synonyms(data_dir: Path = DATA_DIR) -> dict[str, tuple[str, ...]]:
         raise VocabularyError(f"cannot read {path}: {exc}") from exc
     vocab_forms = load_vocabulary().form_index
     out: dict[str, tuple[str, ...]] = {}
+    everyday: set[str] = set()
     for group in groups:
+        if isinstance(group, dict):  # {word: …, synonyms: […], everyday: {form: reason}}
+            daily = group.get("everyday") or {}
+            if not isinstance(daily, dict) or not all(len(str(r).split()) >= 3 for r in daily.values()):
+                raise VocabularyError(f"{path}: every everyday form needs a one-line reason: {group!r}")
+            everyday.update(normalize(str(w)) for w in daily)
+            group = [group.get("word"), *(group.get("synonyms") or ()), *daily]
         if not isinstance(group, list) or len(group) < 2:
             raise VocabularyError(f"{path}: each group is a list of ≥ 2 words, got {group!r}")
         norms = tuple(normalize(str(w)) for w in group)
@@ -251,7 +262,17 @@ def extra_synonyms(data_dir: Path = DATA_DIR) -> dict[str, tuple[str, ...]]:
             if not n or n in vocab_forms or n in out:
                 raise VocabularyError(f"{path}: {n!r} is empty, a vocabulary form, or repeated")
             out[n] = norms
-    return out
+    return out, frozenset(everyday)
+
+
+def extra_synonyms(data_dir: Path = DATA_DIR) -> dict[str, tuple[str, ...]]:
+    """Normalised form → (headword, synonyms…) for words outside the categories (médecin…)."""
+    return _extra_groups(data_dir)[0]
+
+
+def extra_everyday(data_dir: Path = DATA_DIR) -> frozenset[str]:
+    """Normalised everyday forms among ``extra_synonyms`` (« frigo » for « réfrigérateur »)."""
+    return _extra_groups(data_dir)[1]
 
 
 def french(category: str) -> str:
