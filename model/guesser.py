@@ -14,6 +14,7 @@ import torch
 from model.checkpoint import CheckpointError, read_checkpoint
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
+from model.runtime import BackendError, Runner, default_backend, select_runner, torch_runner
 from model.strokes import (
     MAX_POINTS,
     MAX_STROKES,
@@ -38,7 +39,10 @@ class Guess:
 
 
 class Guesser:
-    """A trained sketch recognizer. Thread-safe; inference runs without gradients on the CPU."""
+    """A trained sketch recognizer. Thread-safe; inference runs on the CPU.
+
+    ``network`` is the float PyTorch module (the reference); ``runner``, when given, computes the
+    logits instead (e.g. ONNX Runtime, see :mod:`model.runtime`) and ``backend`` names it."""
 
     def __init__(
         self,
@@ -48,8 +52,12 @@ class Guesser:
         temperature: float = 1.0,
         metadata: dict[str, Any] | None = None,
         flip_tta: bool = False,
+        runner: Runner | None = None,
+        backend: str = "torch",
     ) -> None:
         self.network = network.eval()
+        self.backend = backend if runner is not None else "torch"
+        self._run = runner or torch_runner(self.network)
         self.labels = list(classes)
         self.spec = spec
         self.temperature = float(temperature)
@@ -65,9 +73,15 @@ class Guesser:
         expected_classes: list[str] | None = None,
         expected_raster: RasterSpec | None = None,
         flip_tta: bool | None = None,
+        backend: str | None = None,
     ) -> Guesser:
-        """Load a checkpoint (default: the shipped weights) and verify it; see ``read_checkpoint``."""
-        payload = read_checkpoint(path or DEFAULT_WEIGHTS, expected_classes, expected_raster)
+        """Load a checkpoint (default: the shipped weights) and verify it; see ``read_checkpoint``.
+
+        ``backend``: ``auto`` (default, or ``$GRIFFON_MODEL_BACKEND``), ``onnx-int8``, ``onnx`` or
+        ``torch`` — see :mod:`model.runtime`; the one used is ``guesser.backend``. A back-end that
+        cannot run as asked raises :class:`CheckpointError`."""
+        path = Path(path or DEFAULT_WEIGHTS)
+        payload = read_checkpoint(path, expected_classes, expected_raster)
         arch = payload["architecture"]
         spec: RasterSpec = payload["raster_spec"]
         try:
@@ -83,7 +97,14 @@ class Guesser:
         metadata = {k: payload.get(k) for k in ("training", "metrics", "architecture", "input_contract")}
         if flip_tta is None:
             flip_tta = bool(payload.get("training", {}).get("flip_tta", False))
-        return cls(network, payload["classes"], spec, payload.get("temperature", 1.0), metadata, flip_tta)
+        try:
+            used, runner = select_runner(
+                backend or default_backend(), path, network.eval(), len(spec.channels), spec.size
+            )
+        except BackendError as error:
+            raise CheckpointError(str(error)) from error
+        temperature = payload.get("temperature", 1.0)
+        return cls(network, payload["classes"], spec, temperature, metadata, flip_tta, runner, used)
 
     # -- preprocessing -------------------------------------------------------------------------
     def prepare(self, drawing: Any) -> np.ndarray:
@@ -105,13 +126,16 @@ class Guesser:
     # -- inference -----------------------------------------------------------------------------
     def probabilities_from_images(self, images: np.ndarray) -> np.ndarray:
         """Class probabilities ``(batch, classes)`` for rasters ``(batch, channels, size, size)``."""
-        tensor = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
-        with self._lock, torch.inference_mode():
-            logits = self.network(tensor)
+        images = np.ascontiguousarray(images, dtype=np.float32)
+        with self._lock:
+            logits = self._run(images)
             if self.flip_tta:
-                logits = (logits + self.network(torch.flip(tensor, dims=[3]))) / 2
-            probs = torch.softmax(logits / self.temperature, dim=1)
-        return probs.numpy()
+                logits = (logits + self._run(np.ascontiguousarray(images[..., ::-1]))) / 2
+        scaled = logits.astype(np.float32) / np.float32(self.temperature)
+        scaled -= scaled.max(axis=1, keepdims=True)
+        probs = np.exp(scaled)
+        probs /= probs.sum(axis=1, keepdims=True)
+        return probs
 
     def rank(self, probs: np.ndarray, top_k: int, candidates: np.ndarray | None) -> list[Guess]:
         """Best ``top_k`` guesses from a probability row, renormalised over candidate indices if given."""

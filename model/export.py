@@ -1,0 +1,113 @@
+"""Make the int8 ONNX copy of a checkpoint: ``python -m model.export [--checkpoint PATH]``.
+
+The float network is exported to ONNX, then statically quantized with ONNX Runtime's tools
+(int8 weights per output channel, uint8 activations, QDQ format; activation ranges by min–max over
+calibration rasters). Calibration drawings come from the *training* split of the Quick, Draw!
+folder (``--data``, else ``$GRIFFON_DATA``, else ``../shared/data/quickdraw``), never from
+validation, sampled with a fixed seed, so the same checkpoint and data give the same file. The
+file records the checkpoint's sha256; ``Guesser.load`` uses it only beside that very checkpoint.
+
+This is a build step (it reads the training data through ``training.data``); loading the result
+needs only ``model/`` and ``onnxruntime``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from model.guesser import DEFAULT_WEIGHTS, Guesser
+from model.runtime import INPUT, SOURCE_KEY, export_onnx, file_sha256, int8_path
+from model.strokes import DrawingError
+
+CALIBRATION_DRAWINGS = 1024
+CALIBRATION_BATCH = 64
+
+
+def calibration_rasters(guesser: Guesser, data: Path | None, count: int, seed: int) -> np.ndarray:
+    """Rasters of ``count`` training-split drawings sampled with ``seed`` (never validation)."""
+    from training.data import load_dataset  # noqa: PLC0415 - a build step, not an inference path
+
+    records = load_dataset(data, split="train")
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(len(records), size=min(count, len(records)), replace=False)
+    images = []
+    for index in sorted(chosen):
+        try:
+            images.append(guesser.prepare(records[index].strokes))
+        except DrawingError:
+            continue
+    return np.stack(images).astype(np.float32)
+
+
+def quantize(checkpoint: Path, images: np.ndarray, out: Path) -> Path:
+    """Write the int8 QDQ model of ``checkpoint`` calibrated on ``images`` to ``out``."""
+    import onnx  # noqa: PLC0415 - export-time dependencies
+    from onnxruntime.quantization import (  # noqa: PLC0415
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.shape_inference import quant_pre_process  # noqa: PLC0415
+
+    guesser = Guesser.load(checkpoint, backend="torch")
+
+    class Batches(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = iter(
+                {INPUT: images[i : i + CALIBRATION_BATCH]} for i in range(0, len(images), CALIBRATION_BATCH)
+            )
+
+        def get_next(self) -> dict | None:
+            return next(self.batches, None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        floating, prepared = Path(tmp) / "float.onnx", Path(tmp) / "prepared.onnx"
+        floating.write_bytes(export_onnx(guesser.network, len(guesser.spec.channels), guesser.spec.size))
+        quant_pre_process(str(floating), str(prepared))
+        quantize_static(
+            str(prepared),
+            str(out),
+            Batches(),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            calibrate_method=CalibrationMethod.MinMax,
+        )
+    model = onnx.load(str(out))
+    for key, value in {
+        SOURCE_KEY: file_sha256(checkpoint),
+        "griffon.source_name": checkpoint.name,
+        "griffon.calibration": f"{len(images)} training-split drawings, min-max",
+        "griffon.command": "python -m model.export",
+    }.items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(model, str(out))
+    return out
+
+
+def main(argv: list[str] | None = None) -> Path:
+    """Command line: export and quantize a checkpoint (default: the shipped weights)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", type=Path, default=DEFAULT_WEIGHTS)
+    parser.add_argument("--data", type=Path, default=None, help="Quick, Draw! folder (training split)")
+    parser.add_argument("--out", type=Path, default=None, help="default: <checkpoint>.int8.onnx beside it")
+    parser.add_argument("--drawings", type=int, default=CALIBRATION_DRAWINGS)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    guesser = Guesser.load(args.checkpoint, backend="torch")
+    images = calibration_rasters(guesser, args.data, args.drawings, args.seed)
+    out = quantize(args.checkpoint, images, args.out or int8_path(args.checkpoint))
+    print(f"{out}: {out.stat().st_size / 1e6:.2f} MB, calibrated on {len(images)} training drawings")
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""Inference back-ends: the float PyTorch network (the reference) and ONNX Runtime (the fast path).
+
+The checkpoint stays the single source of truth. ONNX Runtime runs either
+
+- ``onnx-int8``: a statically quantized copy of the checkpoint (int8 weights per channel, uint8
+  activations, QDQ format), shipped beside it as ``<checkpoint>.int8.onnx`` and made by
+  ``python -m model.export`` from the checkpoint and calibration drawings of the training split.
+  The file records the sha256 of the checkpoint it was made from; a file that does not match
+  the checkpoint it sits beside is ignored (never silently used);
+- ``onnx``: the float network exported in memory when the checkpoint is loaded (about a second).
+
+``auto`` picks ``onnx-int8`` when a matching file exists, else ``onnx``, else ``torch`` (when
+ONNX Runtime is not installed or the export fails). ``GRIFFON_MODEL_BACKEND`` sets the default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+BACKENDS = ("auto", "onnx-int8", "onnx", "torch")
+BACKEND_ENV = "GRIFFON_MODEL_BACKEND"
+INPUT, OUTPUT = "images", "logits"
+SOURCE_KEY = "griffon.source_sha256"
+OPSET = 17
+
+Runner = Callable[[np.ndarray], np.ndarray]  # float32 rasters (n, c, h, w) -> logits (n, classes)
+
+
+class BackendError(RuntimeError):
+    """A requested back-end cannot run (ONNX Runtime missing, no matching int8 file, failed export)."""
+
+
+def int8_path(checkpoint: Path | str) -> Path:
+    """Where the int8 ONNX copy of a checkpoint lives: beside it, ``<stem>.int8.onnx``."""
+    checkpoint = Path(checkpoint)
+    return checkpoint.with_name(f"{checkpoint.stem}.int8.onnx")
+
+
+def file_sha256(path: Path | str) -> str:
+    """sha256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def default_backend() -> str:
+    """The back-end ``Guesser.load`` uses when none is given: ``$GRIFFON_MODEL_BACKEND`` or ``auto``."""
+    name = os.environ.get(BACKEND_ENV, "auto").strip() or "auto"
+    if name not in BACKENDS:
+        raise BackendError(f"{BACKEND_ENV}={name!r} is not one of {', '.join(BACKENDS)}")
+    return name
+
+
+def torch_runner(network: torch.nn.Module) -> Runner:
+    """Logits from the float PyTorch network (the reference path)."""
+
+    def run(images: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return network(torch.from_numpy(images)).numpy()
+
+    return run
+
+
+def export_onnx(network: torch.nn.Module, channels: int, size: int) -> bytes:
+    """The float network as an ONNX model (dynamic batch), with PyTorch's TorchScript exporter."""
+    example = torch.zeros(1, channels, size, size)
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():  # the TorchScript exporter is deprecated, not removed, in torch 2.x
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            network.eval(),
+            example,
+            buffer,
+            input_names=[INPUT],
+            output_names=[OUTPUT],
+            dynamic_axes={INPUT: {0: "batch"}, OUTPUT: {0: "batch"}},
+            opset_version=OPSET,
+            dynamo=False,
+        )
+    return buffer.getvalue()
+
+
+def onnx_session(model: bytes | str | Path, threads: int | None = None):  # noqa: ANN201
+    """An ONNX Runtime CPU session for a model (bytes or a file).
+
+    ``threads``: intra-op threads (default: PyTorch's thread count). Threads sleep instead of
+    spinning between calls, so an idle pool does not steal the preprocessing's CPU."""
+    import onnxruntime as ort  # noqa: PLC0415 - imported only when an ONNX back-end is used
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    source = model if isinstance(model, bytes) else str(model)
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def onnx_runner(session) -> Runner:  # noqa: ANN001
+    """Logits from an ONNX Runtime session."""
+
+    def run(images: np.ndarray) -> np.ndarray:
+        return session.run(None, {INPUT: images})[0]
+
+    return run
+
+
+def onnx_source(session) -> str | None:  # noqa: ANN001
+    """The checkpoint sha256 recorded in an ONNX model made by ``python -m model.export``."""
+    return session.get_modelmeta().custom_metadata_map.get(SOURCE_KEY)
+
+
+def select_runner(
+    backend: str, checkpoint: Path, network: torch.nn.Module, channels: int, size: int
+) -> tuple[str, Runner]:
+    """``(backend actually used, runner)`` for a requested back-end (see the module docstring)."""
+    if backend not in BACKENDS:
+        raise BackendError(f"unknown back-end {backend!r}; known: {', '.join(BACKENDS)}")
+    if backend == "torch":
+        return "torch", torch_runner(network)
+    try:
+        import onnxruntime  # noqa: F401, PLC0415
+    except ImportError as error:
+        if backend == "auto":
+            return "torch", torch_runner(network)
+        raise BackendError(f"back-end {backend!r} needs onnxruntime: {error}") from error
+    if backend in ("auto", "onnx-int8"):
+        quantized = int8_path(checkpoint)
+        session = None
+        if quantized.is_file():
+            try:
+                session = onnx_session(quantized)
+            except Exception as error:  # noqa: BLE001 - ONNX Runtime raises its own types
+                if backend == "onnx-int8":
+                    raise BackendError(f"cannot read {quantized}: {error}") from error
+        if session is not None and onnx_source(session) == file_sha256(checkpoint):
+            return "onnx-int8", onnx_runner(session)
+        if backend == "onnx-int8":
+            state = "was made from another checkpoint" if session is not None else "does not exist"
+            raise BackendError(
+                f"{quantized} {state}; run: python -m model.export --checkpoint {checkpoint}"
+            )
+    try:
+        return "onnx", onnx_runner(onnx_session(export_onnx(network, channels, size)))
+    except Exception as error:  # noqa: BLE001 - any exporter failure falls back to the reference
+        if backend == "auto":
+            return "torch", torch_runner(network)
+        raise BackendError(f"ONNX export failed: {error}") from error
