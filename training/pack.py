@@ -111,14 +111,80 @@ def build_pack(
     return PackSummary(Path(out), per_word, missing, skipped, Path(out).stat().st_size)
 
 
+@dataclass
+class Accuracy:
+    """The shipped recognizer's top-1 / top-3 over all 345 labels, whole and Kontour-style drawings."""
+
+    drawings: int
+    top1: float
+    top3: float
+    kontour_top1: float
+
+
+def accuracy(guesser: object, drawings: list, labels: list[str]) -> Accuracy:
+    """Top-1 and top-3 of ``guesser`` (a `model.Guesser`) on ``drawings``, and top-1 on their Kontour
+    form (at most 15 straight lines, `model.strokes.straight_lines`)."""
+    from model.strokes import DrawingError, straight_lines, to_quickdraw, validate_drawing  # noqa: PLC0415
+
+    def lines(drawing: list) -> list:
+        try:
+            return to_quickdraw(straight_lines(validate_drawing(drawing), 15), decimals=3)
+        except DrawingError:
+            return drawing
+
+    top1 = top3 = kontour = 0
+    for start in range(0, len(drawings), 256):
+        batch, truth = drawings[start : start + 256], labels[start : start + 256]
+        whole = guesser.guess_batch(batch, top_k=3)
+        lined = guesser.guess_batch([lines(d) for d in batch], top_k=1)
+        for guesses, kontour_guesses, label in zip(whole, lined, truth, strict=True):
+            top1 += guesses[0].label == label
+            top3 += label in [g.label for g in guesses]
+            kontour += kontour_guesses[0].label == label
+    n = max(len(labels), 1)
+    return Accuracy(len(labels), top1 / n, top3 / n, kontour / n)
+
+
+def measure_pack(path: Path = DEFAULT_PACK, seeds: Iterable[int] = (0, 1, 2)) -> dict[str, Accuracy]:
+    """The shipped recognizer on the pack: the recognized drawings (what the AI draws), the others,
+    and one varied copy of each recognized drawing per seed (`games.ai.pack.vary`)."""
+    import random  # noqa: PLC0415
+
+    from games.ai.pack import DrawingPack, read_pack, vary  # noqa: PLC0415
+    from model import Guesser  # noqa: PLC0415
+
+    guesser = Guesser.load()
+    pack = DrawingPack(read_pack(path), recognized_only=False)
+    records = [r for word in pack.keys() for r in pack.records(word)]
+    shown = [r for r in records if r.recognized]
+    others = [r for r in records if not r.recognized]
+    out = {
+        "recognized": accuracy(guesser, [r.strokes for r in shown], [r.word for r in shown]),
+        "not recognized": accuracy(guesser, [r.strokes for r in others], [r.word for r in others]),
+    }
+    for seed in seeds:
+        rng = random.Random(seed)
+        varied = [vary(r.strokes, rng) for r in shown]
+        out[f"varied (seed {seed})"] = accuracy(guesser, varied, [r.word for r in shown])
+    return out
+
+
 def pack_command(
     data: Path = typer.Option(None, help="Quick, Draw! folder (default: the configured one)"),
     out: Path = typer.Option(DEFAULT_PACK, help="pack file to write"),
     words: str = typer.Option(None, help="comma-separated category keys (default: both real decks)"),
+    measure: bool = typer.Option(False, help="do not build: measure the shipped model on the pack at --out"),
 ) -> None:
     """Write the AI drawer's pack: validation-split drawings of the deck words, simplified, gzip'd."""
     from training.data import DataError, default_data_root  # noqa: PLC0415
 
+    if measure:
+        for name, result in measure_pack(out).items():
+            typer.echo(
+                f"{name:>16}: {result.drawings:5d} drawings  top-1 {result.top1:.1%}  "
+                f"top-3 {result.top3:.1%}  kontour top-1 {result.kontour_top1:.1%}"
+            )
+        return
     try:
         summary = build_pack(data or default_data_root(), out, words.split(",") if words else None)
     except DataError as error:
