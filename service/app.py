@@ -1,27 +1,32 @@
-"""The Griffon web app: ``create_app()`` assembles routers, limits and error handling.
+"""The Griffon web app: ``create_app()`` assembles routers, limits, security headers and errors.
 
-Run it with ``griffon serve`` or ``uvicorn service.app:create_app --factory``.
+Run it with ``griffon serve`` (which also sets uvicorn's timeouts and WebSocket size from the
+settings: :mod:`service.serve_cli`) or ``uvicorn service.app:create_app --factory``.
 
-Shared objects, created once at start-up (lifespan) and put on ``app.state``:
+Shared objects, created once at start-up (lifespan), reach routes as typed dependencies:
 
-- ``app.state.settings`` — :class:`service.settings.Settings` (``GRIFFON_*`` variables).
-- ``app.state.guesser`` — the loaded ``model.Guesser`` (``settings.model`` or the shipped weights).
-- ``app.state.inference`` — :class:`service.inference.BatchInference`: await
-  ``probabilities(images)`` for shared batched inference, ``run_cpu(fn, *args)`` for
-  preprocessing (``guesser.prepare``, ``GuessSession.stage``) off the event loop.
-- ``app.state.vocabulary`` — ``vocab.Vocabulary`` (French words, ``french(key)``...).
-- ``app.state.bots`` — :class:`service.bot.BotRegistry` (live bot sessions and transcripts).
+- :class:`service.shared.Shared` (``SharedDep``): the settings, the loaded ``model.Guesser``,
+  the ``vocab.Vocabulary``, the :class:`service.inference.BatchInference` (batched inference,
+  fair preprocessing pool) and the per-client point budgets.
+- :class:`service.bot.BotRegistry` (``BotsDep``): live bot sessions and transcripts.
 
 Extension point: if a module ``service.play`` exists, its ``router`` (a FastAPI ``APIRouter``)
 is included as is, so the solo games plug in without editing this file. It may also define
 ``async def startup(app)`` and ``async def shutdown(app)``, awaited after the shared objects are
 ready and before they are released.
 
-Errors: every failure is JSON ``{"error": code, "message": text}``. Raise
-:class:`service.schemas.ApiError` (status, code, message) from routes; ``DrawingError`` → 422
-``bad_drawing``; other ``ValueError`` → 422 ``bad_value``; request validation → 422
-``invalid_request``; unknown route → 404 ``not_found``; ``Overloaded`` → 503 ``overloaded``;
-body above ``max_body_bytes`` → 413 ``too_large``.
+Errors: every failure is JSON ``{"error": code, "message": text}``. Routes raise the typed
+:class:`service.errors.ServiceError` family (its status and code; ``Retry-After`` when set);
+``DrawingError`` → 422 ``bad_drawing``; request validation → 422 ``invalid_request``; unknown
+route → 404 ``not_found``; ``Overloaded`` → 503 ``overloaded``; ``InferenceClosed`` → 503
+``shutting_down``; body above ``max_body_bytes`` → 413 ``too_large``; a body that stalls for
+``body_timeout_s`` → 408 ``timeout``. Anything else is a bug: 500 ``internal_error``, logged with
+its traceback, no detail to the client.
+
+Browsers: every response carries ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY``,
+``Referrer-Policy: no-referrer`` and a Content-Security-Policy that allows only this origin's
+scripts, styles and sockets (the API docs pages, which load Swagger UI from a CDN, get a looser
+one). CORS and WebSocket ``Origin`` checks allow this origin plus ``allowed_origins``.
 """
 
 from __future__ import annotations
@@ -31,9 +36,12 @@ import importlib
 import importlib.util
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -43,13 +51,22 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from model.strokes import DrawingError
+from service.errors import ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
-from service.schemas import ApiError
 from service.settings import Settings
+from service.shared import Shared
 
 log = logging.getLogger("griffon.service")
 PLAY_MODULE = "service.play"
 HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+       "frame-ancestors 'none'")
+DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+            "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; img-src 'self' data: "
+            "https://fastapi.tiangolo.com; object-src 'none'; frame-ancestors 'none'")
+DOCS_PATHS = ("/docs", "/redoc")
+CLOSE_FORBIDDEN_ORIGIN = 4403
 
 
 def error_body(code: str, message: str) -> dict[str, str]:
@@ -70,41 +87,63 @@ def describe_validation(errors: Any) -> str:
     return "; ".join(parts) or "invalid request"
 
 
+class BodyTimeout(ServiceError):
+    """The client stopped sending its request body."""
+
+    status, code = 408, "timeout"
+
+
 class BodyLimit:
-    """ASGI middleware: HTTP bodies above ``limit`` bytes get 413 (declared or streamed).
+    """ASGI middleware: HTTP bodies above ``limit`` bytes get 413 (declared or streamed), and a
+    body that goes silent for ``timeout_s`` gets 408 (a slow client cannot hold a request open).
 
     A declared ``Content-Length`` is checked before reading (the server enforces it); a body
     without one (chunked) is read here, up to the limit, then handed on."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, timeout_s: float = 10.0) -> None:
         self.app = app
         self.limit = limit
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        receive = self._timed(receive)
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._reject(send)
+            await self._reject(send, 413, "too_large", f"the request body is larger than {self.limit} bytes")
             return
         if declared is None and scope.get("method") not in ("GET", "HEAD", "OPTIONS"):
             messages, size = [], 0  # streamed (chunked) body: read it here, up to the limit
             while True:
-                message = await receive()
+                try:
+                    message = await receive()
+                except BodyTimeout as error:
+                    await self._reject(send, 408, error.code, error.message)
+                    return
                 messages.append(message)
                 size += len(message.get("body", b""))
                 if size > self.limit:
-                    await self._reject(send)
+                    await self._reject(send, 413, "too_large",
+                                       f"the request body is larger than {self.limit} bytes")
                     return
                 if message["type"] != "http.request" or not message.get("more_body"):
                     break
             receive = _replay(messages, receive)
         await self.app(scope, receive, send)
 
-    async def _reject(self, send: Send) -> None:
-        response = _error(413, "too_large", f"the request body is larger than {self.limit} bytes")
-        await response({"type": "http"}, _no_receive, send)
+    def _timed(self, receive: Receive) -> Receive:
+        async def timed() -> Message:
+            try:
+                return await asyncio.wait_for(receive(), self.timeout_s)
+            except TimeoutError:
+                raise BodyTimeout(f"no request data for {self.timeout_s:g} s") from None
+
+        return timed
+
+    async def _reject(self, send: Send, status: int, code: str, message: str) -> None:
+        await _error(status, code, message, {"Connection": "close"})({"type": "http"}, _no_receive, send)
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:
@@ -120,18 +159,76 @@ async def _no_receive() -> Message:
     return {"type": "http.disconnect"}
 
 
+def same_origin(scope: Scope, allowed: list[str]) -> bool:
+    """Whether a request's ``Origin`` (if any) is this server's own or in ``allowed``.
+
+    No ``Origin`` header: not a browser page, allowed. ``"*"`` in ``allowed``: any origin."""
+    headers = dict(scope.get("headers") or [])
+    origin = headers.get(b"origin")
+    if origin is None:
+        return True
+    text = origin.decode("latin-1")
+    if "*" in allowed or text in allowed:
+        return True
+    host = headers.get(b"host", b"").decode("latin-1").lower()
+    return bool(host) and urlsplit(text).netloc.lower() == host
+
+
+class BrowserGuard:
+    """ASGI middleware: security headers on every HTTP response; WebSocket handshakes from a
+    foreign ``Origin``, or beyond ``max_sockets`` open from one address, are refused (HTTP 403)
+    before the route runs."""
+
+    def __init__(self, app: ASGIApp, allowed_origins: list[str], max_sockets: int = 256) -> None:
+        self.app = app
+        self.allowed = allowed_origins
+        self.max_sockets = max_sockets
+        self.sockets: Counter[str] = Counter()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._socket(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        csp = DOCS_CSP if scope.get("path", "").startswith(DOCS_PATHS) else CSP
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                headers += [(b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
+                            (b"referrer-policy", b"no-referrer"),
+                            (b"content-security-policy", csp.encode())]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+    async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        client = (scope.get("client") or ("?", 0))[0]
+        if not same_origin(scope, self.allowed) or self.sockets[client] >= self.max_sockets:
+            reason = "origin not allowed" if self.sockets[client] < self.max_sockets else "too many sockets"
+            await send({"type": "websocket.close", "code": CLOSE_FORBIDDEN_ORIGIN, "reason": reason})
+            return
+        self.sockets[client] += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.sockets[client] -= 1
+            if self.sockets[client] <= 0:
+                del self.sockets[client]
+
+
 def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.code, exc.message)
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        headers = None if exc.retry_after is None else {"Retry-After": str(max(1, round(exc.retry_after)))}
+        return _error(exc.status, exc.code, exc.message, headers)
 
     @app.exception_handler(DrawingError)
     async def drawing_error(request: Request, exc: DrawingError) -> JSONResponse:
         return _error(422, "bad_drawing", str(exc))
-
-    @app.exception_handler(ValueError)
-    async def value_error(request: Request, exc: ValueError) -> JSONResponse:
-        return _error(422, "bad_value", str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -142,7 +239,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         code = HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and message == "Not Found":
-            message = f"no such resource: {request.url.path}"
+            message = f"no such resource: {request.url.path[:200]}"
         return _error(exc.status_code, code, message, getattr(exc, "headers", None))
 
     @app.exception_handler(Overloaded)
@@ -152,6 +249,11 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(InferenceClosed)
     async def closed(request: Request, exc: InferenceClosed) -> JSONResponse:
         return _error(503, "shutting_down", str(exc))
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette re-raises after this response, so the server logs the traceback once.
+        return _error(500, "internal_error", "the server failed on this request; it has been logged")
 
 
 def load_shared(settings: Settings) -> dict[str, Any]:
@@ -165,10 +267,25 @@ def load_shared(settings: Settings) -> dict[str, Any]:
     return {"guesser": guesser, "vocabulary": vocabulary}
 
 
-def _play_module() -> Any | None:
+def _play_module() -> ModuleType | None:
     if importlib.util.find_spec(PLAY_MODULE) is None:
         return None
     return importlib.import_module(PLAY_MODULE)
+
+
+async def _start_shared(settings: Settings) -> Shared:
+    loaded = await asyncio.to_thread(load_shared, settings)
+    inference = BatchInference(
+        loaded["guesser"],
+        max_batch=settings.max_batch,
+        max_queue=settings.max_queue,
+        batch_wait_s=settings.batch_wait_ms / 1000,
+        preprocess_threads=settings.preprocess_threads,
+        cpu_share=settings.client_cpu_share,
+        cpu_burst_s=settings.client_cpu_burst_s,
+    )
+    inference.start()
+    return Shared(settings, loaded["guesser"], loaded["vocabulary"], inference, time.time())
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -181,19 +298,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         started = time.perf_counter()
-        shared = await asyncio.to_thread(load_shared, settings)
-        app.state.guesser = shared["guesser"]
-        app.state.vocabulary = shared["vocabulary"]
-        app.state.inference = BatchInference(
-            app.state.guesser,
-            max_batch=settings.max_batch,
-            max_queue=settings.max_queue,
-            batch_wait_s=settings.batch_wait_ms / 1000,
-            preprocess_threads=settings.preprocess_threads,
-        )
-        app.state.inference.start()
+        app.state.shared = await _start_shared(settings)
         app.state.bots = bot.BotRegistry(settings)
-        app.state.started_at = time.time()
         log.info("griffon service ready in %.1f s", time.perf_counter() - started)
         if play is not None and hasattr(play, "startup"):
             await play.startup(app)
@@ -203,7 +309,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if play is not None and hasattr(play, "shutdown"):
                 await play.shutdown(app)
             await app.state.bots.aclose()
-            await app.state.inference.aclose()
+            await app.state.shared.inference.aclose()
 
     app = FastAPI(
         title="Griffon",
@@ -213,9 +319,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     _install_error_handlers(app)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    app.add_middleware(  # outermost, so that error responses carry CORS headers too
-        CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"], allow_headers=["*"]
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
+    app.add_middleware(  # error responses carry CORS headers too
+        CORSMiddleware, allow_origins=settings.allowed_origins, allow_methods=["GET", "POST"],
+        allow_headers=["Content-Type", "X-Griffon-Key"],
+    )
+    app.add_middleware(  # outermost
+        BrowserGuard, allowed_origins=settings.allowed_origins, max_sockets=settings.max_client_connections
     )
     app.include_router(api.router)
     app.include_router(bot.router)

@@ -2,8 +2,9 @@
 
 A room connects, says ``hello``, announces rounds, streams the drawing and the other players'
 guesses; the bot answers with ``guess`` frames when its policy speaks (see
-``docs/BOT_PROTOCOL.md``). ``GET /v1/bot/sessions`` lists sessions (live, then the last
-``transcripts_kept`` finished ones) and ``GET /v1/bot/sessions/{id}`` shows what one saw and said.
+``docs/BOT_PROTOCOL.md``). ``GET /v1/bot/sessions/{id}?key=...`` shows what one saw and said, to
+whoever holds the key the room got in ``welcome``; ``GET /v1/bot/sessions`` lists sessions (live,
+then the last ``transcripts_kept`` finished ones) only when ``list_bot_sessions`` is on.
 
 Close codes: 1000 after ``bye``; 4408 idle for ``bot_idle_timeout_s``; 4429 a client that keeps
 flooding past the rate limit; 4503 the server already holds ``max_bot_sessions`` bots.
@@ -13,13 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, Depends, Header, WebSocket, WebSocketDisconnect
+from starlette.requests import HTTPConnection
 
 from service.bot_protocol import (
     Bye,
@@ -40,10 +43,12 @@ from service.bot_protocol import (
     parse_frame,
 )
 from service.bot_session import BotSession, Frame, Transcript
+from service.errors import NotFound
 from service.ratelimit import RateLimit
-from service.schemas import ApiError
 from service.settings import Settings
+from service.shared import Shared, SharedDep
 
+log = logging.getLogger("griffon.bot")
 router = APIRouter(tags=["bot"])
 CLOSE_IDLE, CLOSE_FLOOD, CLOSE_FULL = 4408, 4429, 4503
 FLOOD_FACTOR = 4  # frames rejected in a row, in bursts, before the connection is closed
@@ -68,11 +73,11 @@ class BotRegistry:
         """Transcripts readable at ``/v1/bot/sessions``."""
         return len(self.live) + len(self.finished)
 
-    def open(self, state: Any) -> BotSession | None:
+    def open(self, shared: Shared) -> BotSession | None:
         """A new session, or None when ``max_bot_sessions`` are already open."""
         if len(self.live) >= self.settings.max_bot_sessions:
             return None
-        session = BotSession(state, secrets.token_hex(6), related=self.related())
+        session = BotSession(shared, secrets.token_hex(6), related=self.related())
         self.live[session.id] = session
         return session
 
@@ -84,10 +89,11 @@ class BotRegistry:
         while len(self.finished) > self.settings.transcripts_kept:
             self.finished.popitem(last=False)
 
-    def transcript(self, session_id: str) -> Transcript | None:
-        """The transcript of a live or finished session."""
+    def transcript(self, session_id: str, key: str) -> Transcript | None:
+        """The transcript of a live or finished session, if ``key`` is its key."""
         live = self.live.get(session_id)
-        return live.transcript if live is not None else self.finished.get(session_id)
+        found = live.transcript if live is not None else self.finished.get(session_id)
+        return found if found is not None and found.readable_with(key) else None
 
     def summaries(self) -> list[Frame]:
         """Every known session, newest first."""
@@ -167,6 +173,11 @@ class Connection:
                 await self.send(reply)
         except FrameError as error:
             await self.send(error_frame(error.code, error.message, error.ref))
+        except (WebSocketDisconnect, asyncio.CancelledError):
+            raise
+        except Exception:  # a bug: logged once, the room gets a typed frame, the socket lives on
+            log.exception("bot session %s: frame handling failed", self.session.id)
+            await self.send(error_frame("internal_error", "the server failed on this frame"))
 
     async def _rate_limited(self) -> None:
         self.rejected += 1
@@ -235,12 +246,19 @@ class Connection:
                     await self.send(frame)
 
 
+def get_bots(connection: HTTPConnection) -> BotRegistry:
+    """The app's :class:`BotRegistry` (a FastAPI dependency)."""
+    return connection.app.state.bots
+
+
+BotsDep = Annotated[BotRegistry, Depends(get_bots)]
+
+
 @router.websocket("/v1/bot")
-async def bot_socket(ws: WebSocket) -> None:
+async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> None:
     """A bot player for one room (see docs/BOT_PROTOCOL.md)."""
     await ws.accept()
-    registry: BotRegistry = ws.app.state.bots
-    session = registry.open(ws.app.state)
+    session = registry.open(shared)
     if session is None:
         limit = registry.settings.max_bot_sessions
         await ws.send_json(error_frame("server_full", f"the server already holds {limit} bots"))
@@ -255,18 +273,24 @@ async def bot_socket(ws: WebSocket) -> None:
 
 
 @router.get("/v1/bot/sessions")
-async def bot_sessions(request: Request) -> dict[str, Any]:
-    """Bot sessions, newest first: live ones and the last finished ones."""
-    sessions = request.app.state.bots.summaries()
+async def bot_sessions(registry: BotsDep) -> dict[str, Any]:
+    """Bot sessions, newest first (only when ``GRIFFON_LIST_BOT_SESSIONS`` is on)."""
+    if not registry.settings.list_bot_sessions:
+        raise NotFound("the list of bot sessions is not public on this server "
+                       "(GRIFFON_LIST_BOT_SESSIONS); read one with its key")
+    sessions = registry.summaries()
     return {"count": len(sessions), "sessions": sessions}
 
 
 @router.get("/v1/bot/sessions/{session_id}")
-async def bot_transcript(session_id: str, request: Request) -> dict[str, Any]:
-    """What one bot session saw and said, turn by turn."""
-    transcript = request.app.state.bots.transcript(session_id)
+async def bot_transcript(
+    session_id: str, registry: BotsDep, key: str = "",
+    x_griffon_key: Annotated[str, Header()] = "",
+) -> dict[str, Any]:
+    """What one bot session saw and said, turn by turn (``?key=`` or ``X-Griffon-Key``: its key)."""
+    transcript = registry.transcript(session_id, key or x_griffon_key)
     if transcript is None:
-        kept = request.app.state.settings.transcripts_kept
-        raise ApiError(404, "unknown_session", f"no bot session {session_id!r} (the last {kept} "
-                       "finished sessions are kept)")
+        kept = registry.settings.transcripts_kept
+        raise NotFound(f"no bot session {session_id[:40]!r} readable with this key (the last {kept} "
+                       "finished sessions are kept)", code="unknown_session")
     return transcript.to_dict()

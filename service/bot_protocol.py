@@ -18,7 +18,8 @@ LANGUAGES = ("fr", "en")
 
 Number = Annotated[float, Field(allow_inf_nan=False)]
 Coords = Annotated[list[Number], Field(min_length=1, max_length=10_000)]
-FrameId = Annotated[str, Field(max_length=64)] | int | None
+Int53 = Annotated[int, Field(ge=-(2**53), le=2**53)]  # an integer any JSON client reads exactly
+FrameId = Annotated[str, Field(max_length=64)] | Int53 | None
 Text = Annotated[str, Field(min_length=1, max_length=200)]
 
 
@@ -51,13 +52,13 @@ class RoundStart(_Frame):
     """A round begins: what is played, the words it may be, the language and difficulty."""
 
     type: Literal["round_start"]
-    round: Annotated[str, Field(min_length=1, max_length=64)] | int
+    round: Annotated[str, Field(min_length=1, max_length=64)] | Int53
     game: Literal["kontour", "pictomania", "other"] = "other"
     candidates: list[Text] | None = Field(default=None, min_length=1, max_length=345)
     language: Literal["fr", "en"] = "fr"
     difficulty: Annotated[str, Field(max_length=32)] | None = None
     duration_s: float = Field(default=30.0, gt=0, le=600)
-    seed: int | None = None
+    seed: Annotated[int, Field(ge=0, le=2**31)] | None = None
 
 
 class StrokeStart(_Frame):
@@ -116,7 +117,7 @@ class Verdict(_Frame):
     """The room's judgement of one of the bot's guesses, and the drawer's gesture if any."""
 
     type: Literal["verdict"]
-    guess_id: int = Field(ge=1)
+    guess_id: int = Field(ge=1, le=2**31)
     correct: bool = False
     gesture: Literal["proche", "hors_sujet"] | None = None
 
@@ -153,26 +154,55 @@ _ADAPTER: TypeAdapter[Any] = TypeAdapter(ClientFrame)
 
 
 def parse_frame(text: str | bytes | None, max_bytes: int) -> Any:
-    """Read one client frame; raises :class:`FrameError` (with a code) on anything unusable."""
+    """Read one client frame; raises :class:`FrameError` (with a code) on anything unusable.
+
+    Never lets a client's input raise anything else: numbers too long to convert, nesting too
+    deep for the parser and lone UTF-16 surrogates (``"\\ud800"``) are ``bad_json`` too.
+    """
     if text is None:
         raise FrameError("binary_not_supported", "frames must be JSON text, not binary")
     if len(text) > max_bytes:
         raise FrameError("frame_too_large", f"a frame holds at most {max_bytes} bytes")
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise FrameError("bad_json", f"the frame is not valid JSON: {error.msg}") from error
+    data = load_json(text)
     if not isinstance(data, dict):
         raise FrameError("bad_frame", "a frame must be a JSON object with a 'type'")
     ref = data.get("id") if isinstance(data.get("id"), str | int) else None
     kind = data.get("type")
     if kind not in CLIENT_TYPES:
         known = ", ".join(CLIENT_TYPES)
-        raise FrameError("unknown_type", f"unknown frame type {kind!r} (known: {known})", ref)
+        raise FrameError("unknown_type", f"unknown frame type {str(kind)[:40]!r} (known: {known})", ref)
     try:
         return _ADAPTER.validate_python(data)
     except ValidationError as error:
-        raise FrameError("invalid_frame", f"{kind}: {_describe(error)}", ref) from error
+        raise FrameError("invalid_frame", f"{kind}: {_describe(error)}", ref) from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def load_json(text: str | bytes, reject_constants: bool = False) -> Any:
+    """``json.loads`` for untrusted text: every failure is ``FrameError("bad_json")``.
+
+    Refused: invalid JSON, ``NaN``/``Infinity`` when ``reject_constants``, integers beyond
+    Python's digit limit, nesting deeper than the parser's recursion limit, and strings with lone
+    UTF-16 surrogates (they could not be written back out as UTF-8).
+    """
+    try:
+        data = json.loads(text, parse_constant=_reject_constant if reject_constants else None)
+    except json.JSONDecodeError as error:
+        raise FrameError("bad_json", f"the frame is not valid JSON: {error.msg}") from None
+    except RecursionError:
+        raise FrameError("bad_json", "the frame is nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as error:  # e.g. an integer of 5,000 digits
+        raise FrameError("bad_json", f"the frame is not usable JSON: {str(error)[:120]}") from None
+    if (b"\\u" if isinstance(text, bytes) else "\\u") in text:
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            message = "the frame holds a lone UTF-16 surrogate (\\ud800-\\udfff)"
+            raise FrameError("bad_json", message) from None
+    return data
 
 
 def _describe(error: ValidationError) -> str:

@@ -3,11 +3,13 @@
 The policy is the Kontour AI guesser of ``games.ai`` (when to speak, never the same word twice,
 difficulty levels); this module feeds it the recognizer's probabilities after each stroke and
 asks it, on every tick of a real clock (injected, so tests may drive it), whether to speak.
-Inference goes through the app's shared :class:`service.inference.BatchInference`.
+Inference goes through the app's shared :class:`service.inference.BatchInference`, with the
+session's id as the key of its fair share of the preprocessing threads and of its point budget.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import secrets
 import time
@@ -18,7 +20,6 @@ from typing import Any
 from games.ai import AILevelError, KontourGuesser, load_level
 from games.ai.base import Related, no_relations
 from model.strokes import DrawingError
-from service.api import french_word, key_for, resolve_candidates
 from service.bot_protocol import (
     PROTOCOL,
     SUPPORTED_VERSIONS,
@@ -29,35 +30,48 @@ from service.bot_protocol import (
     RoundStart,
     Verdict,
 )
+from service.errors import ServiceError
 from service.inference import Overloaded
-from service.schemas import ApiError
+from service.shared import Shared
 
 Frame = dict[str, Any]
 ANALYSIS_TOP = 3
 
 
 class Transcript:
-    """What one bot session saw and said, turn by turn (bounded: later events are dropped)."""
+    """What one bot session saw and said, turn by turn, bounded in bytes (later events are dropped).
+
+    Readable only with its ``key`` (given to the room in ``welcome``); ``limit`` counts the JSON
+    bytes of the events.
+    """
 
     def __init__(self, session_id: str, room: str | None, name: str | None, limit: int) -> None:
         self.session_id = session_id
+        self.key = secrets.token_urlsafe(18)
         self.room = room
         self.name = name
         self.limit = limit
         self.started_at = time.time()
         self.ended_at: float | None = None
         self.events: list[Frame] = []
+        self.bytes = 0
         self.dropped = 0
         self.rounds = 0
         self.guesses = 0
 
+    def readable_with(self, key: str) -> bool:
+        """Whether ``key`` is this transcript's key (constant-time comparison)."""
+        return secrets.compare_digest(key.encode(), self.key.encode())
+
     def add(self, kind: str, round_id: Any, t: float | None, **data: Any) -> None:
-        """Record one event (``t``: seconds since the round started)."""
-        if len(self.events) >= self.limit:
+        """Record one event (``t``: seconds since the round started), if it fits in ``limit`` bytes."""
+        event = {"kind": kind, "round": round_id, "t": None if t is None else round(t, 3)} | data
+        size = len(json.dumps(event, ensure_ascii=False).encode("utf-8"))
+        if self.bytes + size > self.limit:
             self.dropped += 1
             return
-        event = {"kind": kind, "round": round_id, "t": None if t is None else round(t, 3)}
-        self.events.append(event | data)
+        self.bytes += size
+        self.events.append(event)
 
     def summary(self) -> Frame:
         """The transcript without its events."""
@@ -71,6 +85,7 @@ class Transcript:
             "rounds": self.rounds,
             "guesses": self.guesses,
             "events": len(self.events),
+            "bytes": self.bytes,
             "dropped_events": self.dropped,
         }
 
@@ -113,18 +128,19 @@ class BotSession:
     the frames to send back. :meth:`tick` returns a ``guess`` frame when the policy speaks."""
 
     def __init__(
-        self, state: Any, session_id: str, clock: Callable[[], float] = time.monotonic,
+        self, shared: Shared, session_id: str, clock: Callable[[], float] = time.monotonic,
         related: Related = no_relations,
     ) -> None:
-        self.state = state
-        self.settings = state.settings
+        self.shared = shared
+        self.settings = shared.settings
         self.id = session_id
         self.clock = clock
         self.related = related
         self.version: int | None = None
         self.analysis = False
         self.round: Round | None = None
-        self.transcript = Transcript(session_id, None, None, self.settings.transcript_events)
+        self.transcript = Transcript(session_id, None, None, self.settings.transcript_bytes)
+        self.budget_key = f"bot:{session_id}"
         self._next_guess_id = 1
 
     # -- handshake and rounds ------------------------------------------------------------------
@@ -139,14 +155,16 @@ class BotSession:
         self.transcript.room, self.transcript.name = frame.room, frame.name
         return [{
             "type": "welcome", "protocol": PROTOCOL, "version": self.version, "session": self.id,
-            "transcript": f"/v1/bot/sessions/{self.id}", "levels": _level_names(),
+            "transcript": f"/v1/bot/sessions/{self.id}?key={self.transcript.key}",
+            "transcript_key": self.transcript.key, "levels": _level_names(),
             "limits": self._limits(),
         }]
 
     def _limits(self) -> Frame:
         s = self.settings
         return {
-            "max_points": s.max_points, "max_strokes": s.max_strokes,
+            "max_points": s.max_points, "max_stroke_points": s.max_stroke_points,
+            "max_strokes": s.max_strokes, "points_per_s": s.client_points_per_s,
             "max_frame_bytes": s.max_frame_bytes, "max_message_rate": s.max_message_rate,
             "max_message_burst": s.max_message_burst, "idle_timeout_s": s.bot_idle_timeout_s,
         }
@@ -154,9 +172,9 @@ class BotSession:
     def on_round_start(self, frame: RoundStart) -> list[Frame]:
         """Start a round (replacing any round still open)."""
         try:
-            candidates = resolve_candidates(self.state, frame.candidates)
+            candidates = self.shared.resolve_candidates(frame.candidates)
             level = load_level(frame.difficulty)
-        except ApiError as error:
+        except ServiceError as error:
             raise FrameError(error.code, error.message, frame.id) from error
         except AILevelError as error:
             raise FrameError("unknown_difficulty", str(error), frame.id) from error
@@ -170,7 +188,7 @@ class BotSession:
         policy.new_turn(0.0, candidates)
         self.round = Round(
             frame.round, frame.game, frame.language, level.name, candidates, frame.duration_s,
-            seed, self.clock(), self.state.guesser.session(candidates, top_k=ANALYSIS_TOP), policy,
+            seed, self.clock(), self.shared.guesser.session(candidates, top_k=ANALYSIS_TOP), policy,
         )
         self.transcript.rounds += 1
         self.transcript.add(
@@ -211,9 +229,9 @@ class BotSession:
             raise FrameError("no_stroke", "no stroke is open: send stroke_start first", ref)
         if len(xs) != len(ys) or (ts is not None and len(ts) != len(xs)):
             raise FrameError("invalid_frame", "points: x, y (and t) must have the same length", ref)
-        if len(stroke[0]) + len(xs) > self.settings.max_points:
-            raise FrameError("too_many_points", f"a stroke holds at most {self.settings.max_points} "
-                             "points", ref)
+        limit = self.settings.max_stroke_points
+        if len(stroke[0]) + len(xs) > limit:
+            raise FrameError("too_many_points", f"a stroke holds at most {limit} points", ref)
         stroke[0].extend(xs)
         stroke[1].extend(ys)
         if len(stroke) == 3:
@@ -232,11 +250,14 @@ class BotSession:
         rnd = self._require_round(ref)
         started = time.perf_counter()
         self._check_size(rnd, len(stroke[0]), ref)
-        inference = self.state.inference
+        inference = self.shared.inference
         try:
-            image = await inference.run_cpu(rnd.session.stage, stroke)
+            self.shared.spend_points(self.budget_key, len(stroke[0]))
+            image = await inference.run_cpu(rnd.session.stage, stroke, key=self.budget_key)
         except DrawingError as error:
             raise FrameError("bad_drawing", str(error), ref) from error
+        except ServiceError as error:  # over the session's points or CPU budget
+            raise FrameError(error.code, error.message, ref) from error
         rnd.stroke_points.append(len(stroke[0]))
         try:
             probs = None if image is None else (await inference.probabilities(image[None]))[0]
@@ -250,6 +271,9 @@ class BotSession:
 
     def _check_size(self, rnd: Round, points: int, ref: Any) -> None:
         limit_strokes, limit_points = self.settings.max_strokes, self.settings.max_points
+        if points > self.settings.max_stroke_points:
+            raise FrameError("too_many_points", f"a stroke holds at most {self.settings.max_stroke_points} "
+                             "points", ref)
         if rnd.session.stroke_count >= limit_strokes:
             raise FrameError("too_many_strokes", f"a drawing holds at most {limit_strokes} strokes", ref)
         if sum(rnd.stroke_points) + points > limit_points:
@@ -291,7 +315,7 @@ class BotSession:
         probs = rnd.session.probabilities()
         if probs:
             rnd.policy.observe(probs, now)
-        top = [{"label": g.label, "word": french_word(self.state, g.label), "prob": round(g.prob, 4)}
+        top = [{"label": g.label, "word": self.shared.french_word(g.label), "prob": round(g.prob, 4)}
                for g in rnd.session.guesses()[:ANALYSIS_TOP]]
         self.transcript.add(kind, rnd.round_id, now, strokes=rnd.session.stroke_count,
                             top=[[g["label"], g["prob"]] for g in top], **extra)
@@ -305,7 +329,7 @@ class BotSession:
     def on_player_guess(self, frame: PlayerGuess) -> list[Frame]:
         """Another player's guess: a wrong word is never said; a right one ends the bot's turn."""
         rnd = self._require_round(frame.id)
-        key = key_for(self.state, frame.text)
+        key = self.shared.key_for(frame.text)
         if frame.correct:
             rnd.found_by = rnd.found_by or frame.player
         elif key is not None:
@@ -367,7 +391,7 @@ class BotSession:
         return self.round
 
     def _word(self, key: str) -> str:
-        return french_word(self.state, key)
+        return self.shared.french_word(key)
 
 
 

@@ -1,15 +1,19 @@
 """The solo games of the service: creating them, finding them, expiring them, serving their sockets.
 
-`GameManager` holds at most ``settings.max_sessions`` games; a game nobody has moved in for
-``settings.idle_expiry_s`` is closed by a sweeper task. `serve_socket` runs one WebSocket: it
-sends the game's frames and turns each incoming frame into a move (bounded size, rate-limited,
-NaN refused); anything wrong gets a typed error frame and the socket stays open.
+`GameManager` holds at most ``settings.max_sessions`` games, at most ``games_per_client`` live
+and ``games_per_client_hour`` created per client; a game nobody has moved in for
+``settings.idle_expiry_s`` (or that no socket joined within ``game_idle_timeout_s``) is closed by a
+sweeper task. `serve_socket` runs one WebSocket: it sends the game's frames and turns each
+incoming frame into a move (bounded size, rate-limited, guesses at a human pace, NaN, deep nesting
+and lone surrogates refused); anything wrong gets a typed error frame and the socket stays open.
+A socket silent for ``game_idle_timeout_s`` is closed (4408; the page pings every 20 s), one that
+does not read its frames is closed with 1013 (the page reconnects); 4410 means the game is over.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import logging
 import secrets
 from typing import Any, Literal
@@ -20,7 +24,9 @@ from games.ai.levels import load_level
 from games.core import RuleError
 from games.kontour import KontourConfig, KontourRules
 from games.pictomania import PictomaniaConfig, PictomaniaRules
-from service.bot_protocol import error_frame
+from service.bot_protocol import FrameError as ProtocolError
+from service.bot_protocol import error_frame, load_json
+from service.errors import RateLimited
 from service.games_decks import kontour_candidates, kontour_deck, load_words, pictomania_deck
 from service.games_session import (
     HUMAN,
@@ -32,7 +38,7 @@ from service.games_session import (
     Recognize,
 )
 from service.games_settings import PlaySettings
-from service.ratelimit import RateLimit
+from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
 
 log = logging.getLogger("griffon.play")
@@ -40,6 +46,9 @@ SWEEP_EVERY_S = 5.0
 CLOSE_UNKNOWN_GAME = 4404
 CLOSE_BAD_TOKEN = 4403
 CLOSE_EXPIRED = 4410
+CLOSE_IDLE = 4408
+CLOSE_FULL = 4429
+CLOSE_TOO_SLOW = 1013
 
 
 class TooManyGames(RuntimeError):
@@ -57,6 +66,10 @@ class GameManager:
         self.settings, self.play, self.recognize, self.labels = settings, play, recognize, labels
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
+        self.owners: dict[str, str] = {}  # game id -> client that created it
+        self.joined: set[str] = set()  # games a socket has joined at least once
+        self.created = Buckets(settings.games_per_client_hour / 3600, settings.games_per_client_hour)
+        self.guesses: dict[str, RateLimit] = {}  # game id -> the human's guess budget
         self.sweeper: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -77,10 +90,15 @@ class GameManager:
         level: str,
         name: str,
         seed: int | None = None,
+        client: str = "?",
     ) -> GameSession:
-        """A new game against `opponents` AI players; raises `TooManyGames`, `ValueError`."""
+        """A new game against `opponents` AI players for `client`.
+
+        Raises `TooManyGames` (every slot taken), `RateLimited` (the client's budget),
+        `DeckSetupError`."""
         if len(self.games) >= self.settings.max_sessions:
             raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
+        self._check_client(client)
         seed = seed if seed is not None else secrets.randbelow(2**31)
         names = {
             HUMAN: name,
@@ -98,9 +116,24 @@ class GameManager:
         )
         session = (self._kontour if game == "kontour" else self._pictomania)(names, common)
         self.games[session.id] = session
+        self.owners[session.id] = client
+        self.created[client].allow()
+        self.guesses[session.id] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
         session.start()
         log.info("game %s: %s with %d AI (%s), seed %d", session.id, game, opponents, level, seed)
         return session
+
+    def _check_client(self, client: str) -> None:
+        live = sum(1 for owner in self.owners.values() if owner == client)
+        if live >= self.settings.games_per_client:
+            raise RateLimited(f"you already have {live} games in progress (at most "
+                              f"{self.settings.games_per_client}); finish or leave one first",
+                              code="too_many_games", retry_after=60)
+        bucket = self.created[client]
+        if not bucket.allow(0.0) or bucket.tokens < 1:
+            wait = bucket.retry_after()
+            raise RateLimited(f"at most {self.settings.games_per_client_hour} new games per hour; "
+                              f"retry in {wait:.0f} s", retry_after=wait)
 
     def _kontour(self, names: dict[str, str], common: dict[str, Any]) -> KontourSession:
         words = common["words"]
@@ -128,13 +161,19 @@ class GameManager:
     async def remove(self, game_id: str) -> None:
         """Close and forget a game."""
         session = self.games.pop(game_id, None)
+        self.owners.pop(game_id, None)
+        self.guesses.pop(game_id, None)
+        self.joined.discard(game_id)
         if session is not None:
             await session.close()
 
     async def sweep(self) -> list[str]:
-        """Close the games idle for longer than ``idle_expiry_s``; returns their ids."""
-        limit = asyncio.get_running_loop().time() - self.settings.idle_expiry_s
-        expired = [gid for gid, g in self.games.items() if g.last_activity < limit]
+        """Close the games idle for longer than ``idle_expiry_s``, and those no socket joined
+        within ``game_idle_timeout_s``; returns their ids."""
+        now = asyncio.get_running_loop().time()
+        limit, unjoined = now - self.settings.idle_expiry_s, now - self.settings.game_idle_timeout_s
+        expired = [gid for gid, g in self.games.items()
+                   if g.last_activity < limit or (gid not in self.joined and g.t0 < unjoined)]
         for game_id in expired:
             log.info("game %s: expired (idle)", game_id)
             await self.remove(game_id)
@@ -167,16 +206,12 @@ def game_configs(play: PlaySettings) -> tuple[KontourConfig, PictomaniaConfig]:
 # WebSocket
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number the game accepts")
-
-
 def read_frame(text: str) -> dict[str, Any]:
-    """Parse one client frame (JSON object, no NaN/Infinity); raises `FrameError`."""
+    """Parse one client frame (JSON object, no NaN/Infinity, no lone surrogate); raises `FrameError`."""
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except ValueError as error:
-        raise FrameError(f"the frame is not valid JSON: {error}") from None
+        data = load_json(text, reject_constants=True)
+    except ProtocolError as error:
+        raise FrameError(error.message) from None
     if not isinstance(data, dict):
         raise FrameError("a frame must be a JSON object with a 'type'")
     if data.get("type") not in ("move", "ping"):
@@ -184,32 +219,47 @@ def read_frame(text: str) -> dict[str, Any]:
     return data
 
 
-def handle_text(session: GameSession, text: str) -> dict[str, Any] | None:
-    """Apply one client frame; returns the frame to send back (error or pong), if any."""
+def handle_text(session: GameSession, text: str, guesses: RateLimit | None = None) -> dict[str, Any] | None:
+    """Apply one client frame; returns the frame to send back (error or pong), if any.
+
+    ``guesses`` bounds the human's guesses (a person types a word a second, not fifty)."""
     try:
         data = read_frame(text)
         if data["type"] == "ping":
             return {"type": "pong", "now": round(session.now(), 3)}
         move = data.get("move")
-        if isinstance(move, dict) and isinstance(move.get("text"), str):
-            if len(move["text"]) > MAX_GUESS_CHARS:
+        if isinstance(move, dict) and move.get("kind") == "guess":
+            if isinstance(move.get("text"), str) and len(move["text"]) > MAX_GUESS_CHARS:
                 raise FrameError(f"a guess holds at most {MAX_GUESS_CHARS} characters")
+            if guesses is not None and not guesses.allow():
+                return error_frame("rate_limited", "one guess at a time: wait a moment before the next")
         session.human_move(move)
     except RuleError as error:
         return {"type": "error", **error.to_dict()}
+    except Exception:  # a bug: logged, the player gets a typed frame, the game goes on
+        log.exception("game %s: frame handling failed", session.id)
+        return error_frame("internal_error", "the server failed on this frame")
     return None
 
 
-async def _send_loop(websocket: WebSocket, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
+async def _send_loop(
+    websocket: WebSocket, queue: asyncio.Queue[dict[str, Any] | None], manager: GameManager,
+    session: GameSession,
+) -> None:
     while True:
         frame = await queue.get()
         if frame is None:
-            await websocket.close(CLOSE_EXPIRED, "game closed")
+            if manager.games.get(session.id) is session:  # dropped for not reading, game goes on
+                await websocket.close(CLOSE_TOO_SLOW, "socket too slow; reconnect")
+            else:
+                await websocket.close(CLOSE_EXPIRED, "game closed")
             return
         await websocket.send_json(frame)
 
 
-def _reply(session: GameSession, text: str, settings: Settings, limit: RateLimit) -> dict[str, Any] | None:
+def _reply(
+    session: GameSession, text: str, settings: Settings, limit: RateLimit, guesses: RateLimit | None
+) -> dict[str, Any] | None:
     if len(text) > settings.max_frame_bytes:
         return error_frame("frame_too_large", f"a frame holds at most {settings.max_frame_bytes} bytes")
     if not limit.allow():
@@ -218,23 +268,34 @@ def _reply(session: GameSession, text: str, settings: Settings, limit: RateLimit
         limit.warned = True
         return error_frame("rate_limited", f"at most {settings.max_message_rate:g} frames per second")
     limit.warned = False
-    return handle_text(session, text)
+    return handle_text(session, text, guesses)
 
 
-async def serve_socket(websocket: WebSocket, session: GameSession, settings: Settings) -> None:
-    """Run one accepted socket of `session` until it disconnects."""
+async def serve_socket(websocket: WebSocket, session: GameSession, manager: GameManager) -> None:
+    """Run one accepted socket of `session` until it disconnects, idles or the game ends."""
+    settings = manager.settings
+    manager.joined.add(session.id)
     queue = session.attach()
-    sender = asyncio.create_task(_send_loop(websocket, queue))
+    sender = asyncio.create_task(_send_loop(websocket, queue, manager, session))
     limit = RateLimit(settings.max_message_rate, settings.max_message_burst)
     try:
         while True:
-            message = await websocket.receive()
+            try:
+                message = await asyncio.wait_for(websocket.receive(), settings.game_idle_timeout_s)
+            except TimeoutError:
+                sender.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sender
+                idle = f"no frame for {settings.game_idle_timeout_s:g} s: closing"
+                await websocket.send_json(error_frame("idle_timeout", idle))
+                await websocket.close(CLOSE_IDLE, "idle timeout")
+                break
             if message["type"] == "websocket.disconnect":
                 break
             text = message.get("text")
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
-            reply = _reply(session, text, settings, limit)
+            reply = _reply(session, text, settings, limit, manager.guesses.get(session.id))
             if reply is not None:
                 await queue.put(reply)  # a client that does not read is slowed down, not buffered
     except (WebSocketDisconnect, RuntimeError):

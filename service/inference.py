@@ -5,7 +5,12 @@ on rasters stacked from every concurrent caller (a micro-batcher): callers ``awa
 probabilities(images)`` and the event loop never waits on the network. The queue is bounded;
 when it is full a caller gets :class:`Overloaded` at once (the HTTP layer turns it into 503)
 instead of an ever-growing delay. CPU preprocessing (validation, simplification, rasterising:
-``Guesser.prepare``, ``GuessSession.stage``) runs in a small thread pool via :meth:`run_cpu`.
+``Guesser.prepare``, ``GuessSession.stage``) runs in a small thread pool via :meth:`run_cpu`,
+shared fairly: each caller names a ``key`` (a client, a bot session); when every thread is busy,
+waiting keys are served in turn (round robin), so a key with a long backlog delays another key
+by at most the jobs already running. Each key also has a budget of CPU seconds (``cpu_share``
+seconds per second, ``cpu_burst_s`` at once): a key in debt gets
+:class:`service.errors.RateLimited` before any work.
 
 >>> inference = BatchInference(guesser, max_batch=64, max_queue=512)
 >>> inference.start()
@@ -21,12 +26,16 @@ import asyncio
 import queue
 import threading
 import time
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+
+from service.errors import RateLimited
+from service.ratelimit import Buckets
 
 T = TypeVar("T")
 
@@ -84,6 +93,8 @@ class BatchInference:
         max_queue: int = 512,
         batch_wait_s: float = 0.001,
         preprocess_threads: int = 2,
+        cpu_share: float = 64.0,
+        cpu_burst_s: float = 600.0,
     ) -> None:
         if max_batch < 1 or max_queue < 1:
             raise ValueError("max_batch and max_queue must be at least 1")
@@ -96,6 +107,10 @@ class BatchInference:
         self._pending = 0  # images queued or running
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(preprocess_threads, thread_name_prefix="griffon-prep")
+        self._slots = preprocess_threads
+        self._busy = 0
+        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+        self.cpu = Buckets(cpu_share, cpu_burst_s)
         self._worker: threading.Thread | None = None
         self._closed = False
 
@@ -144,9 +159,66 @@ class BatchInference:
         self._queue.put(_Job(images, future, loop))
         return await future
 
-    async def run_cpu(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run CPU-bound preprocessing (``prepare``, ``stage``...) in the thread pool."""
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+    async def run_cpu(self, fn: Callable[..., T], *args: Any, key: str = "") -> T:
+        """Run CPU-bound preprocessing (``prepare``, ``stage``...) in the thread pool.
+
+        ``key`` names whose budget pays; raises :class:`RateLimited` when that key is in debt.
+        """
+        budget = self.cpu[key]
+        if not budget.allow(0.0):
+            wait = budget.retry_after(0.0)
+            raise RateLimited(f"too much drawing work from this client; retry in {wait:.1f} s",
+                              retry_after=wait)
+        await self._acquire(key)
+        started = [0.0]
+
+        def timed() -> T:
+            started[0] = time.thread_time()
+            try:
+                return fn(*args)
+            finally:
+                budget.charge(time.thread_time() - started[0])
+
+        loop = asyncio.get_running_loop()
+        job = self._pool.submit(timed)
+        job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._release))
+        return await asyncio.wrap_future(job)
+
+    async def _acquire(self, key: str) -> None:
+        if self._busy < self._slots and not self._waiting:
+            self._busy += 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(key, deque()).append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._release()  # the slot was handed over just as the caller left
+            else:
+                self._discard(key, turn)
+            raise
+
+    def _discard(self, key: str, turn: asyncio.Future[None]) -> None:
+        waiters = self._waiting.get(key)
+        if waiters is not None and turn in waiters:
+            waiters.remove(turn)
+            if not waiters:
+                del self._waiting[key]
+
+    def _release(self) -> None:
+        """A slot is free: hand it to the next key in turn (round robin), else keep it free."""
+        self._busy -= 1
+        while self._waiting:
+            key, waiters = next(iter(self._waiting.items()))
+            turn = waiters.popleft()
+            del self._waiting[key]
+            if waiters:
+                self._waiting[key] = waiters  # back of the line
+            if not turn.done():
+                self._busy += 1
+                turn.set_result(None)
+                return
 
     # -- worker ---------------------------------------------------------------------------------
     def _gather(self, first: _Job) -> tuple[list[_Job], bool]:

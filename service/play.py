@@ -7,16 +7,19 @@ shared model). The game logic lives in `service.games_*`; the routes only transl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, FastAPI, Request, WebSocket
+from fastapi import APIRouter, Depends, FastAPI, WebSocket
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import HTTPConnection
 
 from service.bot_protocol import error_frame
+from service.errors import NotFound, ServiceError, Unavailable
 from service.games_decks import DeckSetupError
 from service.games_manager import (
     CLOSE_BAD_TOKEN,
+    CLOSE_FULL,
     CLOSE_UNKNOWN_GAME,
     GameManager,
     TooManyGames,
@@ -24,10 +27,11 @@ from service.games_manager import (
     serve_socket,
 )
 from service.games_settings import PlaySettings
-from service.schemas import ApiError
+from service.shared import ClientDep, Shared
 
 STATIC = Path(__file__).parent / "static"
 MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
+MAX_STATIC_NAME = 100
 router = APIRouter()
 
 
@@ -53,12 +57,14 @@ class GameCreated(BaseModel):
     ws: str
 
 
-def make_recognizer(guesser: Any, inference: Any):
-    """``await recognize(drawing, candidates)`` through the shared batched inference."""
+def make_recognizer(shared: Shared):
+    """``await recognize(drawing, candidates)`` through the shared batched inference (the games'
+    recognitions share one key of the fair preprocessing pool)."""
+    guesser, inference = shared.guesser, shared.inference
 
     async def recognize(drawing: list[Any], candidates: list[str]) -> dict[str, float]:
         chosen = guesser.candidate_indices(candidates)
-        image = await inference.run_cpu(guesser.prepare, drawing)
+        image = await inference.run_cpu(guesser.prepare, drawing, key="games")
         probs = (await inference.probabilities(image[None]))[0]
         return guesser.as_dict(probs, chosen)
 
@@ -67,10 +73,19 @@ def make_recognizer(guesser: Any, inference: Any):
 
 async def startup(app: FastAPI) -> None:
     """Create the game manager once the model and the inference worker are ready."""
+    shared: Shared = app.state.shared
     play = PlaySettings.from_env()
-    recognize = make_recognizer(app.state.guesser, app.state.inference)
-    app.state.play = GameManager(app.state.settings, play, recognize, frozenset(app.state.guesser.labels))
+    labels = frozenset(shared.guesser.labels)
+    app.state.play = GameManager(shared.settings, play, make_recognizer(shared), labels)
     app.state.play.start()
+
+
+def get_games(connection: HTTPConnection) -> GameManager:
+    """The app's :class:`GameManager` (a FastAPI dependency)."""
+    return connection.app.state.play
+
+
+GamesDep = Annotated[GameManager, Depends(get_games)]
 
 
 async def shutdown(app: FastAPI) -> None:
@@ -88,32 +103,35 @@ async def page() -> FileResponse:
 async def static(name: str) -> FileResponse:
     """The page's scripts and styles (one flat folder, no build step)."""
     path = STATIC / name
-    if "/" in name or name.startswith(".") or path.suffix not in MEDIA or not path.is_file():
-        raise ApiError(404, "not_found", f"no such static file: {name}")
+    usable = len(name) <= MAX_STATIC_NAME and "/" not in name and not name.startswith(".")
+    if not usable or path.suffix not in MEDIA or not path.is_file():
+        raise NotFound(f"no such static file: {name[:MAX_STATIC_NAME]}")
     return FileResponse(path, media_type=MEDIA[path.suffix])
 
 
 @router.post("/v1/play", response_model=GameCreated, status_code=201, tags=["solo games"])
-async def new_game(body: NewGame, request: Request) -> GameCreated:
-    """Start a solo game against AI players; returns its id and the player's token."""
+async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCreated:
+    """Start a solo game against AI players; returns its id and the player's token.
+
+    Bounded per client: ``games_per_client`` live games, ``games_per_client_hour`` created."""
     if body.game == "pictomania" and body.opponents < 2:
-        raise ApiError(422, "invalid_request", "Pictomania needs at least 2 AI opponents (3 players)")
+        raise ServiceError("Pictomania needs at least 2 AI opponents (3 players)", code="invalid_request")
     try:
-        game = request.app.state.play.create(body.game, body.opponents, body.level, body.name, body.seed)
+        game = games.create(body.game, body.opponents, body.level, body.name, body.seed, client=client)
     except TooManyGames as error:
-        raise ApiError(503, "too_many_games", str(error)) from None
+        raise Unavailable(str(error), code="too_many_games", retry_after=30) from None
     except DeckSetupError as error:
-        raise ApiError(503, "no_deck", str(error)) from None
+        raise Unavailable(str(error), code="no_deck") from None
     ws = f"/v1/play/{game.id}?token={game.token}"
     return GameCreated(game_id=game.id, token=game.token, player="joueur", game=body.game, ws=ws)
 
 
 @router.websocket("/v1/play/{game_id}")
-async def play_socket(websocket: WebSocket, game_id: str, token: str = "") -> None:
+async def play_socket(websocket: WebSocket, game_id: str, games: GamesDep, token: str = "") -> None:
     """The game's socket: state frames out, move frames in (see docs/PLAY.md)."""
     await websocket.accept()
     try:
-        game = websocket.app.state.play.get(game_id)
+        game = games.get(game_id)
     except UnknownGame:
         await websocket.send_json(error_frame("unknown_game", f"no game '{game_id[:40]}' (over or expired)"))
         await websocket.close(CLOSE_UNKNOWN_GAME, "unknown game")
@@ -122,4 +140,9 @@ async def play_socket(websocket: WebSocket, game_id: str, token: str = "") -> No
         await websocket.send_json(error_frame("bad_token", "this token does not belong to the game"))
         await websocket.close(CLOSE_BAD_TOKEN, "bad token")
         return
-    await serve_socket(websocket, game, websocket.app.state.settings)
+    if len(game.listeners) >= games.settings.max_game_sockets:
+        limit = games.settings.max_game_sockets
+        await websocket.send_json(error_frame("too_many_sockets", f"a game holds at most {limit} sockets"))
+        await websocket.close(CLOSE_FULL, "too many sockets")
+        return
+    await serve_socket(websocket, game, games)

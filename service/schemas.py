@@ -1,8 +1,8 @@
-"""Request/response schemas of the HTTP API (with bounds) and the service's typed error.
+"""Request/response schemas of the HTTP API (with bounds).
 
 Static bounds here are hard ceilings (the recognizer's own limits); the configurable, usually
-tighter ones (``Settings.max_points``...) are checked by :func:`check_drawing` so that the message
-names the setting's value.
+tighter ones (``Settings.max_points``...) are checked by :func:`check_drawing` before any work, so
+that the message names the setting's value.
 """
 
 from __future__ import annotations
@@ -12,25 +12,13 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from model.strokes import MAX_POINTS, MAX_STROKES, DrawingError
+from service.settings import Settings
 
 Number = Annotated[float, Field(allow_inf_nan=False)]
 Coordinates = Annotated[list[Number], Field(max_length=MAX_POINTS)]
 Stroke = Annotated[list[Coordinates], Field(min_length=2, max_length=3)]
 Drawing = Annotated[list[Stroke], Field(min_length=1, max_length=MAX_STROKES)]
 Text = Annotated[str, Field(min_length=1, max_length=200)]
-
-
-class ApiError(Exception):
-    """An error with an HTTP status, a stable machine code and a readable message.
-
-    Rendered as ``{"error": code, "message": message}`` by the app's error handler.
-    """
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
 
 
 class _Strict(BaseModel):
@@ -123,11 +111,18 @@ class VocabularyResponse(BaseModel):
     words: list[WordOut]
 
 
-def check_drawing(drawing: list, max_strokes: int, max_points: int, where: str = "") -> None:
-    """Raise :class:`DrawingError` when a drawing exceeds the service's configured limits."""
+def check_drawing(drawing: list, settings: Settings, where: str = "") -> int:
+    """The drawing's point count; :class:`DrawingError` when it exceeds the configured limits
+    (strokes, points per stroke, points per drawing)."""
     prefix = f"{where}: " if where else ""
-    if len(drawing) > max_strokes:
-        raise DrawingError(f"{prefix}too many strokes: {len(drawing)} > {max_strokes}")
-    points = sum(len(stroke[0]) for stroke in drawing if stroke)
-    if points > max_points:
-        raise DrawingError(f"{prefix}too many points: {points} > {max_points}")
+    if len(drawing) > settings.max_strokes:
+        raise DrawingError(f"{prefix}too many strokes: {len(drawing)} > {settings.max_strokes}")
+    points = 0
+    for i, stroke in enumerate(drawing):
+        n = len(stroke[0]) if stroke else 0
+        if n > settings.max_stroke_points:
+            raise DrawingError(f"{prefix}stroke {i}: too many points: {n} > {settings.max_stroke_points}")
+        points += n
+    if points > settings.max_points:
+        raise DrawingError(f"{prefix}too many points: {points} > {settings.max_points}")
+    return points

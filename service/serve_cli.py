@@ -1,8 +1,35 @@
-"""`griffon serve`: run the web service with uvicorn."""
+"""`griffon serve`: run the web service with uvicorn, its limits taken from the settings.
+
+:func:`uvicorn_config` is the one place that turns :class:`service.settings.Settings` into
+uvicorn's knobs (tests and benchmarks start the server through it too,
+``python -m service.serve_cli --port N``):
+
+- ``header_timeout_s``: a connection must deliver a whole request head within this time, or it
+  gets 408 and is closed (uvicorn alone waits forever: a slowloris holds sockets until the
+  process runs out of file descriptors). Bodies: ``body_timeout_s`` (:class:`service.app.BodyLimit`).
+- ``keep_alive_s``: idle keep-alive connections close.
+- ``max_connections``: uvicorn's concurrency limit (503 beyond); ``max_client_connections``:
+  HTTP connections open at once from one address (beyond: closed at once); WebSockets per
+  address are counted by the app (``service.app.BrowserGuard``).
+- ``max_frame_bytes``: uvicorn's WebSocket message limit (it would otherwise buffer 16 MiB
+  messages before the app sees them); pings every 20 s drop dead peers.
+- ``trusted_proxies``: the only peers whose ``X-Forwarded-For`` is believed (default: none).
+- The access log leaves out query strings (game tokens and transcript keys travel there).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import resource
+from collections import Counter
+from typing import Any
+
 import typer
+
+from service.settings import Settings
+
+log = logging.getLogger("griffon.service")
 
 
 def register(app: typer.Typer) -> None:
@@ -13,8 +40,125 @@ def register(app: typer.Typer) -> None:
 def serve(
     host: str = typer.Option("127.0.0.1", help="address to listen on"),
     port: int = typer.Option(8000, help="port to listen on"),
+    log_level: str = typer.Option("info", help="uvicorn log level"),
 ) -> None:
     """Serve the solo games, the bot protocol and the HTTP API with the shipped model."""
     import uvicorn
 
-    uvicorn.run("service.app:create_app", factory=True, host=host, port=port)
+    raise_file_limit()
+    uvicorn.Server(uvicorn_config(Settings.from_env(), host, port, log_level)).run()
+
+
+def raise_file_limit() -> int:
+    """Raise the soft limit of open files to the hard one; returns the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return hard
+    return soft
+
+
+def uvicorn_config(settings: Settings, host: str, port: int, log_level: str = "info") -> Any:
+    """The ``uvicorn.Config`` of the service under ``settings``."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        "service.app:create_app", factory=True, host=host, port=port, log_level=log_level,
+        http=guarded_protocol(settings),
+        ws_max_size=settings.max_frame_bytes,
+        ws_ping_interval=20.0, ws_ping_timeout=20.0,
+        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
+        limit_concurrency=settings.max_connections,
+        backlog=min(2048, settings.max_connections),
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=",".join(settings.trusted_proxies) or None,
+    )
+    logging.getLogger("uvicorn.access").addFilter(drop_query_strings)
+    return config
+
+
+def drop_query_strings(record: logging.LogRecord) -> bool:
+    """Access-log filter: ``/v1/play/abc?token=...`` is logged as ``/v1/play/abc``."""
+    if isinstance(record.args, tuple):
+        record.args = tuple(
+            a.split("?", 1)[0] if isinstance(a, str) and a.startswith("/") else a for a in record.args
+        )
+    return True
+
+
+def guarded_protocol(settings: Settings) -> type:
+    """uvicorn's HTTP protocol with a deadline for each request head and a per-address cap."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    head_timeout, per_client = settings.header_timeout_s, settings.max_client_connections
+    open_by_client: Counter[str] = Counter()
+
+    class GuardedProtocol(HttpToolsProtocol):
+        """Closes a connection whose request head does not arrive in time (408), or that is
+        one too many from its address."""
+
+        head_timer: asyncio.TimerHandle | None = None
+        counted: str | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            host = self.client[0] if self.client else "?"
+            if open_by_client[host] >= per_client:
+                transport.close()
+                return
+            open_by_client[host] += 1
+            self.counted = host
+            self._arm()
+
+        def _arm(self) -> None:
+            if self.head_timer is None:
+                self.head_timer = self.loop.call_later(head_timeout, self._head_timed_out)
+
+        def _disarm(self) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+
+        def _uncount(self) -> None:
+            if self.counted is not None:
+                open_by_client[self.counted] -= 1
+                if open_by_client[self.counted] <= 0:
+                    del open_by_client[self.counted]
+                self.counted = None
+
+        def _head_timed_out(self) -> None:
+            self.head_timer = None
+            if not self.transport.is_closing():
+                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\n"
+                                     b"content-length: 0\r\n\r\n")
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            if self.cycle is None or self.cycle.response_complete:
+                self._arm()  # bytes of a new request head: it has head_timeout to complete
+            super().data_received(data)
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def handle_websocket_upgrade(self) -> None:
+            self._disarm()
+            self._uncount()  # the socket now belongs to the WebSocket protocol
+            super().handle_websocket_upgrade()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            self._uncount()
+            super().connection_lost(exc)
+
+    return GuardedProtocol
+
+
+def main() -> None:
+    """``python -m service.serve_cli --host H --port P``: the same server as `griffon serve`."""
+    typer.run(serve)
+
+
+if __name__ == "__main__":
+    main()

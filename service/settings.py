@@ -91,7 +91,7 @@ class Settings(BaseModel):
     max_bot_sessions: int = Field(default=200, ge=1, description="open bot connections")
     idle_expiry_s: float = Field(default=900.0, gt=0, description="idle solo games expire")
     bot_idle_timeout_s: float = Field(default=120.0, gt=0, description="silent bot sockets close")
-    game_idle_timeout_s: float = Field(default=60.0, gt=0, description="silent game sockets close")
+    game_idle_timeout_s: float = Field(default=90.0, gt=0, description="silent game sockets close")
     max_game_sockets: int = Field(default=4, ge=1, le=64, description="open sockets per game")
     guess_rate: float = Field(default=1.0, gt=0, description="guesses per second in a game")
     guess_burst: int = Field(default=3, ge=1, description="guesses in a burst")

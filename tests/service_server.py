@@ -1,4 +1,5 @@
-"""Start the real service (uvicorn in a subprocess) on a free 127.0.0.1 port, for tests.
+"""Start the real service (``griffon serve``'s uvicorn set-up, in a subprocess) on a free
+127.0.0.1 port, for tests and benchmarks.
 
 >>> with running_server({"GRIFFON_MODEL": str(checkpoint)}) as server:
 ...     httpx.get(server.url + "/healthz")
@@ -56,14 +57,15 @@ class Server:
 def running_server(
     env: Mapping[str, str] | None = None, startup_timeout: float = 120.0
 ) -> Iterator[Server]:
-    """Run ``uvicorn service.app:create_app --factory`` with ``env`` added to the environment."""
+    """Run ``python -m service.serve_cli`` (the uvicorn set-up of ``griffon serve``: timeouts,
+    WebSocket size) with ``env`` added to the environment."""
     port = free_port()
     environ = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
     with tempfile.NamedTemporaryFile("w+b", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
         process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory",
-             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+            [sys.executable, "-m", "service.serve_cli", "--host", "127.0.0.1", "--port", str(port),
+             "--log-level", "warning"],
             cwd=REPO, env=environ, stdout=log_file, stderr=subprocess.STDOUT,
         )
     server = Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", process, log_path)
