@@ -1,6 +1,7 @@
 """The game page in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright):
-draw on the canvas with the mouse and with touch, see the AI's guesses, reload and resume, and
-play a Pictomania game to its end."""
+draw on the canvas with the mouse and with touch, see the AI's guesses, reload and resume, play a
+Pictomania game to its end with its recap, read the rules, see the last Kontour word, and check
+that a phone (390 x 844, both ways up) shows everything a turn needs without scrolling."""
 
 from __future__ import annotations
 
@@ -37,6 +38,13 @@ def server(request: pytest.FixtureRequest):
 
 
 @pytest.fixture(scope="module")
+def fast(request: pytest.FixtureRequest):
+    """6-second Kontour turns and a 1-point target: a game ends on the first word found."""
+    with play_server(request, GRIFFON_PLAY_KONTOUR_TARGET="1") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
@@ -54,6 +62,48 @@ def page(browser):
     yield page
     context.close()
     assert not errors, f"JavaScript errors: {errors}"
+
+
+@pytest.fixture
+def phone(browser):
+    """A phone held upright (390 x 844 CSS pixels, touch, no mouse hover)."""
+    context = browser.new_context(viewport=PORTRAIT, device_scale_factor=2, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors: {errors}"
+
+
+PORTRAIT = {"width": 390, "height": 844}
+LANDSCAPE = {"width": 844, "height": 390}
+
+
+def in_view(page, selector: str) -> None:
+    """Every element matching the CSS `selector` is displayed and wholly inside the viewport,
+    without scrolling (measured in one go: the page re-renders on every server frame)."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(selector).first).to_be_visible()
+    found = page.evaluate(
+        """(selector) => ({scrollY: window.scrollY, width: innerWidth, height: innerHeight,
+            boxes: [...document.querySelectorAll(selector)]
+              .map((e) => e.getBoundingClientRect().toJSON())})""",
+        selector,
+    )
+    assert found["scrollY"] == 0
+    assert found["boxes"], f"no {selector}"
+    for i, box in enumerate(found["boxes"]):
+        inside = (
+            box["width"] > 0
+            and box["height"] > 0
+            and box["left"] >= -0.5
+            and box["top"] >= -0.5
+            and box["right"] <= found["width"] + 0.5
+            and box["bottom"] <= found["height"] + 0.5
+        )
+        assert inside, f"{selector} #{i} at {box} is outside the {found['width']}x{found['height']} viewport"
 
 
 def start(page, server, game: str, opponents: int = 1, level: str = "hard", seed: int | None = None) -> None:
@@ -119,6 +169,7 @@ def test_kontour_draw_lines_see_the_ai_guess_and_resume_after_a_reload(page, ser
     expect(page.locator(".status")).to_contain_text("Faites deviner")
     # The turn ends; the AI draws next and the person guesses by typing.
     expect(page.locator(".status")).to_contain_text("Plume dessine", timeout=30_000)
+    expect(page.locator("#guess")).to_be_focused()  # ready to type as soon as the AI draws
     page.fill("#guess", "zèbre")
     page.press("#guess", "Enter")
     expect(page.locator("#feed li.guess[data-player=joueur]")).to_contain_text("zèbre")
@@ -127,7 +178,7 @@ def test_kontour_draw_lines_see_the_ai_guess_and_resume_after_a_reload(page, ser
     shot(page, "kontour-guessing")
 
 
-def test_pictomania_a_whole_game_in_the_browser(page, server) -> None:
+def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:
     from playwright.sync_api import expect
 
     start(page, server, "pictomania", opponents=2)
@@ -144,12 +195,138 @@ def test_pictomania_a_whole_game_in_the_browser(page, server) -> None:
     expect(page.locator("canvas.mini").first).to_be_visible()
     shot(page, "pictomania-round")
     page.click("#done")
+    # The recap: every drawing with its word, and every bet on it, right or wrong.
     expect(page.locator(".results-box")).to_be_visible(timeout=15_000)
+    recap = page.get_by_test_id("recap")
+    expect(recap.locator(".recap-item")).to_have_count(3)
+    expect(recap.locator(".recap-item canvas.mini")).to_have_count(3)
+    mine = recap.locator(".recap-item[data-player=ia1] .outcome[data-guesser=joueur]")
+    expect(mine).to_contain_text("Vous : 3")
+    drawn = int(
+        recap.locator(".recap-item[data-player=ia1] .recap-word b").first.inner_text().strip().split()[0]
+    )
+    expect(mine).to_have_class(re.compile("right" if drawn == 3 else "wrong"))
+    expect(page.locator(".my-bets")).to_contain_text("3 sur Plume")
     expect(page.locator(".results-box tbody tr")).to_have_count(3)
     shot(page, "pictomania-results")
     page.click("#next-round")
     expect(page.locator(".status")).to_have_text("Manche 2 / 2")
-    expect(page.locator(".results-box h2")).to_have_text(re.compile("Victoire|Fin de partie"), timeout=25_000)
+    # The end of the game: the winner, every round's score, and each round's drawings again.
+    expect(page.locator(".results-box h2").first).to_have_text(
+        re.compile("Victoire|Fin de partie"), timeout=25_000
+    )
+    expect(page.get_by_test_id("summary").locator("tbody tr")).to_have_count(3)
+    expect(page.get_by_test_id("summary").locator("thead th")).to_have_text(["Joueur", "M1", "M2", "Total"])
+    page.get_by_role("tab", name="Manche 1").click()
+    expect(page.get_by_role("tab", name="Manche 1")).to_have_attribute("aria-selected", "true")
+    expect(recap.locator(".recap-item canvas.mini")).to_have_count(3)
+    expect(recap.locator(".recap-item[data-player=ia1] .outcome[data-guesser=joueur]")).to_contain_text(
+        "Vous : 3"
+    )
     shot(page, "pictomania-end")
+    page.set_viewport_size(PORTRAIT)
+    shot(page, "pictomania-end-phone")
     page.get_by_role("button", name="Nouvelle partie").click()
     expect(page.locator("#setup")).to_be_visible()
+
+
+def test_the_rules_panel_in_both_games_and_the_setup_form(page, server) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(server.url + "/")
+    rules = page.locator("#rules")
+    page.click("#rules-open")
+    expect(rules).to_be_visible()
+    expect(rules.get_by_role("tab", name="Kontour")).to_have_attribute("aria-selected", "true")
+    expect(rules).to_contain_text("traits droits")
+    expect(rules).to_contain_text("30 secondes")  # no game yet: the rule sheet's timer
+    rules.get_by_role("tab", name="Pictomania").click()
+    expect(rules).to_contain_text("mouton noir")
+    shot(page, "rules-pictomania")
+    page.click("#rules-close")
+    expect(rules).to_be_hidden()
+    # The form offers only what the server accepts, and refuses in French.
+    page.check("input[value=pictomania]")
+    expect(page.locator("select[name=opponents] option[value='1']")).to_be_disabled()
+    expect(page.locator("select[name=opponents]")).to_have_value("2")
+    page.fill("input[name=name]", 'Ana <3 "&"')
+    page.click("#start")
+    expect(page.locator("#setup-error")).to_have_text(re.compile("Votre nom ne peut pas contenir"))
+    # In a game, the button opens that game's rules with the table's own figures.
+    page.fill("input[name=name]", "Ana")
+    page.click("#start")
+    expect(page.locator(".card")).to_have_count(6)
+    page.click("#rules-open")
+    expect(rules.get_by_role("tab", name="Pictomania")).to_have_attribute("aria-selected", "true")
+    expect(rules).to_contain_text("au bout de 15 secondes")  # GRIFFON_PLAY_PICTOMANIA_ROUND_S
+    page.keyboard.press("Escape")
+    expect(rules).to_be_hidden()
+
+
+def test_kontour_on_a_phone_both_ways_up_to_the_last_word(phone, fast) -> None:
+    from playwright.sync_api import expect
+
+    page = phone
+    start(page, fast, "kontour", seed=10)  # « araignée » for the person, then Plume's orange word
+    in_view(page, "#draw-card")
+    page.click("#draw-card")
+    in_view(page, "button.word")
+    page.click("button.word.blue")
+    expect(page.locator(".status")).to_contain_text("Faites deviner")
+    touch_line(page, (40, 200), (200, 200))
+    touch_line(page, (120, 60), (120, 200))
+    expect(page.get_by_test_id("lines")).to_have_text("Traits : 2 / 15")
+    for size, name in ((PORTRAIT, "portrait"), (LANDSCAPE, "landscape")):
+        page.set_viewport_size(size)
+        shot(page, f"phone-kontour-drawing-{name}")
+        for selector in ("#board", ".topline", ".controls .hint", "#feed li:first-child", "#rules-open"):
+            in_view(page, selector)
+    # Plume draws; the guess box and its button are on screen both ways up.
+    expect(page.locator(".status")).to_contain_text("Plume dessine", timeout=30_000)
+    for size, name in ((LANDSCAPE, "landscape"), (PORTRAIT, "portrait")):
+        page.set_viewport_size(size)
+        shot(page, f"phone-kontour-guessing-{name}")
+        for selector in (
+            "#board",
+            "[data-testid=timer]",
+            "#guess",
+            ".guess-form button",
+            "#feed li:first-child",
+        ):
+            in_view(page, selector)
+    page.click("#rules-open")
+    expect(page.locator("#rules")).to_contain_text("6 secondes")  # this table's timer
+    in_view(page, "#rules-close")
+    page.click("#rules-close")
+    # Finding Plume's orange word ends the 1-point game: the last word comes first.
+    page.fill("#guess", "moulin à vent")
+    page.press("#guess", "Enter")
+    expect(page.get_by_test_id("game-over")).to_be_visible(timeout=20_000)
+    expect(page.get_by_test_id("last-word")).to_have_text("moulin à vent")
+    expect(page.get_by_test_id("game-over")).to_contain_text("Trouvé par vous")
+    expect(page.get_by_test_id("game-over")).to_contain_text("Gagnant : Plume")
+    in_view(page, "[data-testid=last-word]")
+    shot(page, "phone-kontour-game-over")
+
+
+def test_pictomania_on_a_phone_both_ways_up(phone, server) -> None:
+    from playwright.sync_api import expect
+
+    page = phone
+    start(page, server, "pictomania", opponents=2, level="easy", seed=4)
+    expect(page.locator(".card")).to_have_count(6)
+    touch_line(page, (40, 40), (200, 180))
+    needed = (
+        "#board",
+        "[data-testid=secret]",
+        "[data-testid=timer]",
+        "#done",
+        ".opponent canvas.mini",
+        ".opponent .pick",
+        ".card",
+    )
+    for size, name in ((PORTRAIT, "portrait"), (LANDSCAPE, "landscape")):
+        page.set_viewport_size(size)
+        shot(page, f"phone-pictomania-{name}")
+        for selector in needed:
+            in_view(page, selector)

@@ -4,11 +4,16 @@
 import { el, toast, frenchError } from "./ui.js";
 import { KontourView } from "./kontour.js";
 import { PictomaniaView } from "./pictomania.js";
+import { RulesPanel } from "./rules.js";
 
 const STORE = "griffon.game";
 const GONE = new Set([4403, 4404, 4410]); // bad token, unknown game, game closed: do not retry
 
 const $ = (id) => document.getElementById(id);
+// Fewest AI opponents the server accepts per game (POST /v1/play: Pictomania needs 3 players).
+const MIN_OPPONENTS = { kontour: 1, pictomania: 2 };
+const NAME_REFUSED = /[<>&"]/; // the server refuses these characters in a name
+const rules = new RulesPanel();
 
 function saved() {
   const params = new URLSearchParams(location.search);
@@ -103,6 +108,7 @@ function play(game) {
   connection = new Connection(game, {
     frame: (frame) => {
       if (frame.type === "state") {
+        rules.setConfig(frame.game, frame.config);
         if (!view || view.kind !== frame.game) {
           const View = frame.game === "kontour" ? KontourView : PictomaniaView;
           if (view) view.close();
@@ -133,7 +139,10 @@ async function create(event) {
     level: form.get("level"),
     name: String(form.get("name")).trim() || "Vous",
   };
-  if (body.game === "pictomania" && body.opponents < 2) body.opponents = 2;
+  if (NAME_REFUSED.test(body.name)) {
+    showSetup("Votre nom ne peut pas contenir les caractères < > & \".");
+    return;
+  }
   const seed = new URLSearchParams(location.search).get("seed"); // ?seed=N: the same deal again
   if (seed !== null && /^\d{1,10}$/.test(seed)) body.seed = Number(seed);
   $("start").disabled = true;
@@ -143,8 +152,8 @@ async function create(event) {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body),
     });
-    const data = await response.json();
-    if (!response.ok) throw new Error(data.message || response.statusText);
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(refusal(response.status, data));
     play(data);
   } catch (error) {
     showSetup(`Impossible de créer la partie : ${error.message}`);
@@ -153,7 +162,41 @@ async function create(event) {
   }
 }
 
+// The server's refusal in French (its messages are for developers).
+function refusal(status, data) {
+  if (data.error === "too_many_games") return "le serveur est complet, réessayez dans un moment.";
+  if (data.error === "no_deck") return "aucun paquet de cartes n'est disponible sur ce serveur.";
+  if (status === 422) {
+    const message = String(data.message || "");
+    if (message.includes("name")) return "ce nom n'est pas accepté.";
+    if (message.includes("opponents") || message.includes("AI opponents")) return "nombre d'adversaires refusé.";
+    return "demande refusée par le serveur.";
+  }
+  if (status === 429) return "trop de demandes, patientez un peu.";
+  return `erreur du serveur (${status}).`;
+}
+
+// Offer only the opponent counts the server accepts for the chosen game; say so when the
+// choice has to change.
+function fitOpponents() {
+  const game = new FormData($("new-game")).get("game");
+  const select = $("opponents");
+  const min = MIN_OPPONENTS[game] || 1;
+  for (const option of select.options) option.disabled = Number(option.value) < min;
+  if (Number(select.value) < min) {
+    select.value = String(min);
+    toast(`Pictomania se joue à 3 au moins : ${min} adversaires IA.`);
+  }
+}
+
+function currentGame() {
+  return view ? view.kind : new FormData($("new-game")).get("game");
+}
+
 $("new-game").addEventListener("submit", create);
+$("new-game").addEventListener("change", (e) => { if (e.target.name === "game") fitOpponents(); });
+$("rules-open").addEventListener("click", () => rules.open(currentGame()));
+fitOpponents();
 $("resume").addEventListener("click", () => { const g = saved(); if (g) play(g); });
 
 const params = new URLSearchParams(location.search);

@@ -47,7 +47,10 @@ export class Board {
   setEnabled(on) {
     this.enabled = on && this.mode !== "view";
     this.canvas.classList.toggle("enabled", this.enabled);
-    if (!this.enabled) this.current = null;
+    if (!this.enabled && this.current) { // the turn ended mid-drag: drop the preview line
+      this.current = null;
+      this.render();
+    }
   }
 
   // Kontour segments {x0, y0, x1, y1} or polylines [[x, y], ...]; new ones are animated.

@@ -1,10 +1,13 @@
 // Kontour: the person draws with a snapping straight-line tool (15 lines, 30 s) while the AI
 // players guess aloud, or guesses the AI's drawing by typing, with its « proche » / « hors sujet ».
 
-import { el, toast, Countdown, seconds, plural } from "./ui.js";
+import { el, toast, once, Countdown, seconds, plural } from "./ui.js";
 import { Board } from "./board.js";
 
 const GESTURE_TEXT = { proche: "proche !", hors_sujet: "hors sujet" };
+// Focus the guess box when guessing starts, except on a phone: its keyboard would hide the drawing.
+const FINE_POINTER = window.matchMedia("(pointer: fine)");
+const autoFocus = () => FINE_POINTER.matches || window.innerWidth >= 700;
 
 export class KontourView {
   constructor(root, send, leave) {
@@ -14,12 +17,15 @@ export class KontourView {
     this.timer = new Countdown();
     this.gestures = new Map(); // guess text -> gesture, this turn
     this.turnNumber = null;
+    this.lastDrawing = []; // the segments of the latest turn, kept to show with its word
+    this.wasGuessing = false;
     this.status = el("div", { class: "status" });
     this.clock = el("div", { class: "clock", "data-testid": "timer" });
     this.counter = el("div", { class: "counter", "data-testid": "lines" });
     this.bar = el("div", { class: "bar" }, el("span"));
     const canvas = el("canvas", { id: "board", "aria-label": "planche à dessin" });
     this.overlay = el("div", { class: "overlay", hidden: true });
+    this.final = el("div", { class: "overlay results", hidden: true });
     this.controls = el("div", { class: "controls" });
     this.input = el("input", { id: "guess", placeholder: "Votre proposition…", maxlength: 80, autocomplete: "off" });
     this.form = el("form", { class: "guess-form", onsubmit: (e) => this.guess(e) },
@@ -33,8 +39,9 @@ export class KontourView {
         el("div", { class: "board-wrap" }, canvas, this.overlay),
         this.controls, this.form),
       el("aside", { class: "side" },
-        el("section", { class: "panel" }, el("h3", {}, "Scores"), this.scores),
-        el("section", { class: "panel feed-panel" }, el("h3", {}, "Propositions"), this.feed))));
+        el("section", { class: "panel scores-panel" }, el("h3", {}, "Scores"), this.scores),
+        el("section", { class: "panel feed-panel" }, el("h3", {}, "Propositions"), this.feed)),
+      this.final));
     this.board = new Board(canvas, { mode: "line", width: 4, onStroke: (points) => this.send({ kind: "stroke", points }) });
     this.ticker = setInterval(() => this.tickClock(), 200);
   }
@@ -46,24 +53,34 @@ export class KontourView {
 
   update(frame) {
     this.frame = frame;
-    const st = frame.state;
-    const turn = st.turn;
-    const me = frame.you;
+    const turn = frame.state.turn;
     if (turn && turn.number !== this.turnNumber) {
       this.turnNumber = turn.number;
       this.gestures.clear();
     }
-    for (const e of frame.events) this.event(e, me);
+    if (turn) this.lastDrawing = turn.segments;
+    for (const e of frame.events) this.event(e, frame.you);
     this.timer.set(frame.time_left, frame.config.timer_s);
+    this.render();
+  }
+
+  render() {
+    const frame = this.frame;
+    const st = frame.state;
+    const turn = st.turn;
+    const me = frame.you;
     const drawer = turn ? turn.drawer : st.drawer;
     const drawing = st.phase === "drawing";
-    this.board.setLines(turn ? turn.segments : [], drawer !== me);
+    // Between turns the last drawing stays under its word.
+    this.board.setLines(turn ? turn.segments : this.lastDrawing, drawer !== me);
     this.board.setEnabled(drawing && drawer === me);
     this.counter.textContent = turn ? `Traits : ${turn.segments.length} / ${frame.config.max_strokes}` : "";
     const guessing = drawing && drawer !== me && !(turn.finders || []).includes(me) &&
       (!st.tied.length || st.tied.includes(me));
     this.form.hidden = !guessing;
     this.input.disabled = !guessing;
+    if (guessing && !this.wasGuessing && autoFocus()) this.input.focus();
+    this.wasGuessing = guessing;
     this.renderStatus(st, drawer, me);
     this.renderControls(st, drawer, me);
     this.renderOverlay(st, drawer, me);
@@ -87,7 +104,10 @@ export class KontourView {
     }
   }
 
-  error() { this.board.clearPending(); }
+  error() {
+    this.board.clearPending();
+    if (this.frame) this.render(); // re-enables a button pressed for a refused move
+  }
 
   guess(event) {
     event.preventDefault();
@@ -121,47 +141,78 @@ export class KontourView {
   renderControls(st, drawer, me) {
     const parts = [];
     if (drawer === me && st.phase === "draw") {
-      parts.push(el("button", { class: "primary big", id: "draw-card", onclick: () => this.send({ kind: "draw_card" }) },
+      parts.push(once({ class: "primary big", id: "draw-card" }, () => this.send({ kind: "draw_card" }),
         "Piocher une carte"));
     } else if (drawer === me && st.phase === "choose" && st.turn.card) {
       const card = st.turn.card;
       for (const color of ["blue", "orange"]) {
         const pts = this.frame.config.drawer_points[color];
-        parts.push(el("button", { class: `word ${color}`, "data-color": color,
-          onclick: () => this.send({ kind: "choose_word", color }) },
+        parts.push(once({ class: `word ${color}`, "data-color": color },
+          () => this.send({ kind: "choose_word", color }),
           el("b", {}, this.fr(card[color])), el("small", {}, plural(pts, "point"))));
       }
     } else if (drawer === me && st.phase === "drawing") {
       parts.push(el("p", { class: "hint" }, "Appuyez, glissez, relâchez : un trait droit. " +
-        "Prolonger un trait ne compte pas. Réagissez aux propositions à droite."));
+        "Prolonger un trait ne compte pas. Réagissez aux propositions : « proche » ou « hors sujet »."));
     }
     this.controls.replaceChildren(...parts);
   }
 
   renderOverlay(st, drawer, me) {
     let content = null;
-    if (st.phase === "game_over") {
-      const winners = st.winners.map((p) => (p === me ? "vous" : this.name(p))).join(", ");
-      content = [el("h2", {}, st.winners.includes(me) ? "Victoire !" : "Fin de partie"),
-        el("p", {}, `Gagnant : ${winners}`),
-        el("button", { class: "primary", onclick: () => this.leave() }, "Nouvelle partie")];
-    } else if (st.phase === "draw" && st.history.length) {
+    if (st.phase === "draw" && st.history.length) {
       const last = st.history[st.history.length - 1];
-      const finders = last.finders.map((p) => (p === me ? "vous" : this.name(p)));
       content = [el("p", { class: "small" }, "Le mot était"),
         el("h2", { class: last.color || "" }, this.fr(last.word)),
-        el("p", {}, finders.length ? `Trouvé par ${finders.join(", ")}` : "Personne n'a trouvé."),
+        el("p", {}, this.foundBy(last, me)),
         el("p", { class: "small" }, drawer === me ? "À vous !" : `Au tour de ${this.name(drawer)}.`)];
     }
     this.overlay.hidden = !content;
     if (content) this.overlay.replaceChildren(...content);
+    this.renderFinal(st, me);
+  }
+
+  foundBy(turn, me) {
+    const finders = turn.finders.map((p) => (p === me ? "vous" : this.name(p)));
+    return finders.length ? `Trouvé par ${finders.join(", ")}` : "Personne n'a trouvé.";
+  }
+
+  // The game-over screen: the last word first (with its drawing), then the winner, the final
+  // scores and every turn of the game.
+  renderFinal(st, me) {
+    const over = st.phase === "game_over";
+    this.final.hidden = !over;
+    if (!over || this.final.dataset.shown) return;
+    this.final.dataset.shown = "1";
+    const last = st.history[st.history.length - 1];
+    const mini = el("canvas", { class: "mini", "aria-label": "le dernier dessin" });
+    const winners = st.winners.map((p) => (p === me ? "vous" : this.name(p))).join(", ");
+    const ranking = [...st.players].sort((a, b) => st.scores[b] - st.scores[a]);
+    const turns = st.history.map((t) => el("tr", {},
+      el("td", {}, t.number), el("td", {}, t.drawer === me ? "Vous" : this.name(t.drawer)),
+      el("td", { class: t.color || "" }, t.word ? this.fr(t.word) : "—"),
+      el("td", {}, t.finders.map((p) => (p === me ? "vous" : this.name(p))).join(", ") || "personne")));
+    this.final.replaceChildren(el("div", { class: "results-box", "data-testid": "game-over" },
+      last ? el("div", { class: "last-word" }, this.lastDrawing.length ? mini : null, el("div", {},
+        el("p", { class: "small" }, "Le dernier mot était"),
+        el("h2", { class: `word ${last.color || ""}`, "data-testid": "last-word" }, this.fr(last.word)),
+        el("p", {}, this.foundBy(last, me)))) : null,
+      el("h2", {}, st.winners.includes(me) ? "Victoire !" : "Fin de partie"),
+      el("p", {}, `${st.winners.length > 1 ? "Gagnants" : "Gagnant"} : ${winners}`),
+      el("ol", { class: "ranking" }, ...ranking.map((p) => el("li", { class: p === me ? "me" : "" },
+        el("span", {}, p === me ? "Vous" : this.name(p)), el("b", {}, plural(st.scores[p], "point"))))),
+      el("details", { class: "turns" }, el("summary", {}, `Tous les tours (${st.history.length})`),
+        el("table", {}, el("thead", {}, el("tr", {}, ...["Tour", "Dessinateur", "Mot", "Trouvé par"]
+          .map((t) => el("th", {}, t)))), el("tbody", {}, ...turns))),
+      el("button", { class: "primary", onclick: () => this.leave() }, "Nouvelle partie")));
+    if (last && this.lastDrawing.length) new Board(mini, { mode: "view", width: 5 }).setLines(this.lastDrawing, false);
   }
 
   renderScores(st, drawer) {
     const rows = st.players.map((p) => el("li", { class: p === drawer ? "drawing" : "" },
       el("span", { class: "who" }, p === drawer ? "✎ " : "", this.name(p)),
       el("b", {}, st.scores[p])));
-    rows.push(el("li", { class: "small" }, `Objectif : ${this.frame.config.target_score} points · ` +
+    rows.push(el("li", { class: "small" }, `Objectif : ${plural(this.frame.config.target_score, "point")} · ` +
       `${plural(st.hidden_deck ?? 0, "carte")} dans la pioche`));
     this.scores.replaceChildren(...rows);
   }
@@ -173,8 +224,8 @@ export class KontourView {
       const gesture = this.gestures.get(g.text);
       const actions = drawer === me && st.phase === "drawing" && !g.accepted && !gesture
         ? el("span", { class: "gestures" },
-          el("button", { class: "chip proche", onclick: () => this.gesture("proche", g.text) }, "Proche"),
-          el("button", { class: "chip hors", onclick: () => this.gesture("hors_sujet", g.text) }, "Hors sujet"))
+          once({ class: "chip proche" }, () => this.gesture("proche", g.text), "Proche"),
+          once({ class: "chip hors" }, () => this.gesture("hors_sujet", g.text), "Hors sujet"))
         : null;
       return el("li", { class: `guess ${g.accepted ? "ok" : "no"}`, "data-player": g.player },
         el("span", { class: "who" }, g.player === me ? "Vous" : this.name(g.player)),

@@ -1,7 +1,7 @@
 // Pictomania: six cards on the table, everybody draws a secret word and bets numbered guess
 // cards on the others' drawings at the same time; bonus tokens for finishing; 5 scored rounds.
 
-import { el, toast, Countdown, seconds, plural } from "./ui.js";
+import { el, toast, once, Countdown, seconds, plural } from "./ui.js";
 import { Board } from "./board.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -14,6 +14,14 @@ const SHAPES = [ // one symbol per card slot, drawn in a 20x20 box
   ["polygon", { points: "7,2 13,2 13,7 18,7 18,13 13,13 13,18 7,18 7,13 2,13 2,7 7,7" }],
 ];
 const SYMBOL_NAMES = ["rond", "carré", "triangle", "losange", "étoile", "croix"];
+
+function signed(n) {
+  return n > 0 ? `+${n}` : n < 0 ? `−${-n}` : "0";
+}
+
+function number(n) { // a true minus sign, as in the rest of the page
+  return n < 0 ? `−${-n}` : String(n);
+}
 
 function symbol(i) {
   const svg = document.createElementNS(SVG, "svg");
@@ -34,6 +42,8 @@ export class PictomaniaView {
     this.timer = new Countdown();
     this.minis = new Map();
     this.roundNumber = null;
+    this.recaps = new Map(); // round number -> every player's drawing, kept for the summary
+    this.shownRecap = null;  // which recap the results screen shows (its key)
     this.title = el("div", { class: "status" });
     this.secret = el("div", { class: "secret", "data-testid": "secret" });
     this.clock = el("div", { class: "clock", "data-testid": "timer" });
@@ -44,18 +54,19 @@ export class PictomaniaView {
     this.cards = el("div", { class: "cards" });
     this.opponents = el("div", { class: "opponents" });
     this.scores = el("ol", { class: "scores" });
-    root.replaceChildren(el("div", { class: "layout pictomania" },
+    this.layout = el("div", { class: "layout pictomania" },
       el("div", { class: "stage" },
         el("div", { class: "topline" }, this.title, this.secret, this.clock),
         this.bar,
         el("div", { class: "board-wrap" }, canvas),
         this.controls),
       el("aside", { class: "side" },
-        el("section", { class: "panel" }, el("h3", {}, "Les cartes"), this.cards),
-        el("section", { class: "panel" }, el("h3", {}, "Scores"), this.scores)),
-      el("section", { class: "panel wide" }, el("h3", {}, "Les dessins des adversaires — misez un numéro"),
-        this.opponents),
-      this.overlay));
+        el("section", { class: "panel cards-panel" }, el("h3", {}, "Les cartes"), this.cards),
+        el("section", { class: "panel scores-panel" }, el("h3", {}, "Scores"), this.scores)),
+      el("section", { class: "panel wide opponents-panel" },
+        el("h3", {}, "Les dessins des adversaires — misez un numéro"), this.opponents),
+      this.overlay);
+    root.replaceChildren(this.layout);
     this.board = new Board(canvas, { mode: "free", width: 3, onStroke: (points) => this.send({ kind: "stroke", points }) });
     this.ticker = setInterval(() => this.tickClock(), 200);
   }
@@ -67,26 +78,32 @@ export class PictomaniaView {
 
   update(frame) {
     this.frame = frame;
-    const st = frame.state;
+    for (const e of frame.events) this.event(e, frame.you);
+    this.timer.set(frame.time_left, frame.config.round_timer_s);
+    this.render();
+  }
+
+  render() {
+    const st = this.frame.state;
     const rnd = st.round;
-    const me = frame.you;
-    for (const e of frame.events) this.event(e, me);
+    const me = this.frame.you;
     if (rnd.number !== this.roundNumber) {
       this.roundNumber = rnd.number;
       this.minis.clear();
       this.opponents.replaceChildren();
     }
+    this.layout.style.setProperty("--opps", String(st.players.length - 1));
     const playing = st.phase === "playing";
     const done = rnd.done.includes(me);
-    this.timer.set(frame.time_left, frame.config.round_timer_s);
     this.board.setLines(rnd.drawings[me] || [], false);
     this.board.setEnabled(playing && !done);
-    this.title.textContent = `Manche ${rnd.number} / ${frame.config.rounds}`;
+    this.title.textContent = `Manche ${rnd.number} / ${this.frame.config.rounds}`;
     const secret = rnd.secrets[me];
     this.secret.replaceChildren(...(secret
-      ? [el("span", {}, "Votre mot : "), symbol(secret.symbol), el("b", {}, ` ${secret.number} · `),
+      ? [el("span", { class: "label" }, "Votre mot : "), symbol(secret.symbol), el("b", {}, ` ${secret.number} · `),
         el("b", { class: "word" }, this.fr(rnd.cards[secret.symbol].words[secret.number - 1]))]
       : []));
+    this.keepRecap(st);
     this.renderControls(rnd, playing, done);
     this.renderCards(rnd, secret);
     this.renderOpponents(st, me, playing, done);
@@ -100,7 +117,10 @@ export class PictomaniaView {
     if (e.kind === "round_started" && e.number > 1) toast(`Manche ${e.number} !`, "good");
   }
 
-  error() { this.board.clearPending(); }
+  error() {
+    this.board.clearPending();
+    if (this.frame) this.render(); // re-enables a button pressed for a refused move
+  }
 
   tickClock() {
     if (!this.frame) return;
@@ -114,15 +134,16 @@ export class PictomaniaView {
   renderControls(rnd, playing, done) {
     const next = rnd.bonus_left[0];
     const tokens = rnd.bonus_left.map((v) => el("span", { class: "token" }, v));
-    const button = el("button", { class: "primary", id: "done", disabled: !playing || done || next === undefined,
-      onclick: () => this.send({ kind: "done" }) },
+    const button = once({ class: "primary", id: "done", disabled: !playing || done || next === undefined },
+      () => this.send({ kind: "done" }),
       done ? `Fini (jeton ${rnd.bonus[this.frame.you]})` : `J'ai fini${next !== undefined ? ` : jeton ${next}` : ""}`);
-    this.controls.replaceChildren(button, el("span", { class: "tokens" }, "Jetons bonus : ", ...tokens));
+    this.controls.replaceChildren(button, el("span", { class: "tokens" }, "Bonus : ", ...tokens));
   }
 
   renderCards(rnd, secret) {
     const cards = rnd.cards.map((card, i) => el("div", { class: "card" },
-      el("div", { class: "card-head" }, symbol(i), el("span", {}, SYMBOL_NAMES[i] || "")),
+      el("div", { class: "card-head" }, symbol(i), el("span", {}, SYMBOL_NAMES[i] || ""),
+        card.theme ? el("span", { class: "theme" }, `· ${card.theme}`) : ""),
       el("ol", {}, ...card.words.map((w, n) => el("li", {
         class: secret && secret.symbol === i && secret.number === n + 1 ? "mine" : "",
       }, el("b", {}, n + 1), " ", this.fr(w))))));
@@ -140,7 +161,7 @@ export class PictomaniaView {
         const canvas = el("canvas", { class: "mini", "data-player": p });
         const info = el("div", { class: "opp-info" });
         const picks = el("div", { class: "picks" });
-        this.opponents.append(el("div", { class: "opponent", "data-player": p }, info, canvas, picks));
+        this.opponents.append(el("div", { class: "opponent", "data-player": p }, canvas, info, picks));
         this.minis.set(p, { board: new Board(canvas, { mode: "view", width: 4 }), info, picks });
       }
       const mini = this.minis.get(p);
@@ -148,16 +169,15 @@ export class PictomaniaView {
       const stack = rnd.stacks[p] || [];
       const mine = stack.find((c) => c.guesser === me);
       const bonus = rnd.bonus[p];
-      mini.info.replaceChildren(el("span", {}, el("b", {}, this.name(p)),
-        el("span", { class: "small" }, ` · ${plural(stack.length, "carte")}`),
-        bonus ? el("span", { class: "badge fini" }, `fini · ${bonus}`) : null));
+      mini.info.replaceChildren(el("b", {}, this.name(p)),
+        el("span", { class: "small" }, ` · ${plural(stack.length, "mise")}`),
+        ...(bonus ? [el("span", { class: "badge fini" }, `fini · ${bonus}`)] : []));
       if (mine) {
         mini.picks.replaceChildren(el("span", { class: "bet" }, "Votre mise : ", el("b", {}, mine.number ?? "?")));
       } else if (playing && !done) {
-        mini.picks.replaceChildren(...[1, 2, 3, 4, 5, 6, 7].map((n) => el("button", {
-          class: "pick", disabled: used.has(n), "data-number": n,
-          onclick: () => this.send({ kind: "guess", target: p, number: n }),
-        }, n)));
+        mini.picks.replaceChildren(...[1, 2, 3, 4, 5, 6, 7].map((n) => once({
+          class: "pick", disabled: used.has(n), "data-number": n, "aria-label": `miser ${n} sur ${this.name(p)}`,
+        }, () => this.send({ kind: "guess", target: p, number: n }), n)));
       } else {
         mini.picks.replaceChildren(el("span", { class: "small" }, "pas de mise"));
       }
@@ -166,40 +186,121 @@ export class PictomaniaView {
 
   renderScores(st) {
     const rows = st.players.map((p) => el("li", {}, el("span", { class: "who" }, this.name(p)),
-      el("b", {}, st.totals[p])));
+      el("b", {}, number(st.totals[p]))));
     this.scores.replaceChildren(...rows);
+  }
+
+  // A scored round's drawings, kept while the page is open: the server keeps only the current
+  // round's drawings, and the end-of-game summary shows every round.
+  keepRecap(st) {
+    const result = st.results[st.results.length - 1];
+    if (st.phase !== "playing" && result && result.number === st.round.number && !this.recaps.has(result.number)) {
+      this.recaps.set(result.number, { drawings: st.round.drawings, cards: st.round.cards });
+    }
   }
 
   renderResults(st, me) {
     const result = st.results[st.results.length - 1];
     const show = st.phase !== "playing" && result && result.number === st.round.number;
     this.overlay.hidden = !show;
-    if (!show) return;
-    const head = el("tr", {}, ...["Joueur", "Mot", "Bonnes mises reçues", "Jetons gagnés", "Bonus",
-      "Pénalité", "Manche", "Total"].map((t) => el("th", {}, t)));
-    const rows = st.players.map((p) => {
-      const found = result.outcomes[p].filter((o) => o.correct).map((o) => this.name(o.guesser));
-      const bonus = result.bonus_points[p];
-      const sheep = result.black_sheep === p;
-      return el("tr", { class: p === me ? "me" : "" },
-        el("td", {}, this.name(p), sheep ? el("span", { class: "badge sheep" }, "mouton noir") : null),
-        el("td", {}, `${result.secrets[p].number} · ${this.fr(result.words[p])}`),
-        el("td", {}, found.join(", ") || "personne"),
-        el("td", {}, result.tokens_won[p].join(" + ") || "0"),
-        el("td", {}, bonus > 0 ? `+${bonus}` : String(bonus)),
-        el("td", {}, result.penalty[p] ? `−${result.penalty[p]}` : "0"),
-        el("td", { class: "score" }, result.score[p] > 0 ? `+${result.score[p]}` : String(result.score[p])),
-        el("td", { class: "score" }, st.totals[p]));
-    });
+    if (!show) { this.shownRecap = null; return; }
     const over = st.phase === "game_over";
+    const chosen = over && this.chosenRound ? this.chosenRound : result.number;
+    const key = `${st.phase}:${chosen}`;
+    if (this.shownRecap === key) return; // built once: the mini boards keep their canvases
+    this.shownRecap = key;
+    const shown = st.results.find((r) => r.number === chosen) || result;
+    const parts = over ? this.summary(st, me) : [
+      el("h2", {}, `Manche ${result.number} : résultats`),
+      el("p", { class: "small" }, result.reason === "time"
+        ? "Fin de manche : temps écoulé." : "Fin de manche : tous les jetons bonus sont pris."),
+    ];
+    if (over && st.results.length > 1) {
+      parts.push(el("div", { class: "tabs round-tabs", role: "tablist" }, ...st.results.map((r) => el("button", {
+        type: "button", role: "tab", class: "tab", "aria-selected": String(r.number === chosen),
+        onclick: () => { this.chosenRound = r.number; this.renderResults(this.frame.state, me); },
+      }, `Manche ${r.number}`))));
+    }
+    parts.push(this.myBets(shown, st, me), this.recap(shown, st, me), this.table(shown, st, me, !over));
+    parts.push(over
+      ? el("button", { class: "primary", onclick: () => this.leave() }, "Nouvelle partie")
+      : once({ class: "primary", id: "next-round" }, () => this.send({ kind: "next_round" }), "Manche suivante"));
+    this.overlay.replaceChildren(el("div", { class: "results-box", "data-testid": "results" }, ...parts));
+  }
+
+  // The end of the game: the winner and every round's score.
+  summary(st, me) {
     const winners = st.winners.map((p) => this.name(p)).join(", ");
-    this.overlay.replaceChildren(el("div", { class: "results-box" },
-      el("h2", {}, over ? (st.winners.includes(me) ? "Victoire !" : "Fin de partie") : `Manche ${result.number} : résultats`),
-      over ? el("p", {}, `Gagnant : ${winners}`) : null,
-      el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)),
-      el("p", { class: "small" }, result.reason === "time" ? "Fin de manche : temps écoulé." : "Fin de manche : tous les jetons bonus sont pris."),
-      over
-        ? el("button", { class: "primary", onclick: () => this.leave() }, "Nouvelle partie")
-        : el("button", { class: "primary", id: "next-round", onclick: () => this.send({ kind: "next_round" }) }, "Manche suivante")));
+    const ranking = [...st.players].sort((a, b) => st.totals[b] - st.totals[a]);
+    return [
+      el("h2", {}, st.winners.includes(me) ? "Victoire !" : "Fin de partie"),
+      el("p", {}, `${st.winners.length > 1 ? "Gagnants" : "Gagnant"} : ${winners}`),
+      el("table", { class: "summary", "data-testid": "summary" },
+        el("thead", {}, el("tr", {}, el("th", {}, "Joueur"),
+          ...st.results.map((r) => el("th", { class: "score" }, `M${r.number}`)), el("th", { class: "score" }, "Total"))),
+        el("tbody", {}, ...ranking.map((p) => el("tr", { class: p === me ? "me" : "" },
+          el("td", {}, this.name(p), st.winners.includes(p) ? el("span", { class: "star", title: "gagnant" }, " ★") : ""),
+          ...st.results.map((r) => el("td", { class: "score" }, signed(r.score[p]))),
+          el("td", { class: "score total" }, number(st.totals[p])))))),
+    ];
+  }
+
+  // The person's own bets of a round, right or wrong.
+  myBets(result, st, me) {
+    const bets = [];
+    for (const p of st.players) {
+      for (const o of result.outcomes[p]) {
+        if (o.guesser !== me) continue;
+        bets.push(el("span", { class: `outcome ${o.correct ? "right" : "wrong"}` },
+          `${o.number} sur ${this.name(p)} ${o.correct ? `✓ +${o.token}` : "✗"}`));
+      }
+    }
+    return el("p", { class: "my-bets" }, el("b", {}, "Vos mises : "),
+      ...(bets.length ? bets : [el("span", { class: "small" }, "aucune")]));
+  }
+
+  // Every drawing of a round with its word and the bets placed on it, in order.
+  recap(result, st, me) {
+    const kept = this.recaps.get(result.number);
+    const items = st.players.map((p) => {
+      const secret = result.secrets[p];
+      const outcomes = result.outcomes[p];
+      let canvas = null;
+      if (kept) {
+        canvas = el("canvas", { class: "mini" });
+        new Board(canvas, { mode: "view", width: 4 }).setLines(kept.drawings[p] || [], false);
+      }
+      return el("div", { class: `recap-item${p === me ? " me" : ""}`, "data-player": p },
+        el("div", { class: "recap-head" }, el("b", {}, this.name(p)),
+          result.black_sheep === p ? el("span", { class: "badge sheep", title: "le plus de mauvaises mises" }, "mouton noir") : null),
+        canvas || el("div", { class: "no-drawing small" }, "dessin non conservé"),
+        el("div", { class: "recap-word" }, symbol(secret.symbol), el("b", {}, ` ${secret.number} · `),
+          el("span", {}, this.fr(result.words[p]))),
+        el("ul", { class: "outcomes" }, ...(outcomes.length ? outcomes.map((o) => el("li", {
+          class: `outcome ${o.correct ? "right" : "wrong"}`, "data-guesser": o.guesser,
+        }, `${this.name(o.guesser)} : ${o.number} `, o.correct ? `✓ +${o.token}` : "✗")) : [el("li", { class: "small" }, "aucune mise")])));
+    });
+    return el("div", { class: "recap", "data-testid": "recap" }, ...items);
+  }
+
+  table(result, st, me, withTotal) {
+    const head = el("tr", {}, ...["Joueur", "Jetons gagnés", "Bonus", "Jetons non pris", "Manche",
+      ...(withTotal ? ["Total"] : [])].map((t) => el("th", {}, t)));
+    const rows = st.players.map((p) => {
+      const bonus = result.bonus_points[p];
+      const taken = result.bonus[p];
+      const bonusText = bonus > 0 ? `+${bonus}` : bonus < 0 ? `−${-bonus} (mouton noir)`
+        : taken ? `0 (jeton ${taken} perdu : dessin non trouvé)` : "0";
+      return el("tr", { class: p === me ? "me" : "" },
+        el("td", {}, this.name(p)),
+        el("td", {}, result.tokens_won[p].join(" + ") || "0"),
+        el("td", {}, bonusText),
+        el("td", {}, result.penalty[p] ? `−${result.penalty[p]}` : "0"),
+        el("td", { class: "score" }, signed(result.score[p])),
+        withTotal ? el("td", { class: "score" }, number(st.totals[p])) : null);
+    });
+    return el("details", { class: "score-details", open: withTotal || null },
+      el("summary", {}, "Le détail des points"),
+      el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)));
   }
 }

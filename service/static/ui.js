@@ -38,12 +38,25 @@ export function frenchError(frame) {
   return ERRORS[frame.code] || frame.message || "Erreur";
 }
 
+// A short message at the top of the page; the same text already showing is not repeated
+// (a double click must not stack « Pas maintenant ! » toasts). Toasts never take clicks.
 export function toast(text, kind = "info") {
   const box = document.getElementById("toasts");
+  for (const shown of box.children) {
+    if (shown.textContent === text && !shown.classList.contains("fade")) return;
+  }
   const item = el("div", { class: `toast ${kind}` }, text);
   box.append(item);
+  while (box.children.length > 3) box.firstChild.remove();
   setTimeout(() => item.classList.add("fade"), 2600);
   setTimeout(() => item.remove(), 3200);
+}
+
+// A button that sends one move: disabled once pressed (the next state re-renders it), so a
+// double click sends the move once.
+export function once(attrs, send, ...children) {
+  const button = el("button", { ...attrs, onclick: () => { button.disabled = true; send(); } }, ...children);
+  return button;
 }
 
 // A countdown that follows the server: `time_left` seconds at reception.
