@@ -2,7 +2,8 @@
 
 Reads a Quick, Draw! folder through `training.data.load_dataset` with ``split="val"`` — the
 validation split only, never a drawing the shipped recognizer trained on — keeps the words asked for
-(default: every word of the two real decks), and writes each drawing in the dataset's simplified
+(default: every word of the two real decks), at most ``--per-word`` of each (32: recognized
+drawings first, then by `training.data.key_hash`), and writes each drawing in the dataset's simplified
 form (integers 0–255; raw drawings go through `model.strokes.simplify_drawing`, the dataset's own
 simplification; drawings read from the simplified files are kept as they are) to a gzip'd ndjson
 file read by `games.ai.pack.DrawingPack`. Sorted by word then key_id, gzip mtime 0 and no file name
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # the heavy imports wait for a build, so `griffon --help` sta
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PACK = REPO_ROOT / "games" / "data" / "drawings" / "quickdraw-validation-pack.ndjson.gz"
-PACK_COMMAND = "griffon data pack"
+DEFAULT_PER_WORD = 32  # bounds the pack when the data folder grows (the full dataset has ~10,000 a word)
 
 
 @dataclass
@@ -91,18 +92,37 @@ def write_gzip(path: Path, text: str) -> None:
     path.write_bytes(buffer.getvalue())
 
 
-def build_pack(
-    root: Path | str | None, out: Path = DEFAULT_PACK, words: Iterable[str] | None = None
-) -> PackSummary:
-    """Write the validation drawings of ``words`` (default: both real decks) under ``root`` to ``out``.
+def keep_per_word(records: Iterable[DrawingRecord], per_word: int) -> list[DrawingRecord]:
+    """At most ``per_word`` drawings of each word: recognized ones first, then by `key_hash` (stable
+    whatever order the files list them in)."""
+    from training.data import key_hash  # noqa: PLC0415
 
-    Words without a data file raise `training.data.DataError`."""
+    by_word: dict[str, list[DrawingRecord]] = {}
+    for record in records:
+        by_word.setdefault(record.word, []).append(record)
+    kept = []
+    for found in by_word.values():
+        found.sort(key=lambda r: (not r.recognized, key_hash(r.key_id), r.key_id))
+        kept.extend(found[:per_word])
+    return kept
+
+
+def build_pack(
+    root: Path | str | None,
+    out: Path = DEFAULT_PACK,
+    words: Iterable[str] | None = None,
+    per_word: int = DEFAULT_PER_WORD,
+) -> PackSummary:
+    """Write at most ``per_word`` validation drawings of each of ``words`` (default: both real decks)
+    under ``root`` to ``out``. Words without a data file raise `training.data.DataError`."""
     from training.data import DataError, load_dataset  # noqa: PLC0415
 
     wanted = sorted(set(words) if words is not None else deck_words())
     if not wanted:
         raise DataError("no words to pack")
-    records = load_dataset(root, split="val", categories=wanted)
+    if per_word < 1:
+        raise DataError(f"per_word must be at least 1, got {per_word}")
+    records = keep_per_word(load_dataset(root, split="val", categories=wanted), per_word)
     lines, skipped = pack_lines(records)
     write_gzip(Path(out), "".join(line + "\n" for _, line in lines))
     counts = Counter(word for word, _ in lines)
@@ -173,6 +193,7 @@ def pack_command(
     data: Path = typer.Option(None, help="Quick, Draw! folder (default: the configured one)"),
     out: Path = typer.Option(DEFAULT_PACK, help="pack file to write"),
     words: str = typer.Option(None, help="comma-separated category keys (default: both real decks)"),
+    per_word: int = typer.Option(DEFAULT_PER_WORD, min=1, max=10_000, help="at most this many a word"),
     measure: bool = typer.Option(False, help="do not build: measure the shipped model on the pack at --out"),
 ) -> None:
     """Write the AI drawer's pack: validation-split drawings of the deck words, simplified, gzip'd."""
@@ -186,7 +207,7 @@ def pack_command(
             )
         return
     try:
-        summary = build_pack(data or default_data_root(), out, words.split(",") if words else None)
+        summary = build_pack(data or default_data_root(), out, words.split(",") if words else None, per_word)
     except DataError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from error
