@@ -24,7 +24,7 @@ A game is plain data plus pure functions (boardgame.io style):
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
@@ -49,6 +49,7 @@ __all__ = [
     "Phase",
     "RuleError",
     "Rules",
+    "RulesBase",
     "Tick",
     "TimeOver",
     "TooManyStrokes",
@@ -296,6 +297,68 @@ def rng(seed: int | str, purpose: str, counter: int = 0) -> random.Random:
 
 
 S = TypeVar("S", bound=Model)
+Handler = Callable[[Any, Any, float], tuple[Any, list[Event]]]
+
+
+class RulesBase(Generic[S]):
+    """The move skeleton both engines share, so the order of the pre-move checks lives once.
+
+    `apply(state, move, now)`: a `Tick` only lets time pass; otherwise (1) the clock may not go
+    back and a finished game takes no move, (2) the player must belong to the game, (3) a timed
+    move after its turn / round closed is `TimeOver`, (4) time passes (`advance`), (5) the game may
+    have ended meanwhile, (6) the move must be allowed in the phase, (7) engine-specific checks on
+    the mover (`check_mover`), (8) the handler of the move's kind runs; the clock is then `now`.
+    Engines set `phases` and `handlers` and override the hooks below.
+    """
+
+    phases: ClassVar[dict[str, Phase]]
+
+    def handlers(self) -> Mapping[str, Handler]:
+        """Move kind -> handler ``(state, move, now) -> (state, events)``."""
+        raise NotImplementedError
+
+    def is_player(self, state: Any, player: str | None) -> bool:
+        """Whether `player` may act in this game (default: one of ``state.players``)."""
+        return player in state.players
+
+    def time_over(self, state: Any, move: Move, now: float) -> RuleError | None:
+        """The `TimeOver` error when `move` comes after its turn / round closed, else None."""
+        return None
+
+    def check_mover(self, state: Any, move: Move) -> None:
+        """Engine checks once the phase allows the move (e.g. a player who is done)."""
+
+    def on_time(self, state: Any, now: float) -> tuple[Any, list[Event]]:
+        """Close what has run out by `now` (turn, round); the clock is set by `advance`."""
+        return state, []
+
+    def advance(self, state: S, now: float) -> tuple[S, list[Event]]:
+        """Let time pass until `now` (timers run out); `ClockWentBack` if `now` is in the past."""
+        if now < state.clock - TIME_EPS:  # type: ignore[attr-defined]
+            raise ClockWentBack(f"time {now} is before the game's clock {state.clock}")  # type: ignore[attr-defined]
+        state, events = self.on_time(state, now)
+        return state.replace(clock=max(state.clock, now)), events  # type: ignore[attr-defined]
+
+    def apply(self, state: S, move: Move, now: float) -> tuple[S, list[Event]]:
+        """Apply one move at time `now`; returns the new state and the events, or raises a
+        `RuleError` (the given state is unchanged). Check order: see the class docstring."""
+        if isinstance(move, Tick):
+            return self.advance(state, now)
+        st: Any = state
+        check_move_time(st.clock, now, st.phase, st.winners)
+        player = getattr(move, "player", None)
+        if not self.is_player(st, player):
+            raise UnknownPlayer(f"unknown player '{player}'", player=player)
+        late = self.time_over(st, move, now)
+        if late is not None:
+            raise late
+        st, early = self.advance(st, now)
+        if st.phase == "game_over":
+            raise GameOver("the game is over", winners=list(st.winners))
+        check_phase(self.phases, st.phase, move.kind)
+        self.check_mover(st, move)
+        st, events = self.handlers()[move.kind](st, move, now)
+        return st.replace(clock=max(st.clock, now)), early + events
 
 
 class Rules(Protocol, Generic[S]):

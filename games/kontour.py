@@ -36,21 +36,18 @@ from games.core import (
     TIME_EPS,
     AlreadyFound,
     BadSetup,
-    ClockWentBack,
     Event,
-    GameOver,
     InvalidMove,
     Model,
     Move,
     NotAllowed,
     NotYourTurn,
     Phase,
+    RulesBase,
     Tick,
     TimeOver,
     TooManyStrokes,
     UnknownPlayer,
-    check_move_time,
-    check_phase,
     load_config,
     rng,
 )
@@ -376,7 +373,7 @@ def exact_judge(key: str, text: str) -> bool:
 # Rules
 
 
-class KontourRules:
+class KontourRules(RulesBase[KontourState]):
     """Kontour rules for one config and one answer judge (`judge(word_key, guess_text)`)."""
 
     phases = PHASES
@@ -441,46 +438,36 @@ class KontourRules:
             return True
         return turn.found_at is not None and now - turn.found_at > self.config.tie_window_s + EPS
 
-    def advance(self, state: KontourState, now: float) -> tuple[KontourState, list[Event]]:
-        """Let time pass until `now`: ends the current turn if it has closed."""
-        if now < state.clock - EPS:
-            raise ClockWentBack(f"time {now} is before the game's clock {state.clock}")
-        events: list[Event] = []
+    def on_time(self, state: KontourState, now: float) -> tuple[KontourState, list[Event]]:
+        """Ends the current turn if it has closed by `now` (used by `advance`)."""
         if state.turn is not None and self.turn_over(state, now):
-            state, events = self._end_turn(state)
-        return state.replace(clock=max(state.clock, now)), events
+            return self._end_turn(state)
+        return state, []
 
-    # -- moves --------------------------------------------------------------------------------
+    # -- moves (the check order is `RulesBase.apply`'s) ----------------------------------------
 
-    def apply(self, state: KontourState, move: Move, now: float) -> tuple[KontourState, list[Event]]:
-        """Apply one move at time `now`; returns the new state and the events, or raises a
-        `RuleError` (the given state is unchanged)."""
-        if isinstance(move, Tick):
-            return self.advance(state, now)
-        check_move_time(state.clock, now, state.phase, state.winners)
-        player = getattr(move, "player", None)
-        if player not in state.players and player != self._current_drawer(state):
-            raise UnknownPlayer(f"unknown player '{player}'", player=player)
-        if move.kind in TIMED_MOVES and state.turn is not None and self.turn_over(state, now):
-            raise TimeOver(
-                f"turn {state.turn.number} closed at "
-                f"{state.turn.ends_at(self.config.tie_window_s):.3f} s; '{move.kind}' came at "
-                f"{now:.3f} s",
-                phase=state.phase,
-            )
-        state, events = self.advance(state, now)
-        if state.phase == "game_over":
-            raise GameOver("the game is over", winners=list(state.winners))
-        check_phase(self.phases, state.phase, move.kind)
-        handler = {
+    def handlers(self) -> dict[str, Any]:
+        return {
             "draw_card": self._draw_card,
             "choose_word": self._choose_word,
             "stroke": self._stroke,
             "guess": self._guess,
             "gesture": self._gesture,
-        }[move.kind]
-        state, more = handler(state, move, now)
-        return state, events + more
+        }
+
+    def is_player(self, state: KontourState, player: str | None) -> bool:
+        """The players, and the neutral drawer while it draws a tiebreak turn."""
+        return player in state.players or player == self._current_drawer(state)
+
+    def time_over(self, state: KontourState, move: Move, now: float) -> TimeOver | None:
+        if move.kind in TIMED_MOVES and state.turn is not None and self.turn_over(state, now):
+            return TimeOver(
+                f"turn {state.turn.number} closed at "
+                f"{state.turn.ends_at(self.config.tie_window_s):.3f} s; '{move.kind}' came at "
+                f"{now:.3f} s",
+                phase=state.phase,
+            )
+        return None
 
     def _current_drawer(self, state: KontourState) -> str:
         return state.turn.drawer if state.turn is not None else state.drawer

@@ -34,22 +34,21 @@ from games.core import (
     AlreadyDone,
     AlreadyGuessed,
     BadSetup,
-    ClockWentBack,
     Event,
-    GameOver,
     InvalidMove,
     Model,
     Move,
     NotAllowed,
     Phase,
+    RulesBase,
     Tick,
     TimeOver,
     UnknownPlayer,
-    check_move_time,
-    check_phase,
     load_config,
     rng,
 )
+from vocab.decks import DeckError, deal_table
+from vocab.decks import PictomaniaCard as VocabCard
 
 EPS = TIME_EPS
 Polyline = tuple[tuple[float, float], ...]
@@ -83,10 +82,12 @@ class PictomaniaConfig(Model):
 
 
 class PictoCard(Model):
-    """One side of a word card: 7 related words (category keys) numbered 1-7, and its level."""
+    """One side of a word card: 7 related words (category keys) numbered 1-7, its level, and the
+    theme of the side when it comes from a real card."""
 
     level: int
     words: tuple[str, ...]
+    theme: str = ""
 
 
 class CardUsed(InvalidMove):
@@ -306,7 +307,7 @@ class GameEnded(Event):
 # Rules
 
 
-class PictomaniaRules:
+class PictomaniaRules(RulesBase[PictomaniaState]):
     """Pictomania rules for one config."""
 
     phases = PHASES
@@ -319,12 +320,14 @@ class PictomaniaRules:
     def setup(
         self,
         players: Sequence[str],
-        deck: Sequence[PictoCard | dict[str, Any]],
+        deck: Sequence[PictoCard | VocabCard | dict[str, Any]],
         seed: int | str,
         start_at: float = 0.0,
     ) -> tuple[PictomaniaState, list[Event]]:
-        """A new game; round 1 starts at `start_at`. The seed picks every round's cards from
-        `deck` (by level) and deals symbols and numbers."""
+        """A new game; round 1 starts at `start_at`. The seed lays every round's table from
+        `deck` and deals symbols and numbers. `deck` is either real double-sided cards
+        (`vocab.PictomaniaCard`: whole cards, one side each, no word twice on a table) or
+        single-sided `PictoCard`s (custom and synthetic decks, cut by level)."""
         cfg = self.config
         players = tuple(players)
         n = len(players)
@@ -338,6 +341,55 @@ class PictomaniaRules:
             raise BadSetup(f"token_values must give {n - 1} tokens for {n} players")
         if len(cfg.levels_per_round) != cfg.rounds:
             raise BadSetup("levels_per_round must list one level per round")
+        if deck and all(isinstance(c, VocabCard) for c in deck):
+            round_cards = self._deal_tables(list(deck), seed)  # type: ignore[arg-type]
+        else:
+            round_cards = self._cut_tables(deck, seed)
+        round_, events = self._deal(seed, players, 1, tuple(round_cards[0]), start_at)
+        state = PictomaniaState(
+            seed=seed,
+            players=players,
+            round_cards=tuple(round_cards),
+            round=round_,
+            totals={p: 0 for p in players},
+            clock=start_at,
+        )
+        return state, [GameStarted(players=players, rounds=cfg.rounds), *events]
+
+    def _deal_tables(self, deck: list[VocabCard], seed: int | str) -> list[tuple[PictoCard, ...]]:
+        """Real double-sided cards: every round lays `cards_per_round` whole cards of its level,
+        one side each, no word twice (`vocab.deal_table`), preferring cards no earlier round
+        showed (a level played twice may have too few fresh cards; then any card of the level)."""
+        cfg = self.config
+        if cfg.words_per_card != 7:
+            raise BadSetup("real Pictomania cards list 7 words a side")
+        used: set[int] = set()
+        tables = []
+        for r, level in enumerate(cfg.levels_per_round, start=1):
+            of_level = [c for c in deck if c.level == level]
+            fresh = [c for c in of_level if c.id not in used]
+            sides = None
+            for pool in (fresh, of_level):
+                try:
+                    sides = deal_table(level, rng(seed, "table", r), n=cfg.cards_per_round, cards=pool)
+                    break
+                except DeckError:
+                    continue
+            if sides is None:
+                raise BadSetup(
+                    f"cannot lay {cfg.cards_per_round} level-{level} cards without a repeated word "
+                    f"for round {r} ({len(of_level)} cards of that level)"
+                )
+            used |= {c.id for c in of_level for s in sides if s in c.sides}
+            tables.append(tuple(PictoCard(level=s.level, words=s.words, theme=s.theme) for s in sides))
+        return tables
+
+    def _cut_tables(
+        self, deck: Sequence[PictoCard | dict[str, Any]], seed: int | str
+    ) -> list[tuple[PictoCard, ...]]:
+        """Single-sided cards (custom or synthetic decks): each round takes the next
+        `cards_per_round` cards of its level from the seeded shuffle."""
+        cfg = self.config
         cards = [c if isinstance(c, PictoCard) else PictoCard.model_validate(c) for c in deck]
         for card in cards:
             if len(card.words) != cfg.words_per_card:
@@ -356,16 +408,7 @@ class PictomaniaRules:
                 )
             round_cards.append(tuple(pile[: cfg.cards_per_round]))
             del pile[: cfg.cards_per_round]
-        round_, events = self._deal(seed, players, 1, tuple(round_cards[0]), start_at)
-        state = PictomaniaState(
-            seed=seed,
-            players=players,
-            round_cards=tuple(round_cards),
-            round=round_,
-            totals={p: 0 for p in players},
-            clock=start_at,
-        )
-        return state, [GameStarted(players=players, rounds=cfg.rounds), *events]
+        return round_cards
 
     def _deal(
         self,
@@ -415,47 +458,37 @@ class PictomaniaRules:
 
     # -- time ---------------------------------------------------------------------------------
 
-    def advance(self, state: PictomaniaState, now: float) -> tuple[PictomaniaState, list[Event]]:
-        """Let time pass until `now`: scores the round if its timer ran out."""
-        if now < state.clock - EPS:
-            raise ClockWentBack(f"time {now} is before the game's clock {state.clock}")
-        events: list[Event] = []
+    def on_time(self, state: PictomaniaState, now: float) -> tuple[PictomaniaState, list[Event]]:
+        """Scores the round if its timer ran out by `now` (used by `advance`)."""
         if state.phase == "playing" and now >= state.round.deadline - EPS:
-            state, events = self._end_round(state, state.round.deadline, "time")
-        return state.replace(clock=max(state.clock, now)), events
+            return self._end_round(state, state.round.deadline, "time")
+        return state, []
 
-    # -- moves --------------------------------------------------------------------------------
+    # -- moves (the check order is `RulesBase.apply`'s) ----------------------------------------
 
-    def apply(self, state: PictomaniaState, move: Move, now: float) -> tuple[PictomaniaState, list[Event]]:
-        """Apply one move at time `now`; returns the new state and the events, or raises a
-        `RuleError` (the given state is unchanged)."""
-        if isinstance(move, Tick):
-            return self.advance(state, now)
-        check_move_time(state.clock, now, state.phase, state.winners)
-        player = getattr(move, "player", None)
-        if player not in state.players:
-            raise UnknownPlayer(f"unknown player '{player}'", player=player)
-        if state.phase == "playing" and move.kind != "next_round":
-            if now >= state.round.deadline - EPS:
-                raise TimeOver(
-                    f"round {state.round.number} ended at {state.round.deadline:.3f} s; "
-                    f"'{move.kind}' came at {now:.3f} s",
-                    phase=state.phase,
-                )
-        state, pre = self.advance(state, now)  # a late NextRound closes the timed-out round
-        if state.phase == "game_over":
-            raise GameOver("the game is over", winners=list(state.winners))
-        check_phase(self.phases, state.phase, move.kind)
-        if state.phase == "playing" and player in state.round.done:
-            raise AlreadyDone(f"{player} took a bonus token and may take no further action", player=player)
-        handler = {
+    def handlers(self) -> dict[str, Any]:
+        return {
             "stroke": self._stroke,
             "guess": self._guess,
             "done": self._done,
             "next_round": self._next_round,
-        }[move.kind]
-        state, events = handler(state, move, now)
-        return state.replace(clock=max(state.clock, now)), pre + events
+        }
+
+    def time_over(self, state: PictomaniaState, move: Move, now: float) -> TimeOver | None:
+        """Every move but `NextRound` (which closes a timed-out round first) is late after the
+        round's deadline."""
+        if state.phase == "playing" and move.kind != "next_round" and now >= state.round.deadline - EPS:
+            return TimeOver(
+                f"round {state.round.number} ended at {state.round.deadline:.3f} s; "
+                f"'{move.kind}' came at {now:.3f} s",
+                phase=state.phase,
+            )
+        return None
+
+    def check_mover(self, state: PictomaniaState, move: Move) -> None:
+        player = getattr(move, "player", "")
+        if state.phase == "playing" and player in state.round.done:
+            raise AlreadyDone(f"{player} took a bonus token and may take no further action", player=player)
 
     def _stroke(
         self, state: PictomaniaState, move: PictoStroke, now: float

@@ -16,7 +16,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-COMMAND_MODULES = ("training.cli", "vocab.cli", "games.cli", "service.serve_cli")
+COMMAND_MODULES = ("training.cli", "vocab.cli", "service.simulate_cli", "service.serve_cli", "store.cli")
 
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)

@@ -1,116 +1,81 @@
-"""The words of a solo game: decks the AI can draw, French words, the answer judge.
+"""The words of a solo game: what the AI can draw, French words, the answer judge, the decks.
 
-The AI drawer can only draw words its `DrawingSource` has drawings of (the 55 shipped line
-drawings, or a Quick, Draw! folder). Kontour keeps the real deck's cards whose played half has a
-drawable word (the half with most such cards); Pictomania uses the real deck when every word is
-drawable, else tables cut from the drawable words (as `griffon simulate` does).
+Thin service side of `games.words` (the one vocabulary → games adapter, shared with
+`griffon simulate`): it adds the AI drawer's drawings (the shipped pack of validation-split Quick,
+Draw! drawings, the hand-made line drawings for words it lacks) and the straight-line cutter of
+`model/`, and applies the same deck rules.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-import vocab
-from games.ai.base import Related, no_relations, relations_from_groups
-from games.ai.drawer import DrawingSource, ShippedLineDrawings, default_source
-from games.kontour import KontourCard, WordPair
-from games.pictomania import PictoCard, PictomaniaConfig
-from games.simulate import synthetic_kontour_deck, synthetic_pictomania_deck
+from games.ai.base import Related
+from games.ai.drawer import DrawingSource, default_source
+from games.ai.driver import AIKit
+from games.kontour import KontourCard
+from games.pictomania import PictomaniaConfig
+from games.words import DeckSetupError, GameWords, load_game_words
+from games.words import kontour_candidates as _kontour_candidates
+from games.words import kontour_deck as _kontour_deck
+from games.words import pictomania_deck as _pictomania_deck
+from model.strokes import straight_lines
 
-MIN_KONTOUR_CARDS = 10
-
-
-class DeckSetupError(ValueError):
-    """No playable deck can be built from the drawable words."""
+__all__ = ["DeckSetupError", "Words", "kontour_candidates", "kontour_deck", "load_words", "pictomania_deck"]
 
 
 @dataclass(frozen=True)
 class Words:
     """Everything a game needs to know about words (shared by every game of the service)."""
 
+    game: GameWords
     source: DrawingSource
     drawable: frozenset[str]
-    related: Related
-    kontour_cards: tuple[KontourCard, ...]
-    picto_sides: tuple[PictoCard, ...]
+
+    @property
+    def related(self) -> Related:
+        return self.game.related
 
     def french(self, key: str) -> str:
         """The French word of a category key (the key itself when unknown)."""
-        try:
-            return vocab.french(key)
-        except KeyError:
-            return key
+        return self.game.french(key)
 
     def key_for(self, text: str | None) -> str | None:
         """The category key a guess names, or None."""
-        if not text:
-            return None
-        try:
-            return vocab.category_for(text)
-        except KeyError:
-            return None
+        return self.game.key_for(text)
 
     def judge(self, key: str, text: str) -> bool:
         """Kontour judge: the French answer matcher."""
-        return vocab.match(key, text).accepted
+        return self.game.judge(key, text)
+
+    def kit(self) -> AIKit:
+        """What the AI players borrow from outside `games/`."""
+        return AIKit(self.source, straight_lines, self.french, self.related, self.key_for)
 
 
 @cache
 def load_words(drawings: Path | None = None) -> Words:
-    """The shared word data: drawings from `drawings` (a Quick, Draw! folder) or the shipped lines."""
-    sides = [side for card in vocab.pictomania_deck() for side in card.sides]
-    source: DrawingSource = ShippedLineDrawings()
-    if drawings is not None:
-        words = {w for s in sides for w in s.words} | {w for c in vocab.kontour_deck() for w in c.words}
-        source = default_source(drawings, categories=sorted(words))
-    drawable = frozenset(k for k in source.keys() if source.drawings(k))
-    vocabulary = vocab.load_vocabulary()
-    drawable = frozenset(k for k in drawable if k in vocabulary)
-    kontour = tuple(
-        KontourCard(
-            top=WordPair(blue=c.top.blue, orange=c.top.orange),
-            bottom=WordPair(blue=c.bottom.blue, orange=c.bottom.orange),
-        )
-        for c in vocab.kontour_deck()
-    )
-    picto = tuple(PictoCard(level=s.level, words=s.words) for s in sides)
-    related = relations_from_groups(s.words for s in sides) if sides else no_relations
-    return Words(source, drawable, related, kontour, picto)
+    """The shared word data; the AI draws from the pack at `drawings` (default: the shipped pack)."""
+    game = load_game_words()
+    source = default_source(drawings)
+    drawable = frozenset(k for k in source.keys() if k in game.drawable and source.drawings(k))
+    return Words(game, source, drawable)
 
 
 def kontour_deck(words: Words, seed: int) -> tuple[list[KontourCard], Literal["top", "bottom"]]:
-    """Cards whose played half has a word the AI can draw, and that half."""
-    best: tuple[list[KontourCard], Literal["top", "bottom"]] = ([], "top")
-    for half in ("top", "bottom"):
-        cards = [c for c in words.kontour_cards if {c.half(half).blue, c.half(half).orange} & words.drawable]
-        if len(cards) > len(best[0]):
-            best = (cards, half)
-    if len(best[0]) >= MIN_KONTOUR_CARDS:
-        return best
-    if len(words.drawable) < 4:
-        raise DeckSetupError("fewer than 4 drawable words: no Kontour deck")
-    return synthetic_kontour_deck(words.drawable, seed), "top"
+    """The cards to play and the half (`games.words.kontour_deck`)."""
+    return _kontour_deck(words.game.kontour_cards, words.drawable, seed)
 
 
 def kontour_candidates(cards: Sequence[KontourCard], half: str, labels: Collection[str]) -> list[str]:
     """The words an AI guesser considers: every word of the played half the model knows."""
-    keys = {w for c in cards for w in (c.half(half).blue, c.half(half).orange)}  # type: ignore[arg-type]
-    return sorted(keys & set(labels))
+    return _kontour_candidates(cards, half, labels)  # type: ignore[arg-type]
 
 
-def pictomania_deck(
-    words: Words, config: PictomaniaConfig, seed: int
-) -> tuple[list[PictoCard], PictomaniaConfig]:
-    """The real deck when the AI can draw every word on it, else tables of drawable words."""
-    sides = list(words.picto_sides)
-    if sides and all(w in words.drawable for s in sides for w in s.words):
-        return sides, config
-    try:
-        return synthetic_pictomania_deck(words.drawable, config, random.Random(seed).randrange(10**9))
-    except ValueError as error:
-        raise DeckSetupError(str(error)) from error
+def pictomania_deck(words: Words, config: PictomaniaConfig, seed: int) -> tuple[list[Any], PictomaniaConfig]:
+    """The real double-sided cards when the AI can draw every word, else synthetic tables."""
+    return _pictomania_deck(words.game.picto_cards, words.drawable, config, seed)

@@ -6,11 +6,13 @@ the events, and the human gets their own `rules.view` with the events they may s
 raises `RuleError`; for the human it becomes an error frame and the game goes on.
 
 Time: `now` is seconds since the game was created, read from the event loop's monotonic clock and
-passed into the pure engines and AI policies. A driver task (`run`) wakes every `tick_s`: it lets
-timers run out (`Tick`), and makes the AI players draw, guess and gesture when their policies say
-so. Recognition runs in other tasks (`_spawn`) through the shared batched inference, so neither the
-driver nor the event loop ever waits on the model. Everything that touches the state is synchronous
-code between two awaits, so no lock is needed.
+passed into the pure engines and the AI driver. A task (`run`) wakes every `tick_s` and calls
+`ai.step(self, now)`: the AI driver (`games.ai.driver`, the same code `griffon simulate` runs
+with a fake clock) lets timers run out (`Tick`) and makes every AI decision (draw, guess, gesture,
+bet, take a token) through `apply`. The recognitions the driver asks for (`ai.looks()`) run in
+other tasks (`_spawn`) through the shared batched inference and come back with `ai.seen`, so
+neither the driver nor the event loop ever waits on the model. Everything that touches the state is
+synchronous code between two awaits, so no lock is needed.
 """
 
 from __future__ import annotations
@@ -18,19 +20,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import random
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
-from games.ai.drawer import AIDrawer, TimedStroke
-from games.ai.kontour_guesser import KontourGuesser
+from games.ai.driver import KontourDriver, Look, PictomaniaDriver
 from games.ai.levels import AILevel
-from games.ai.pictomania_guesser import OpponentState, PictomaniaGuesser
-from games.core import Event, InvalidMove, Move, RuleError, Tick, events_for
-from games.kontour import ChooseWord, DrawCard, Gesture, Guess, KontourRules, KontourState
-from games.kontour import Stroke as KontourStroke
-from games.pictomania import Done, PictomaniaRules, PictomaniaState, PictoStroke, PlaceGuess
+from games.core import Event, InvalidMove, Move, RuleError, events_for
+from games.kontour import KontourRules, KontourState
+from games.pictomania import PictomaniaRules, PictomaniaState
 from service.games_decks import Words
 from service.games_settings import PlaySettings
 
@@ -74,6 +72,7 @@ class GameSession:
     kind = ""
     rules: Any
     state: Any
+    ai: Any  # the AI driver: games.ai.driver.KontourDriver / PictomaniaDriver
 
     def __init__(
         self,
@@ -107,10 +106,6 @@ class GameSession:
         """Seconds since the game was created (monotonic)."""
         return self.loop.time() - self.t0
 
-    def rng(self, *purpose: object) -> random.Random:
-        """A private generator for one AI decision stream."""
-        return random.Random(":".join(str(p) for p in (self.seed, *purpose)))
-
     def start(self) -> None:
         """Start the driver task."""
         self.driver = asyncio.create_task(self.run(), name=f"play-{self.id}")
@@ -139,7 +134,8 @@ class GameSession:
                 log.exception("game %s: driver step failed", self.id)
 
     def step(self, now: float) -> None:
-        raise NotImplementedError
+        """One tick of the driver task: the AI moves due now (through `apply`)."""
+        self.ai.step(self, now)
 
     # -- the one update path -----------------------------------------------------------------------
     def apply(self, move: Move) -> list[Event]:
@@ -173,7 +169,14 @@ class GameSession:
             raise InvalidMove(f"bad '{data['kind']}' move: {where} {first.get('msg', error)}") from None
 
     def on_events(self, events: list[Event], now: float) -> None:
-        """Let the AI players hear what happened (subclasses)."""
+        """Let the AI players hear what happened; start the recognitions they ask for."""
+        self.ai.on_events(self.state, events, now)
+        for look in self.ai.looks():
+            self._spawn(self._recognize(look))
+
+    async def _recognize(self, look: Look) -> None:
+        probs = await self._probabilities(look.drawing, look.candidates)
+        self.ai.seen(look, probs, self.now())
 
     # -- what the human sees ---------------------------------------------------------------------
     def attach(self) -> asyncio.Queue[dict[str, Any] | None]:
@@ -247,22 +250,9 @@ def _offer(queue: asyncio.Queue[Any], item: Any, force: bool = False) -> bool:
         return False
 
 
-def centered(plan: list[TimedStroke], size: float = 255.0) -> list[TimedStroke]:
-    """The planned strokes moved to the middle of the canvas (drawings come top-left aligned)."""
-    points = [p for s in plan for p in s.points]
-    if not points:
-        return plan
-    dx = (size - max(p[0] for p in points) - min(p[0] for p in points)) / 2
-    dy = (size - max(p[1] for p in points) - min(p[1] for p in points)) / 2
-    return [TimedStroke(s.start, s.end, tuple((x + dx, y + dy) for x, y in s.points)) for s in plan]
-
-
-def _as_strokes(polylines: Sequence[Sequence[tuple[float, float]]]) -> list[list[list[float]]]:
-    return [[[p[0] for p in line], [p[1] for p in line]] for line in polylines if line]
-
-
 # ------------------------------------------------------------------------------------------------
-# Kontour
+# The two games: the session keeps the clock, the tasks and the sockets; every AI decision is the
+# driver's (`games.ai.driver`, the same code `griffon simulate` runs with a fake clock).
 
 
 class KontourSession(GameSession):
@@ -273,128 +263,10 @@ class KontourSession(GameSession):
     def __init__(self, rules: KontourRules, state: KontourState, candidates: list[str], **kw: Any) -> None:
         super().__init__(**kw)
         self.rules, self.state, self.candidates = rules, state, candidates
-        lvl = self.level
-        self.guessers = {
-            p: KontourGuesser(
-                level=lvl.kontour_guesser,
-                rng=self.rng(p, "guess"),
-                to_french=self.words.french,
-                related=self.words.related,
-                turn_length=rules.config.timer_s,
-            )
-            for p in self.ais
-        }
-        self.drawers = {
-            p: AIDrawer(lvl.drawer, self.rng(p, "draw"), self.words.source, self.words.related)
-            for p in [*self.ais, rules.config.neutral_drawer]
-        }
-        self.active: list[str] = []  # AI guessers of the current turn
-        self.plan: list[TimedStroke] = []
-        self.planned = 0
-        self.wait_until: float | None = None  # when the AI drawer acts next (draw / choose)
-        self.gestures: list[tuple[float, str, str]] = []  # (at, kind, about) by the AI drawer
-        self.observed = 0  # sequence number of the latest applied observation
-
-    def drawer(self) -> str:
-        st = self.state
-        return st.turn.drawer if st.turn is not None else st.drawer
-
-    def step(self, now: float) -> None:
-        st = self.state
-        if st.phase == "game_over":
-            return
-        if st.turn is not None and self.rules.turn_over(st, now):
-            self.apply(Tick())
-            return
-        drawer = self.drawer()
-        if drawer == HUMAN:
-            if st.phase == "drawing":
-                self._ai_guess(now)
-            return
-        if self.wait_until is None:
-            self.wait_until = now + self.play.ai_think_s
-        if st.phase == "draw" and now >= self.wait_until:
-            self.wait_until = now + 1.0
-            self.apply(DrawCard(player=drawer))
-        elif st.phase == "choose" and now >= self.wait_until:
-            card = st.turn.card
-            color = self.drawers[drawer].choose_color(card.blue, card.orange)
-            self.apply(ChooseWord(player=drawer, color=color))
-            word = self.state.turn.word
-            can = self.drawers[drawer].can_draw(word)
-            self.plan = centered(self.drawers[drawer].plan(word, now, kontour=True)) if can else []
-            self.planned = 0
-        elif st.phase == "drawing":
-            self._ai_draw(drawer, now)
-            self._ai_guess(now)
-
-    def _ai_draw(self, drawer: str, now: float) -> None:
-        while self.planned < len(self.plan) and self.plan[self.planned].end <= now:
-            stroke = self.plan[self.planned]
-            self.planned += 1
-            if self.state.turn.strokes < self.rules.config.max_strokes:
-                try:
-                    self.apply(KontourStroke(player=drawer, points=stroke.points))
-                except RuleError as error:
-                    log.info("game %s: AI stroke refused: %s", self.id, error)
-        while self.gestures and self.gestures[0][0] <= now:
-            _, kind, about = self.gestures.pop(0)
-            self.apply(Gesture(player=drawer, gesture=kind, about=about))
-
-    def _ai_guess(self, now: float) -> None:
-        for p in self.active:
-            turn = self.state.turn
-            if turn is None or self.state.phase != "drawing":
-                return
-            if p in turn.finders:
-                continue
-            say = self.guessers[p].decide(now)
-            if say is not None:
-                self.apply(Guess(player=p, text=say.word))
-
-    def on_events(self, events: list[Event], now: float) -> None:
-        for e in events:
-            if e.kind == "turn_started":
-                tied = self.state.tied
-                self.active = [p for p in self.ais if p != e.drawer and (not tied or p in tied)]
-                for p in self.active:
-                    self.guessers[p].new_turn(now, self.candidates)
-                self.plan, self.planned, self.gestures = [], 0, []
-            elif e.kind == "stroke_added" and self.active:
-                drawing = [[[s.x0, s.x1], [s.y0, s.y1]] for s in self.state.turn.segments]
-                self.observed += 1
-                self._spawn(self._observe(self.state.turn.number, self.observed, drawing))
-            elif e.kind == "guess_made" and not e.accepted:
-                self._heard(e.player, e.text, now)
-            elif e.kind == "gesture_made":
-                key = self.words.key_for(e.about)
-                if key is not None:
-                    for p in self.active:
-                        self.guessers[p].gesture(e.gesture, key)
-            elif e.kind == "turn_ended":
-                self.active, self.plan, self.gestures = [], [], []
-                self.wait_until = now + self.play.between_turns_s + self.play.ai_think_s
-
-    def _heard(self, speaker: str, text: str, now: float) -> None:
-        key = self.words.key_for(text)
-        if key is not None:
-            for p in self.active:
-                if p != speaker:
-                    self.guessers[p].heard(key)
-        drawer, turn = self.drawer(), self.state.turn
-        if drawer != HUMAN and turn is not None and turn.word is not None:
-            kind = self.drawers[drawer].gesture(key, turn.word)
-            if kind is not None:
-                self.gestures.append((now + 0.8, kind, text))
-
-    async def _observe(self, turn_number: int, seq: int, drawing: list[Any]) -> None:
-        probs = await self._probabilities(drawing, self.candidates)
-        turn = self.state.turn
-        if probs is None or turn is None or turn.number != turn_number or seq < self.observed:
-            return
-        now = self.now()
-        for p in self.active:
-            self.guessers[p].observe(probs, now)
+        self.ai: KontourDriver = KontourDriver(
+            rules, self.ais, self.level, self.words.kit(), self.seed, candidates,
+            between_turns_s=self.play.between_turns_s, card_s=self.play.ai_think_s,
+        )
 
     def time_left(self) -> float:
         turn = self.state.turn
@@ -420,10 +292,6 @@ class KontourSession(GameSession):
         return keys
 
 
-# ------------------------------------------------------------------------------------------------
-# Pictomania
-
-
 class PictomaniaSession(GameSession):
     """A Pictomania game: everybody draws their secret word and guesses the others' at once."""
 
@@ -432,98 +300,10 @@ class PictomaniaSession(GameSession):
     def __init__(self, rules: PictomaniaRules, state: PictomaniaState, **kw: Any) -> None:
         super().__init__(**kw)
         self.rules, self.state = rules, state
-        self.plans: dict[str, list[TimedStroke]] = {}
-        self.drawn: dict[str, int] = {}
-        self.brains: dict[str, PictomaniaGuesser] = {}
-        self.candidates: list[str] = []
-        self.last_human_stroke: float | None = None
-        self.observed: dict[str, int] = {}
-        self._new_round(state.round.started_at)
-
-    def _new_round(self, now: float) -> None:
-        rnd, players = self.state.round, self.state.players
-        table = [list(card.words) for card in rnd.cards]
-        self.candidates = sorted({w for card in table for w in card} & self.labels)
-        tokens = self.rules.config.tokens(len(players))
-        self.last_human_stroke = None
-        for p in self.ais:
-            key = rnd.word(p)
-            drawer = AIDrawer(self.level.drawer, self.rng(p, "draw", rnd.number), self.words.source)
-            self.plans[p] = centered(drawer.plan(key, now)) if key and drawer.can_draw(key) else []
-            self.drawn[p] = 0
-            secret = rnd.secrets[p]
-            self.brains[p] = PictomaniaGuesser(
-                level=self.level.pictomania_guesser,
-                rng=self.rng(p, "guess", rnd.number),
-                cards=table,
-                my_symbol=secret.symbol,
-                my_number=secret.number,
-                opponents=[o for o in players if o != p],
-                tokens=tokens,
-            )
-
-    def step(self, now: float) -> None:
-        st = self.state
-        if st.phase != "playing":
-            return
-        if now >= st.round.deadline:
-            self.apply(Tick())
-            return
-        for p in self.ais:
-            self._ai_draw(p, now)
-        for p in self.ais:
-            if self.state.phase != "playing" or p in self.state.round.done:
-                continue
-            states = self._opponents(p, now)
-            commit = self.brains[p].decide(now, states)
-            if commit is not None:
-                self.apply(PlaceGuess(player=p, target=commit.opponent, number=commit.number))
-            own_done = self.drawn[p] >= len(self.plans[p])
-            if own_done and self.state.phase == "playing" and self.brains[p].finished(now, states):
-                self.apply(Done(player=p))
-
-    def _ai_draw(self, p: str, now: float) -> None:
-        plan, start = self.plans[p], self.drawn[p]
-        while self.drawn[p] < len(plan) and plan[self.drawn[p]].end <= now:
-            if p not in self.state.round.done:
-                self.apply(PictoStroke(player=p, points=plan[self.drawn[p]].points))
-            self.drawn[p] += 1
-        if self.drawn[p] > start:
-            self._look_at(p)
-
-    def _drawing_done(self, p: str, now: float) -> bool:
-        if p in self.state.round.done:
-            return True
-        if p != HUMAN:
-            return self.drawn[p] >= len(self.plans[p])
-        last = self.last_human_stroke
-        return last is not None and now - last >= self.play.human_done_after_s
-
-    def _opponents(self, p: str, now: float) -> dict[str, OpponentState]:
-        rnd = self.state.round
-        return {
-            o: OpponentState(stack=len(rnd.stacks[o]), drawing_done=self._drawing_done(o, now))
-            for o in self.state.players
-            if o != p
-        }
-
-    def _look_at(self, p: str) -> None:
-        """Recognise `p`'s drawing so far, for the AI players who are not `p`."""
-        drawing = _as_strokes(self.state.round.drawings[p])
-        self.observed[p] = self.observed.get(p, 0) + 1
-        self._spawn(self._observe(p, self.state.round.number, self.observed[p], drawing))
-
-    async def _observe(self, p: str, round_number: int, seq: int, drawing: list[Any]) -> None:
-        probs = await self._probabilities(drawing, self.candidates)
-        rnd = self.state.round
-        if probs is None or rnd.number != round_number or self.state.phase != "playing":
-            return
-        if seq < self.observed.get(p, 0):
-            return
-        now = self.now()
-        for ai in self.ais:
-            if ai != p:
-                self.brains[ai].observe(p, probs, now)
+        self.ai: PictomaniaDriver = PictomaniaDriver(
+            rules, self.ais, self.level, self.words.kit(), self.seed, state,
+            labels=self.labels, human_done_after_s=self.play.human_done_after_s,
+        )
 
     def parse(self, data: dict[str, Any]) -> Move:
         if data["kind"] == "stroke":
@@ -531,14 +311,6 @@ class PictomaniaSession(GameSession):
             if drawn >= self.play.max_pictomania_strokes:
                 raise InvalidMove(f"a drawing holds at most {self.play.max_pictomania_strokes} strokes")
         return super().parse(data)
-
-    def on_events(self, events: list[Event], now: float) -> None:
-        for e in events:
-            if e.kind == "round_started" and e.number != 1:
-                self._new_round(now)
-            elif e.kind == "stroke_drawn" and e.player == HUMAN:
-                self.last_human_stroke = now
-                self._look_at(HUMAN)
 
     def time_left(self) -> float:
         if self.state.phase != "playing":

@@ -33,7 +33,9 @@ class PlaySettings(BaseModel):
     pictomania_round_s: float | None = Field(default=None, gt=0, le=1200, description="None: 120 s")
     pictomania_rounds: int | None = Field(default=None, ge=1, le=5, description="None: rules (5)")
     tick_s: float = Field(default=0.1, gt=0, le=1, description="AI decision / timer period")
-    ai_think_s: float = Field(default=1.5, ge=0, le=30, description="AI drawer before drawing a card")
+    ai_think_s: float | None = Field(
+        default=None, ge=0, le=30, description="AI drawer before taking a card (None: the AI level's card_s)"
+    )
     between_turns_s: float = Field(default=3.0, ge=0, le=60, description="pause after a Kontour turn")
     human_done_after_s: float = Field(
         default=6.0, gt=0, description="Pictomania: a silent human drawing counts as finished"
@@ -41,7 +43,8 @@ class PlaySettings(BaseModel):
     max_points_per_stroke: int = Field(default=1_000, ge=2, le=10_000)
     max_pictomania_strokes: int = Field(default=300, ge=1, le=1_000, description="per drawing")
     drawings: Path | None = Field(
-        default=None, description="Quick, Draw! folder for the AI drawer (None: shipped lines)"
+        default=None,
+        description="drawing pack file for the AI drawer (None: the shipped pack, games/data/drawings)",
     )
     ai_names: tuple[str, ...] = ("Plume", "Fusain", "Pastel", "Crayon", "Gouache")
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from games.ai import AIDrawer, ShippedLineDrawings, ValidationDrawings, load_level
+from games.ai import AIDrawer, ShippedLineDrawings, load_level
 from games.ai.base import relations_from_groups
 from games.ai.drawer import DrawerError, pace
 from games.ai.drawer import ShippedLineDrawings as Shipped
-from games.ai.levels import AILevelError, DrawerLevel, level_names
+from games.ai.levels import AILevelError, StrokePace, level_names
 from games.kontour import DrawCard, KontourCard, KontourRules, Stroke, WordPair
+from model.strokes import straight_lines
 
 CATEGORIES = Path(__file__).resolve().parents[1].parent / "shared/data/quickdraw/categories.txt"
 DRAWER = load_level("normal").drawer
@@ -35,7 +36,7 @@ def test_the_kontour_engine_accepts_every_shipped_drawing_line_by_line() -> None
     shipped = ShippedLineDrawings()
     rules = KontourRules()
     for key in shipped.keys():
-        drawer = AIDrawer(DRAWER, random.Random(0), shipped)
+        drawer = AIDrawer(DRAWER, random.Random(0), shipped, straight_lines=straight_lines)
         plan = drawer.plan(key, start=0.0, kontour=True)
         expected = sum(len(s[0]) - 1 for s in shipped.drawings(key)[0])
         assert len(plan) == expected, key
@@ -54,7 +55,7 @@ def test_the_kontour_engine_accepts_every_shipped_drawing_line_by_line() -> None
 
 
 def test_pace_follows_the_level_speed() -> None:
-    level = DrawerLevel(speed=100, pause_s=0.5, start_s=1.0, orange_rate=0, gesture_rate=0)
+    level = StrokePace(speed=100, pause_s=0.5, start_s=1.0)
     plan = pace([[[0, 100], [0, 0]], [[0, 0, 50], [0, 100, 100]]], level, start=10.0)
     assert (plan[0].start, plan[0].end) == (11.0, 12.0)
     assert plan[1].start == pytest.approx(12.5) and plan[1].end == pytest.approx(14.0)
@@ -105,22 +106,24 @@ def test_levels_file() -> None:
     assert level_names() == ["easy", "normal", "hard"]
     easy, hard = load_level("easy"), load_level("hard")
     assert easy.kontour_guesser.reaction_s > hard.kontour_guesser.reaction_s
-    assert easy.drawer.speed < hard.drawer.speed
+    assert easy.drawer.kontour.speed < hard.drawer.kontour.speed
+    assert easy.drawer.pictomania.speed < hard.drawer.pictomania.speed
     with pytest.raises(AILevelError, match="unknown AI level 'expert'"):
         load_level("expert")
 
 
-def test_validation_drawings_come_only_from_the_validation_split() -> None:
-    data = pytest.importorskip("training.data")
-    try:
-        val = data.load_dataset(split="val", categories=["house", "star"])
-    except data.DataNotFound:
-        pytest.skip("no Quick, Draw! folder configured")
-    source = ValidationDrawings(categories=["house", "star"], recognized_only=False)
-    train = data.load_dataset(split="train", categories=["house", "star"])
-    train_strokes = {str(r.strokes) for r in train}
-    assert sorted(source.keys()) == ["house", "star"]
-    for key in ("house", "star"):
-        drawings = source.drawings(key)
-        assert len(drawings) == sum(1 for r in val if r.word == key) >= 3
-        assert not any(str(d) in train_strokes for d in drawings)
+def test_each_meeting_with_a_word_draws_another_drawing() -> None:
+    class Several:
+        def keys(self) -> list[str]:
+            return ["star"]
+
+        def drawings(self, key: str) -> list:
+            return [[[[0, 10 * i + 10], [0, 0]]] for i in range(3)] if key == "star" else []
+
+    used: dict[str, set[int]] = {}
+    a = AIDrawer(DRAWER, random.Random(1), Several(), used=used)
+    b = AIDrawer(DRAWER, random.Random(2), Several(), used=used)  # another AI player, same game
+    picked = [a.pick("star"), b.pick("star"), a.pick("star")]
+    assert sorted(d[0][0][1] for d in picked) == [10, 20, 30]  # three different drawings
+    assert used == {"star": {0, 1, 2}}
+    assert a.pick("star")  # once all were drawn, it still draws (a varied copy)

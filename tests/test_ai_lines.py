@@ -8,18 +8,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from games.ai.lines import LineError, rdp, segment_count, to_kontour_lines
+from games.ai.lines import LineError, segment_count
+from games.ai.lines import to_kontour_lines as _to_lines
+from model.strokes import straight_lines
+
+
+def to_kontour_lines(drawing, max_lines: int = 15):
+    """The games front end with the one straight-line implementation injected (as callers do)."""
+    return _to_lines(drawing, max_lines, straight_lines)
 
 
 def circle(n: int = 100, r: float = 50.0) -> list:
     return [[[100 + r * math.cos(2 * math.pi * i / n) for i in range(n + 1)],
              [100 + r * math.sin(2 * math.pi * i / n) for i in range(n + 1)]]]
-
-
-def test_rdp_keeps_corners_and_drops_collinear_points() -> None:
-    pts = [(0, 0), (5, 0.1), (10, 0), (10, 10)]
-    assert rdp(pts, 1.0) == [(0, 0), (10, 0), (10, 10)]
-    assert rdp(pts, 0.01) == pts
 
 
 def test_a_circle_becomes_at_most_15_lines_on_the_circle() -> None:

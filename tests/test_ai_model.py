@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from games.ai import ShippedLineDrawings
 from games.ai.drawer import fit_canvas
 from games.ai.lines import to_kontour_lines
+from model.strokes import straight_lines
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[1] / "model" / "weights"
 HAS_WEIGHTS = WEIGHTS_DIR.is_dir() and any(WEIGHTS_DIR.glob("*.pt"))
@@ -45,7 +46,7 @@ def test_every_shipped_line_drawing_is_recognised_by_the_shipped_model(guesser) 
     missed = {}
     for key in sorted(shipped.keys()):
         assert key in guesser.labels, f"{key} is not a label of the shipped model"
-        drawing = to_kontour_lines(fit_canvas(shipped.drawings(key)[0]))
+        drawing = to_kontour_lines(fit_canvas(shipped.drawings(key)[0]), 15, straight_lines)
         ranked = [g.label for g in guesser.guess(drawing, top_k=TOP_K, candidates=candidates)]
         if key not in ranked:
             missed[key] = ranked

@@ -9,10 +9,21 @@ from typing import Any
 
 import pytest
 
-from games.ai import ShippedLineDrawings, load_level
-from games.ai.drawer import fit_canvas
+from games.ai import AIKit, ShippedLineDrawings, load_level
+from games.ai.drawer import MIN_LINE, fit_canvas
 from games.ai.lines import to_kontour_lines
 from games.simulate import SimulationError, simulate_kontour, simulate_pictomania
+from model.strokes import straight_lines
+
+KIT = AIKit(ShippedLineDrawings(), straight_lines)
+
+
+def _centered(lines: list) -> list:
+    """Segments moved to the middle of the 255 canvas, as the AI drawer places its drawings."""
+    xs = [x for s in lines for x in s[0]]
+    ys = [y for s in lines for y in s[1]]
+    dx, dy = (255 - max(xs) - min(xs)) / 2, (255 - max(ys) - min(ys)) / 2
+    return [[[x + dx for x in s[0]], [y + dy for y in s[1]]] for s in lines]
 
 
 class TemplateSource:
@@ -23,8 +34,9 @@ class TemplateSource:
         shipped = ShippedLineDrawings()
         self.templates = {}
         for key in shipped.keys():
-            lines = to_kontour_lines(fit_canvas(shipped.drawings(key)[0]))
-            self.templates[key] = [(s[0][0], s[1][0], s[0][1], s[1][1]) for s in lines]
+            lines = to_kontour_lines(fit_canvas(shipped.drawings(key)[0]), 15, straight_lines)
+            lines = [s for s in lines if math.dist((s[0][0], s[1][0]), (s[0][1], s[1][1])) >= MIN_LINE]
+            self.templates[key] = [(s[0][0], s[1][0], s[0][1], s[1][1]) for s in _centered(lines)]
 
     @staticmethod
     def _on(segment: tuple, template: list[tuple]) -> bool:
@@ -57,7 +69,7 @@ def source() -> TemplateSource:
 
 
 def test_kontour_simulation_plays_whole_games(source: TemplateSource) -> None:
-    report = simulate_kontour(source, ShippedLineDrawings(), load_level("normal"), games=1, seed=1)
+    report = simulate_kontour(source, KIT, load_level("normal"), games=1, seed=1)
     summary = report.summary()
     assert summary["turns"] >= 5
     assert summary["find_rate"] > 0.5
@@ -76,13 +88,13 @@ def test_kontour_simulation_plays_whole_games(source: TemplateSource) -> None:
 
 def test_kontour_simulation_is_deterministic(source: TemplateSource) -> None:
     level = load_level("hard")
-    a = simulate_kontour(source, ShippedLineDrawings(), level, games=1, seed=5).to_dict()
-    b = simulate_kontour(source, ShippedLineDrawings(), level, games=1, seed=5).to_dict()
+    a = simulate_kontour(source, KIT, level, games=1, seed=5).to_dict()
+    b = simulate_kontour(source, KIT, level, games=1, seed=5).to_dict()
     assert a == b
 
 
 def test_pictomania_simulation_plays_five_rounds(source: TemplateSource) -> None:
-    report = simulate_pictomania(source, ShippedLineDrawings(), load_level("normal"), games=1,
+    report = simulate_pictomania(source, KIT, load_level("normal"), games=1,
                                  seed=2, players=4)
     summary = report.summary()
     assert summary["rounds"] == 5
@@ -91,14 +103,14 @@ def test_pictomania_simulation_plays_five_rounds(source: TemplateSource) -> None
     assert sum(r["score"][p] for r in report.rounds for p in r["score"]) == sum(
         report.totals[0].values()
     )
-    again = simulate_pictomania(source, ShippedLineDrawings(), load_level("normal"), games=1,
+    again = simulate_pictomania(source, KIT, load_level("normal"), games=1,
                                 seed=2, players=4)
     assert again.to_dict() == report.to_dict()
 
 
 def test_bad_arguments_raise(source: TemplateSource) -> None:
     with pytest.raises(SimulationError):
-        simulate_kontour(source, ShippedLineDrawings(), load_level("easy"), players=1)
+        simulate_kontour(source, KIT, load_level("easy"), players=1)
 
 
 def test_cli_reports_bad_level_and_missing_weights(tmp_path) -> None:
@@ -127,6 +139,6 @@ class Unreadable(TemplateSource):
 
 
 def test_unreadable_partial_drawings_are_skipped_not_fatal() -> None:
-    report = simulate_pictomania(Unreadable(), ShippedLineDrawings(), load_level("hard"), seed=4)
+    report = simulate_pictomania(Unreadable(), KIT, load_level("hard"), seed=4)
     assert report.summary()["rounds"] == 5
     assert report.summary()["guess_rate"] > 0.5

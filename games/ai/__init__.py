@@ -10,9 +10,9 @@ from games.ai.drawer import (
     DrawerError,
     ShippedLineDrawings,
     TimedStroke,
-    ValidationDrawings,
     default_source,
 )
+from games.ai.driver import AIKit, KontourDriver, Look, PictomaniaDriver
 from games.ai.kontour_guesser import GuesserError, KontourGuesser, Say
 from games.ai.levels import AILevel, AILevelError, level_names, load_level
 from games.ai.lines import LineError, to_kontour_lines
@@ -27,6 +27,10 @@ from games.ai.pictomania_guesser import (
 
 __all__ = [
     "AIDrawer",
+    "AIKit",
+    "KontourDriver",
+    "Look",
+    "PictomaniaDriver",
     "AILevel",
     "AILevelError",
     "Commit",
@@ -41,7 +45,6 @@ __all__ = [
     "Say",
     "ShippedLineDrawings",
     "TimedStroke",
-    "ValidationDrawings",
     "default_source",
     "identity_french",
     "independent_number_marginals",

@@ -1,9 +1,10 @@
 """The AI drawer: picks a drawing of its word and draws it stroke by stroke at a human pace.
 
-Drawings come from a `DrawingSource`: real Quick, Draw! drawings of the **validation split** when a
-data folder is available (`ValidationDrawings`; never training drawings, so simulations measure the
-model honestly), else the hand-made line drawings shipped in ``games/data/line_drawings.yaml``
-(`ShippedLineDrawings`). For Kontour every drawing goes through `to_kontour_lines` (<= 15 lines).
+Drawings come from a `DrawingSource`: by default (`default_source`) the shipped pack of real Quick,
+Draw! drawings of the **validation split** (`games.ai.pack.DrawingPack`; never training drawings, so
+simulations measure the model honestly), with the hand-made line drawings of
+``games/data/line_drawings.yaml`` (`ShippedLineDrawings`) for words the pack lacks. For Kontour every
+drawing goes through `to_kontour_lines` (at most the rules' ``max_strokes`` lines).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,8 +20,8 @@ from typing import Any, Protocol
 import yaml
 
 from games.ai.base import Drawing, Related, no_relations
-from games.ai.levels import DATA_DIR, DrawerLevel
-from games.ai.lines import KONTOUR_MAX_LINES, to_kontour_lines
+from games.ai.levels import DATA_DIR, DrawerLevel, StrokePace
+from games.ai.lines import StraightLines, to_kontour_lines
 
 LINE_DRAWINGS_FILE = DATA_DIR / "line_drawings.yaml"
 CANVAS = 255.0
@@ -40,7 +41,7 @@ class DrawingSource(Protocol):
 
 
 @cache
-def _load_line_drawings(path: str) -> dict[str, Drawing]:
+def _load_line_drawings(path: str, max_lines: int) -> dict[str, Drawing]:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
@@ -57,17 +58,25 @@ def _load_line_drawings(path: str) -> dict[str, Drawing]:
         if not strokes:
             raise DrawerError(f"{path}: '{key}' has no polyline")
         segments = sum(len(s[0]) - 1 for s in strokes)
-        if segments > KONTOUR_MAX_LINES:
-            raise DrawerError(f"{path}: '{key}' has {segments} lines (at most 15)")
+        if segments > max_lines:
+            raise DrawerError(f"{path}: '{key}' has {segments} lines (at most {max_lines})")
         out[str(key)] = strokes
     return out
+
+
+def _kontour_max_strokes() -> int:
+    """The rules' stroke limit (``games/data/kontour.yaml``): line drawings must fit a Kontour turn."""
+    from games.kontour import KontourConfig  # noqa: PLC0415 - the rules import nothing of the AI
+
+    return KontourConfig.load().max_strokes
 
 
 class ShippedLineDrawings:
     """The hand-made line drawings shipped with Griffon (one per word)."""
 
-    def __init__(self, path: Path | None = None) -> None:
-        self._drawings = _load_line_drawings(str(path or LINE_DRAWINGS_FILE))
+    def __init__(self, path: Path | None = None, max_lines: int | None = None) -> None:
+        limit = max_lines if max_lines is not None else _kontour_max_strokes()
+        self._drawings = _load_line_drawings(str(path or LINE_DRAWINGS_FILE), limit)
 
     def keys(self) -> Collection[str]:
         return self._drawings.keys()
@@ -76,33 +85,8 @@ class ShippedLineDrawings:
         return [self._drawings[key]] if key in self._drawings else []
 
 
-class ValidationDrawings:
-    """Quick, Draw! drawings of the validation split, grouped by word (loaded lazily per word)."""
-
-    def __init__(
-        self,
-        root: Path | str | None = None,
-        recognized_only: bool = True,
-        categories: Collection[str] | None = None,
-    ) -> None:
-        from training.data import load_dataset  # noqa: PLC0415 - optional heavy dependency
-
-        records = load_dataset(root, split="val", categories=categories)
-        self._by_word: dict[str, list[Drawing]] = {}
-        for record in sorted(records, key=lambda r: r.key_id):
-            if recognized_only and not record.recognized:
-                continue
-            self._by_word.setdefault(record.word, []).append(record.strokes)
-
-    def keys(self) -> Collection[str]:
-        return self._by_word.keys()
-
-    def drawings(self, key: str) -> list[Drawing]:
-        return list(self._by_word.get(key, []))
-
-
 class CombinedSource:
-    """First source that has drawings of a word wins (e.g. validation data, then shipped lines)."""
+    """First source that has drawings of a word wins (e.g. the drawing pack, then shipped lines)."""
 
     def __init__(self, *sources: DrawingSource) -> None:
         self.sources = sources
@@ -118,17 +102,20 @@ class CombinedSource:
         return []
 
 
-def default_source(root: Path | str | None = None, categories: Collection[str] | None = None):
-    """Validation drawings when a Quick, Draw! folder is found (falling back to the shipped lines
-    for words it lacks), else the shipped line drawings alone."""
+def default_source(pack: Path | None = None) -> DrawingSource:
+    """The AI drawer's drawings: the shipped pack of validation-split Quick, Draw! drawings
+    (`games.ai.pack.DrawingPack`, or the pack file at `pack`), falling back to the hand-made
+    line drawings for words the pack lacks; the line drawings alone when no pack can be read."""
     shipped = ShippedLineDrawings()
     try:
-        from training.data import DataError  # noqa: PLC0415
+        from games.ai.pack import DrawingPack, DrawingPackError  # noqa: PLC0415 - optional module
     except ImportError:
         return shipped
     try:
-        return CombinedSource(ValidationDrawings(root, categories=categories), shipped)
-    except DataError:
+        return CombinedSource(DrawingPack.load(pack), shipped)
+    except DrawingPackError:
+        if pack is not None:
+            raise
         return shipped
 
 
@@ -167,7 +154,7 @@ class TimedStroke:
         return [xs, ys, ts]
 
 
-def pace(drawing: Drawing, level: DrawerLevel, start: float) -> list[TimedStroke]:
+def pace(drawing: Drawing, level: StrokePace, start: float) -> list[TimedStroke]:
     """Timestamps for each stroke: ``start_s`` to think, then each stroke at ``speed`` canvas
     units per second, with ``pause_s`` between strokes."""
     out: list[TimedStroke] = []
@@ -183,12 +170,21 @@ def pace(drawing: Drawing, level: DrawerLevel, start: float) -> list[TimedStroke
 
 @dataclass
 class AIDrawer:
-    """Draws words from a `DrawingSource` at the pace of a `DrawerLevel`."""
+    """Draws words from a `DrawingSource` at the pace of a `DrawerLevel`.
+
+    `used` remembers, per word, the drawings already drawn (share one dict between the AI players
+    of a game): each meeting with a word takes a drawing not used yet, and once all were used, a
+    varied copy of one (`games.ai.pack.vary`) when available. Kontour drawings are cut to
+    `max_lines` straight lines by the injected `straight_lines` (see `games.ai.lines`).
+    """
 
     level: DrawerLevel
     rng: random.Random
     source: DrawingSource
     related: Related = no_relations
+    straight_lines: StraightLines | None = None
+    max_lines: int = 15
+    used: dict[str, set[int]] = field(default_factory=dict)
 
     def can_draw(self, key: str) -> bool:
         """Whether the source has a drawing of `key`."""
@@ -204,19 +200,30 @@ class AIDrawer:
         return "blue"
 
     def pick(self, key: str) -> Drawing:
-        """One drawing of `key`, chosen with the rng; `DrawerError` if there is none."""
+        """One drawing of `key` not drawn yet in this game (see the class doc); `DrawerError`
+        if there is none."""
         found = self.source.drawings(key)
         if not found:
             raise DrawerError(f"no drawing of '{key}' to draw")
-        return found[self.rng.randrange(len(found))]
+        used = self.used.setdefault(key, set())
+        fresh = [i for i in range(len(found)) if i not in used]
+        if fresh:
+            index = fresh[self.rng.randrange(len(fresh))]
+            used.add(index)
+            return found[index]
+        drawing = found[self.rng.randrange(len(found))]
+        return _vary(drawing, self.rng)
 
     def plan(self, key: str, start: float, kontour: bool = False) -> list[TimedStroke]:
-        """The strokes to draw for `key` from time `start`; Kontour: <= 15 straight lines."""
+        """The strokes to draw for `key` from time `start`; Kontour: <= `max_lines` straight lines."""
         drawing = fit_canvas(self.pick(key))
         if kontour:
-            lines = to_kontour_lines(drawing, KONTOUR_MAX_LINES)
+            if self.straight_lines is None:
+                raise DrawerError("a Kontour drawer needs a straight_lines implementation")
+            lines = to_kontour_lines(drawing, self.max_lines, self.straight_lines)
             drawing = [s for s in lines if math.dist(*zip(s[0], s[1], strict=True)) >= MIN_LINE]
-        return pace(drawing, self.level, start)
+            return pace(drawing, self.level.kontour, start)
+        return pace(drawing, self.level.pictomania, start)
 
     def gesture(self, guess_key: str | None, word: str) -> str | None:
         """Kontour drawer's reaction to a wrong guess: « proche » when related to the word,
@@ -224,6 +231,14 @@ class AIDrawer:
         if guess_key is None or guess_key == word or self.rng.random() >= self.level.gesture_rate:
             return None
         return "proche" if guess_key in self.related(word) else "hors_sujet"
+
+
+def _vary(drawing: Drawing, rng: random.Random) -> Drawing:
+    try:
+        from games.ai.pack import vary  # noqa: PLC0415 - optional module
+    except ImportError:
+        return drawing
+    return vary(drawing, rng)
 
 
 def drawing_of(strokes: Sequence[TimedStroke], until: float | None = None) -> list[Any]:

@@ -49,14 +49,24 @@ class PictomaniaGuesserLevel(_Frozen):
     min_ev: float
 
 
-class DrawerLevel(_Frozen):
-    """How fast the AI drawer draws and how it picks and reacts in Kontour."""
+class StrokePace(_Frozen):
+    """How fast a drawing is drawn: thinking time, speed along a stroke, pause between strokes."""
 
-    speed: float = Field(gt=0)
-    pause_s: float = Field(ge=0)
-    start_s: float = Field(ge=0)
+    speed: float = Field(gt=0)  # canvas units (0-255) per second along a stroke
+    pause_s: float = Field(ge=0)  # between two strokes
+    start_s: float = Field(ge=0)  # before the first stroke
+
+
+class DrawerLevel(_Frozen):
+    """How the AI drawer paces its drawings and how it picks and reacts in Kontour."""
+
+    kontour: StrokePace
+    pictomania: StrokePace
     orange_rate: float = Field(ge=0, le=1)
     gesture_rate: float = Field(ge=0, le=1)
+    card_s: float = Field(default=0.0, ge=0)  # Kontour: before taking the card
+    choose_s: float = Field(default=0.0, ge=0)  # Kontour: reading the card, choosing the word
+    gesture_s: float = Field(default=0.0, ge=0)  # Kontour: reacting to a wrong guess
 
 
 class AILevel(_Frozen):

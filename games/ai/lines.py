@@ -1,41 +1,35 @@
-"""Turn any drawing into at most 15 straight lines (Kontour's rule), by pure geometry.
+"""Turn any drawing into at most `max_lines` straight lines (Kontour's rule).
 
-`to_kontour_lines` is the Quick, Draw! list-format front end of `model.strokes.straight_lines`, the
-one implementation shared with training's Kontour-style augmentation: Ramer-Douglas-Peucker with a
-growing epsilon until the whole drawing has at most `max_lines` segments, else the longest segments
-in drawing order. Each output stroke is a 2-point stroke ``[[x0, x1], [y0, y1]]`` (``[t0, t1]``
-kept when the input has times).
+`to_kontour_lines` is the Quick, Draw! list-format front end of a `StraightLines` implementation
+that the caller injects: the service and `griffon simulate` pass `model.strokes.straight_lines`,
+the one implementation shared with training's Kontour-style augmentation (Ramer-Douglas-Peucker
+with a growing epsilon until the whole drawing has at most `max_lines` segments, else the longest
+segments in drawing order). `games/` never imports `model/`. Each output stroke is a 2-point
+stroke ``[[x0, x1], [y0, y1]]`` (``[t0, t1]`` kept when the input has times). The limit itself is
+the rules' ``max_strokes`` (``games/data/kontour.yaml``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from model import strokes
-
-KONTOUR_MAX_LINES = 15
+StraightLines = Callable[[Sequence[np.ndarray], int], list[np.ndarray]]
+"""``straight_lines(strokes, max_lines)``: arrays of points (rows ``x, y[, t]``) -> at most
+`max_lines` 2-row segments; raises ``ValueError`` for a drawing without extent."""
 
 
 class LineError(ValueError):
     """A drawing that cannot be turned into lines (malformed, or no extent at all)."""
 
 
-def rdp(points: Sequence[tuple[float, ...]], epsilon: float) -> list[tuple[float, ...]]:
-    """Ramer-Douglas-Peucker: the points of a polyline kept at tolerance `epsilon` (x, y first)."""
-    if len(points) < 3:
-        return list(points)
-    kept = strokes.rdp(np.asarray(points, dtype=np.float64), epsilon)
-    return [tuple(float(v) for v in row) for row in kept]
-
-
 def _points(drawing: Any) -> list[list[tuple[float, ...]]]:
     if not isinstance(drawing, Sequence) or isinstance(drawing, (str, bytes)) or not drawing:
         raise LineError("a drawing must be a non-empty list of strokes")
-    strokes = []
+    out = []
     for index, stroke in enumerate(drawing):
         if not isinstance(stroke, Sequence) or len(stroke) not in (2, 3):
             raise LineError(f"stroke {index} must be [[x...], [y...]] or [[x...], [y...], [t...]]")
@@ -48,16 +42,16 @@ def _points(drawing: Any) -> list[list[tuple[float, ...]]]:
             raise LineError(f"stroke {index}: coordinates must be numbers") from error
         if not all(math.isfinite(v) for p in pts for v in p):
             raise LineError(f"stroke {index}: coordinates must be finite")
-        strokes.append(pts)
-    return strokes
+        out.append(pts)
+    return out
 
 
-def to_kontour_lines(drawing: Any, max_lines: int = KONTOUR_MAX_LINES) -> list[list[list[float]]]:
+def to_kontour_lines(drawing: Any, max_lines: int, straight_lines: StraightLines) -> list[list[list[float]]]:
     """At most `max_lines` straight 2-point strokes that approximate `drawing` (see module doc)."""
     arrays = [np.asarray(pts, dtype=np.float64) for pts in _points(drawing)]
     try:
-        segments = strokes.straight_lines(arrays, max_lines)
-    except strokes.DrawingError as error:
+        segments = straight_lines(arrays, max_lines)
+    except ValueError as error:
         raise LineError(str(error)) from error
     return [segment.T.tolist() for segment in segments]
 

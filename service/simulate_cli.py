@@ -1,4 +1,9 @@
-"""Command-line commands of this package (registered on the root `griffon` app)."""
+"""`griffon simulate`: AI-vs-AI games with the real recognizer (registered on the root `griffon` app).
+
+This is a composition root: it loads the model (`model/`), the vocabulary adapter (`games.words`)
+and the drawing pack, and hands them to the pure simulator (`games.simulate`), which imports
+neither `model/` nor `training/`.
+"""
 
 from __future__ import annotations
 
@@ -15,57 +20,6 @@ class GameName(StrEnum):
     pictomania = "pictomania"
 
 
-class _Vocab:
-    """What the simulation borrows from `vocab` when it is installed (else plain fallbacks)."""
-
-    def __init__(self) -> None:
-        from games.ai.base import identity_french, no_relations, relations_from_groups
-
-        self.to_french, self.related, self.judge = identity_french, no_relations, None
-        self.drawable: set[str] | None = None
-        self.kontour: list[Any] = []
-        self.pictomania: list[Any] = []
-        try:
-            import vocab
-
-            vocabulary = vocab.load_vocabulary()
-            sides = [side for card in vocab.pictomania_deck() for side in card.sides]
-            kontour = vocab.kontour_deck()
-        except (ImportError, AttributeError, ValueError, KeyError, TypeError):
-            return
-        from games.kontour import KontourCard, WordPair
-        from games.pictomania import PictoCard
-
-        self.to_french = vocabulary.french
-        self.drawable = {w.category for w in vocabulary.drawable()}
-        self.related = relations_from_groups(side.words for side in sides)
-        self.judge = lambda key, text: vocab.match(key, text).accepted
-        self.kontour = [
-            KontourCard(
-                top=WordPair(blue=c.top.blue, orange=c.top.orange),
-                bottom=WordPair(blue=c.bottom.blue, orange=c.bottom.orange),
-            )
-            for c in kontour
-        ]
-        self.pictomania = [PictoCard(level=side.level, words=side.words) for side in sides]
-
-    def kontour_deck(self, drawable: set[str]) -> list[Any] | None:
-        """The real Kontour deck, keeping cards whose both halves have a drawable word (None:
-        fewer than 10 such cards, use a synthetic deck)."""
-        cards = [
-            c
-            for c in self.kontour
-            if all(h.blue in drawable or h.orange in drawable for h in (c.top, c.bottom))
-        ]
-        return cards if len(cards) >= 10 else None
-
-    def pictomania_deck(self, drawable: set[str]) -> list[Any] | None:
-        """The real Pictomania deck when every word on it can be drawn (else None)."""
-        if self.pictomania and all(w in drawable for c in self.pictomania for w in c.words):
-            return self.pictomania
-        return None
-
-
 def simulate(
     game: Annotated[GameName, typer.Argument(help="kontour or pictomania")],
     games: Annotated[int, typer.Option("--games", "-n", min=1, help="number of games")] = 5,
@@ -74,8 +28,8 @@ def simulate(
         "normal"
     ),
     players: Annotated[int, typer.Option("--players", "-p", help="default 3 / 4")] = 0,
-    data: Annotated[
-        Path | None, typer.Option("--data", help="Quick, Draw! folder (validation drawings)")
+    pack: Annotated[
+        Path | None, typer.Option("--pack", help="drawing pack file (default: the shipped pack)")
     ] = None,
     lines_only: Annotated[
         bool, typer.Option("--lines-only", help="draw only the shipped line drawings")
@@ -87,11 +41,15 @@ def simulate(
         bool, typer.Option("--independent", help="Pictomania: no joint reasoning")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the full report as JSON")] = False,
+    distributions: Annotated[
+        bool, typer.Option("--distributions", help="also print the pacing quantiles")
+    ] = False,
 ) -> None:
     """Play AI-vs-AI games headless with the real recognizer and print how the AI does."""
-    from games.ai import ShippedLineDrawings, default_source, level_names, load_level
+    from games.ai import AIKit, ShippedLineDrawings, default_source, level_names, load_level
     from games.ai.levels import AILevelError
     from games.simulate import SimulationError, simulate_kontour, simulate_pictomania
+    from games.words import DeckSetupError, kontour_deck, load_game_words, pictomania_deck
 
     try:
         names = level_names() if level == "all" else [load_level(level).name]
@@ -99,40 +57,42 @@ def simulate(
         raise typer.BadParameter(str(error), param_hint="--level") from error
     try:
         from model import Guesser
+        from model.strokes import straight_lines
 
         guesser = Guesser.load(weights)
     except Exception as error:  # noqa: BLE001 - any load failure is reported the same way
         typer.echo(f"cannot load the recognizer: {error}", err=True)
         raise typer.Exit(2) from error
-    words = _Vocab()
-    if lines_only:
-        source = ShippedLineDrawings()
-    else:
-        if data is not None and not data.is_dir():
-            raise typer.BadParameter(f"{data} is not a folder", param_hint="--data")
-        source = default_source(data, categories=None)
-    allowed = set(guesser.labels)
-    if words.drawable is not None:
-        allowed &= words.drawable
-    source = _Restricted(source, allowed)  # words the model knows (and the vocabulary allows)
+    words = load_game_words()
+    if pack is not None and not pack.is_file():
+        raise typer.BadParameter(f"{pack} is not a file", param_hint="--pack")
+    source = ShippedLineDrawings() if lines_only else default_source(pack)
+    # words the model knows and the vocabulary allows drawing
+    source = _Restricted(source, set(guesser.labels) & words.drawable)
     drawable = {k for k in source.keys() if source.drawings(k)}
+    kit = AIKit(source, straight_lines, words.french, words.related, words.key_for)
     reports = []
     try:
         for name in names:
             lvl = load_level(name)
             if game is GameName.kontour:
+                from games.kontour import KontourConfig
+
+                cards, half = kontour_deck(words.kontour_cards, drawable, seed)
                 report = simulate_kontour(
-                    guesser, source, lvl, games=games, seed=seed, players=players or 3,
-                    deck=words.kontour_deck(drawable), to_french=words.to_french,
-                    related=words.related, judge=words.judge,
+                    guesser, kit, lvl, games=games, seed=seed, players=players or 3,
+                    deck=cards, config=KontourConfig.load(half=half), judge=words.judge,
                 )
             else:
+                from games.pictomania import PictomaniaConfig
+
+                deck, config = pictomania_deck(words.picto_cards, drawable, PictomaniaConfig.load(), seed)
                 report = simulate_pictomania(
-                    guesser, source, lvl, games=games, seed=seed, players=players or 4,
-                    deck=words.pictomania_deck(drawable), joint=not independent,
+                    guesser, kit, lvl, games=games, seed=seed, players=players or 4,
+                    deck=deck, config=config, joint=not independent,
                 )
             reports.append(report)
-    except SimulationError as error:
+    except (SimulationError, DeckSetupError) as error:
         typer.echo(f"simulation impossible: {error}", err=True)
         raise typer.Exit(2) from error
     if as_json:
@@ -140,6 +100,8 @@ def simulate(
         typer.echo(json.dumps(payload if len(payload) > 1 else payload[0], indent=2))
         return
     _print_table(game.value, [r.summary() for r in reports], seed)
+    if distributions:
+        typer.echo(json.dumps({r.level: r.distributions() for r in reports}, indent=2))
 
 
 class _Restricted:

@@ -1,0 +1,401 @@
+"""The one AI driver: what every AI player of a game does next, for `griffon simulate` and the service.
+
+A driver owns the AI players of one game (guessers, drawers, their plans) and decides, at a time
+`now` given by the caller, which moves they make. It is pure: no clock, no asyncio, randomness
+only from `random.Random`s seeded by the game's seed. The caller provides:
+
+- a `Table`: the game's current ``state`` and its one update path ``apply(move) -> events`` (the
+  service's `GameSession.apply`, which also broadcasts; the simulator's loop). Every event of the
+  game, whoever caused it, must come back through ``driver.on_events(state, events, now)``.
+- recognition: the driver never calls a model. It asks for it with `Look`s (``driver.looks()``:
+  "probabilities of these candidates for this drawing") and is fed the results with
+  ``driver.seen(look, probs, now)`` — at once in the simulator, after the service's batched
+  inference in the service. Results that arrive after a newer look of the same drawing, or after
+  the turn / round ended, are dropped.
+
+The loop of a caller: every tick, ``driver.step(table, now)``, then answer ``driver.looks()``.
+Pacing (reading, typing, drawing, betting times) comes from the AI level (`games/data/ai_levels.yaml`);
+docs/AI_PLAYERS.md states the model and its measured figures.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from games.ai.base import Drawing, Related, ToFrench, identity_french, no_relations
+from games.ai.drawer import AIDrawer, DrawingSource, TimedStroke
+from games.ai.kontour_guesser import KontourGuesser
+from games.ai.levels import AILevel
+from games.ai.lines import StraightLines
+from games.ai.pictomania_guesser import OpponentState, PictomaniaGuesser
+from games.core import Event, Move, RuleError, Tick
+from games.kontour import ChooseWord, DrawCard, Gesture, Guess, KontourRules, KontourState
+from games.kontour import Stroke as KontourStroke
+from games.pictomania import Done, NextRound, PictomaniaRules, PictomaniaState, PictoStroke, PlaceGuess
+
+CANVAS = 255.0
+
+
+class Table(Protocol):
+    """Where a driver plays: the game's state and its one update path."""
+
+    @property
+    def state(self) -> Any: ...
+
+    def apply(self, move: Move) -> list[Event]: ...
+
+
+def _key_itself(text: str | None) -> str | None:
+    return text or None
+
+
+@dataclass(frozen=True)
+class AIKit:
+    """What the AI players borrow from outside `games/`, injected by the caller: drawings to draw,
+    the straight-line cutter for Kontour (``model.strokes.straight_lines``), French words, related
+    words, and the reverse look-up from a said word to its category key."""
+
+    drawings: DrawingSource
+    straight_lines: StraightLines | None = None
+    to_french: ToFrench = identity_french
+    related: Related = no_relations
+    key_for: Callable[[str | None], str | None] = _key_itself
+
+
+@dataclass(frozen=True)
+class Look:
+    """A recognition the driver needs: the probabilities of `candidates` for `drawing` (`subject`'s).
+    `ticket` = (turn or round number, sequence number of that drawing's looks)."""
+
+    subject: str
+    drawing: Drawing
+    candidates: tuple[str, ...]
+    ticket: tuple[int, int]
+
+
+def seeded(seed: int | str, *purpose: object) -> random.Random:
+    """A private generator for one AI decision stream of a game."""
+    return random.Random(":".join(str(p) for p in (seed, *purpose)))
+
+
+def centered(plan: list[TimedStroke], size: float = CANVAS) -> list[TimedStroke]:
+    """The planned strokes moved to the middle of the canvas (drawings come top-left aligned)."""
+    points = [p for s in plan for p in s.points]
+    if not points:
+        return plan
+    dx = (size - max(p[0] for p in points) - min(p[0] for p in points)) / 2
+    dy = (size - max(p[1] for p in points) - min(p[1] for p in points)) / 2
+    return [TimedStroke(s.start, s.end, tuple((x + dx, y + dy) for x, y in s.points)) for s in plan]
+
+
+def _as_strokes(polylines: Sequence[Sequence[tuple[float, float]]]) -> Drawing:
+    return [[[p[0] for p in line], [p[1] for p in line]] for line in polylines if line]
+
+
+# ------------------------------------------------------------------------------------------------
+# Kontour
+
+
+class KontourDriver:
+    """The AI players of a Kontour game: the AI drawer's turns (card, word, strokes, gestures) and
+    the AI guessers of every turn. Humans are the players not in `ais`."""
+
+    def __init__(
+        self,
+        rules: KontourRules,
+        ais: Sequence[str],
+        level: AILevel,
+        kit: AIKit,
+        seed: int | str,
+        candidates: Sequence[str],
+        between_turns_s: float = 3.0,
+        card_s: float | None = None,
+    ) -> None:
+        self.rules, self.ais, self.level, self.kit = rules, list(ais), level, kit
+        self.candidates = tuple(candidates)
+        self.between_turns_s = between_turns_s
+        self.card_s = level.drawer.card_s if card_s is None else card_s
+        self.guessers = {
+            p: KontourGuesser(
+                level=level.kontour_guesser,
+                rng=seeded(seed, p, "guess"),
+                to_french=kit.to_french,
+                related=kit.related,
+                turn_length=rules.config.timer_s,
+            )
+            for p in self.ais
+        }
+        used: dict[str, set[int]] = {}  # drawings met this game, shared by every AI drawer
+        self.drawers = {
+            p: AIDrawer(level.drawer, seeded(seed, p, "draw"), kit.drawings, kit.related,
+                        kit.straight_lines, rules.config.max_strokes, used)
+            for p in [*self.ais, rules.config.neutral_drawer]
+        }
+        self.active: list[str] = []  # AI guessers of the current turn
+        self.plan: list[TimedStroke] = []
+        self.planned = 0
+        self.wait_until: float | None = None  # when the AI drawer acts next (draw / choose)
+        self.gestures: list[tuple[float, str, str]] = []  # (at, kind, about) by the AI drawer
+        self.turn_number = 0
+        self.seq = 0  # looks asked this turn
+        self.pending: list[Look] = []
+
+    # -- decisions -------------------------------------------------------------------------------
+    def step(self, table: Table, now: float) -> None:
+        """Make every AI move due at `now` through `table.apply`."""
+        st: KontourState = table.state
+        if st.phase == "game_over":
+            return
+        if st.turn is not None and self.rules.turn_over(st, now):
+            table.apply(Tick())
+            return
+        drawer = st.turn.drawer if st.turn is not None else st.drawer
+        if drawer not in self.drawers:  # a person draws
+            if st.phase == "drawing":
+                self._guess(table, now)
+            return
+        pacing = self.level.drawer
+        if self.wait_until is None:
+            self.wait_until = now + self.card_s
+        if st.phase == "draw" and now >= self.wait_until:
+            self.wait_until = now + pacing.choose_s
+            table.apply(DrawCard(player=drawer))
+        elif st.phase == "choose" and now >= self.wait_until:
+            card = st.turn.card
+            ai = self.drawers[drawer]
+            table.apply(ChooseWord(player=drawer, color=ai.choose_color(card.blue, card.orange)))
+            word = table.state.turn.word
+            self.plan = centered(ai.plan(word, now, kontour=True)) if ai.can_draw(word) else []
+            self.planned = 0
+        elif st.phase == "drawing":
+            self._draw(table, drawer, now)
+            self._guess(table, now)
+
+    def _draw(self, table: Table, drawer: str, now: float) -> None:
+        while self.planned < len(self.plan) and self.plan[self.planned].end <= now:
+            stroke = self.plan[self.planned]
+            self.planned += 1
+            if table.state.turn.strokes < self.rules.config.max_strokes:
+                try:
+                    table.apply(KontourStroke(player=drawer, points=stroke.points))
+                except RuleError:  # a line the engine refuses (too short once snapped...): skip it
+                    continue
+        while self.gestures and self.gestures[0][0] <= now:
+            _, kind, about = self.gestures.pop(0)
+            table.apply(Gesture(player=drawer, gesture=kind, about=about))
+
+    def _guess(self, table: Table, now: float) -> None:
+        for p in self.active:
+            turn = table.state.turn
+            if turn is None or table.state.phase != "drawing":
+                return
+            if p in turn.finders:
+                continue
+            say = self.guessers[p].decide(now)
+            if say is not None:
+                table.apply(Guess(player=p, text=say.word))
+
+    # -- what happened ---------------------------------------------------------------------------
+    def on_events(self, state: KontourState, events: Sequence[Event], now: float) -> None:
+        """Every event of the game (the state is the one after them)."""
+        for e in events:
+            if e.kind == "turn_started":
+                tied = state.tied
+                self.active = [p for p in self.ais if p != e.drawer and (not tied or p in tied)]
+                for p in self.active:
+                    self.guessers[p].new_turn(now, self.candidates)
+                self.plan, self.planned, self.gestures = [], 0, []
+                self.turn_number, self.seq = e.number, 0
+            elif e.kind == "stroke_added" and self.active and state.turn is not None:
+                drawing = [[[s.x0, s.x1], [s.y0, s.y1]] for s in state.turn.segments]
+                self.seq += 1
+                self.pending = [
+                    Look(e.drawer, drawing, self.candidates, (self.turn_number, self.seq))
+                ]
+            elif e.kind == "guess_made" and not e.accepted:
+                self._heard(state, e.player, e.text, now)
+            elif e.kind == "gesture_made":
+                key = self.kit.key_for(e.about)
+                if key is not None:
+                    for p in self.active:
+                        self.guessers[p].gesture(e.gesture, key)
+            elif e.kind == "turn_ended":
+                self.active, self.plan, self.gestures, self.pending = [], [], [], []
+                self.wait_until = now + self.between_turns_s + self.card_s
+
+    def _heard(self, state: KontourState, speaker: str, text: str, now: float) -> None:
+        key = self.kit.key_for(text)
+        if key is not None:
+            for p in self.active:
+                if p != speaker:
+                    self.guessers[p].heard(key)
+        turn = state.turn
+        if turn is None or turn.word is None or turn.drawer not in self.drawers:
+            return
+        kind = self.drawers[turn.drawer].gesture(key, turn.word)
+        if kind is not None:
+            self.gestures.append((now + self.level.drawer.gesture_s, kind, text))
+
+    # -- recognition -----------------------------------------------------------------------------
+    def looks(self) -> list[Look]:
+        """The recognitions needed now (each asked once)."""
+        out, self.pending = self.pending, []
+        return out
+
+    def seen(self, look: Look, probs: dict[str, float] | None, now: float) -> None:
+        """The probabilities for `look` (None: the drawing could not be read); stale ones are dropped."""
+        if probs is None or look.ticket != (self.turn_number, self.seq):
+            return
+        for p in self.active:
+            self.guessers[p].observe(probs, now)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pictomania
+
+
+class PictomaniaDriver:
+    """The AI players of a Pictomania game: each draws its word and bets on the others' drawings.
+
+    A person's drawing counts as finished `human_done_after_s` after their last stroke (or when
+    they take a token). With `next_round_s` set (the simulator), the first AI starts the next
+    round that long after a round is scored; the service leaves that to the person."""
+
+    def __init__(
+        self,
+        rules: PictomaniaRules,
+        ais: Sequence[str],
+        level: AILevel,
+        kit: AIKit,
+        seed: int | str,
+        state: PictomaniaState,
+        labels: frozenset[str] | None = None,
+        human_done_after_s: float = 6.0,
+        next_round_s: float | None = None,
+        joint: bool = True,
+    ) -> None:
+        self.rules, self.ais, self.level, self.kit, self.seed = rules, list(ais), level, kit, seed
+        self.labels, self.joint = labels, joint
+        self.human_done_after_s, self.next_round_s = human_done_after_s, next_round_s
+        self.used: dict[str, set[int]] = {}  # drawings met this game, shared by every AI drawer
+        self.plans: dict[str, list[TimedStroke]] = {}
+        self.drawn: dict[str, int] = {}
+        self.brains: dict[str, PictomaniaGuesser] = {}
+        self.last_stroke: dict[str, float] = {}
+        self.seq: dict[str, int] = {}
+        self.pending: dict[str, Look] = {}
+        self.candidates: tuple[str, ...] = ()
+        self.round_number = 0
+        self.scored_at: float | None = None
+        self._new_round(state, state.round.started_at)
+
+    def _new_round(self, state: PictomaniaState, now: float) -> None:
+        rnd, players = state.round, state.players
+        table = [list(card.words) for card in rnd.cards]
+        words = {w for card in table for w in card}
+        self.candidates = tuple(sorted(words & self.labels if self.labels is not None else words))
+        tokens = self.rules.config.tokens(len(players))
+        self.round_number, self.scored_at = rnd.number, None
+        self.last_stroke, self.seq, self.pending = {}, {}, {}
+        for p in self.ais:
+            key = rnd.word(p)
+            drawer = AIDrawer(self.level.drawer, seeded(self.seed, p, "draw", rnd.number),
+                              self.kit.drawings, used=self.used)
+            self.plans[p] = centered(drawer.plan(key, now)) if key and drawer.can_draw(key) else []
+            self.drawn[p] = 0
+            secret = rnd.secrets[p]
+            self.brains[p] = PictomaniaGuesser(
+                level=self.level.pictomania_guesser,
+                rng=seeded(self.seed, p, "guess", rnd.number),
+                cards=table,
+                my_symbol=secret.symbol,
+                my_number=secret.number,
+                opponents=[o for o in players if o != p],
+                tokens=tokens,
+                joint=self.joint,
+            )
+
+    # -- decisions -------------------------------------------------------------------------------
+    def step(self, table: Table, now: float) -> None:
+        """Make every AI move due at `now` through `table.apply`."""
+        st: PictomaniaState = table.state
+        if st.phase == "scored" and self.next_round_s is not None and self.ais:
+            if self.scored_at is not None and now >= self.scored_at + self.next_round_s:
+                table.apply(NextRound(player=self.ais[0]))
+            return
+        if st.phase != "playing":
+            return
+        if now >= st.round.deadline:
+            table.apply(Tick())
+            return
+        for p in self.ais:
+            self._draw(table, p, now)
+        for p in self.ais:
+            st = table.state
+            if st.phase != "playing" or p in st.round.done:
+                continue
+            states = self._opponents(st, p, now)
+            commit = self.brains[p].decide(now, states)
+            if commit is not None:
+                table.apply(PlaceGuess(player=p, target=commit.opponent, number=commit.number))
+            own_done = self.drawn[p] >= len(self.plans[p])
+            if own_done and table.state.phase == "playing" and self.brains[p].finished(now, states):
+                table.apply(Done(player=p))
+
+    def _draw(self, table: Table, p: str, now: float) -> None:
+        plan = self.plans[p]
+        while self.drawn[p] < len(plan) and plan[self.drawn[p]].end <= now:
+            if p not in table.state.round.done:
+                table.apply(PictoStroke(player=p, points=plan[self.drawn[p]].points))
+            self.drawn[p] += 1
+
+    def drawing_done(self, state: PictomaniaState, p: str, now: float) -> bool:
+        """Whether `p` has stopped drawing (as the AI players see it)."""
+        if p in state.round.done:
+            return True
+        if p in self.plans:
+            return self.drawn[p] >= len(self.plans[p])
+        last = self.last_stroke.get(p)
+        return last is not None and now - last >= self.human_done_after_s
+
+    def _opponents(self, state: PictomaniaState, p: str, now: float) -> dict[str, OpponentState]:
+        rnd = state.round
+        return {
+            o: OpponentState(stack=len(rnd.stacks[o]), drawing_done=self.drawing_done(state, o, now))
+            for o in state.players
+            if o != p
+        }
+
+    # -- what happened ---------------------------------------------------------------------------
+    def on_events(self, state: PictomaniaState, events: Sequence[Event], now: float) -> None:
+        """Every event of the game (the state is the one after them)."""
+        for e in events:
+            if e.kind == "round_started" and e.number != self.round_number:
+                self._new_round(state, now)
+            elif e.kind == "stroke_drawn" and state.phase == "playing":
+                self.last_stroke[e.player] = now
+                self.seq[e.player] = self.seq.get(e.player, 0) + 1
+                drawing = _as_strokes(state.round.drawings[e.player])
+                ticket = (self.round_number, self.seq[e.player])
+                self.pending[e.player] = Look(e.player, drawing, self.candidates, ticket)
+            elif e.kind == "round_ended":
+                self.scored_at, self.pending = now, {}
+
+    # -- recognition -----------------------------------------------------------------------------
+    def looks(self) -> list[Look]:
+        """The recognitions needed now: the latest drawing of each player who drew since."""
+        out = list(self.pending.values())
+        self.pending = {}
+        return out
+
+    def seen(self, look: Look, probs: dict[str, float] | None, now: float) -> None:
+        """The probabilities for `look` (None: unreadable); stale ones are dropped."""
+        number, seq = look.ticket
+        if probs is None or number != self.round_number or seq < self.seq.get(look.subject, 0):
+            return
+        for ai in self.ais:
+            if ai != look.subject:
+                self.brains[ai].observe(look.subject, probs, now)
