@@ -368,9 +368,14 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
         for r, level in enumerate(cfg.levels_per_round, start=1):
             of_level = [c for c in deck if c.level == level]
             fresh = [c for c in of_level if c.id not in used]
+            shown = [c for c in of_level if c.id in used]
+            rng(seed, "reuse", r).shuffle(shown)
             sides = None
-            for pool in (fresh, of_level):
+            for extra in range(len(shown) + 1):  # as few already-shown cards as possible
+                if len(fresh) + extra < cfg.cards_per_round:
+                    continue
                 try:
+                    pool = fresh + shown[:extra]
                     sides = deal_table(level, rng(seed, "table", r), n=cfg.cards_per_round, cards=pool)
                     break
                 except DeckError:
