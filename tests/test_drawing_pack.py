@@ -25,7 +25,7 @@ from games.ai.pack import (
     vary,
 )
 from tests.conftest import FIXTURE_WORDS, REPO, write_fixture_folder
-from training.data import load_dataset
+from training.data import assign_splits, load_dataset
 from training.pack import DEFAULT_PER_WORD, build_pack, deck_words
 
 SHARED_DATA = REPO.parent / "shared" / "data" / "quickdraw"
@@ -77,9 +77,12 @@ def test_shipped_pack_is_in_the_simplified_form() -> None:
 
 @pytest.mark.skipif(not (SHARED_DATA / "full").is_dir(), reason="the shared Quick, Draw! folder is absent")
 def test_shipped_pack_holds_only_validation_drawings() -> None:
-    validation = {r.key_id: r.word for r in load_dataset(SHARED_DATA, split="val")}
-    training = {r.key_id for r in load_dataset(SHARED_DATA, split="train")}
     drawings = read_pack(PACK_FILE)
+    # the split is per category, so reading the pack's categories alone gives the same split
+    records = load_dataset(SHARED_DATA, split="all", categories={d.word for d in drawings})
+    split = assign_splits(records)
+    validation = {r.key_id: r.word for r in records if split[r.key_id] == "val"}
+    training = {r.key_id for r in records if split[r.key_id] == "train"}
     assert not {d.key_id for d in drawings} & training
     assert all(validation.get(d.key_id) == d.word for d in drawings)
     available = Counter(word for word in validation.values() if word in set(deck_words()))
