@@ -132,6 +132,25 @@ def test_hopeless_guess_is_never_committed_and_the_ai_can_finish() -> None:
     assert not ai.finished(1.0, {"ana": OpponentState(drawing_done=False)})
 
 
+def test_an_ai_whose_number_for_a_drawing_is_spent_still_finishes() -> None:
+    """Regression: the AI bet 4 on bob (wrong), then ana's drawing clearly shows number 4. Its
+    "finish?" check used to look at 4 (spent) and its "bet?" check did not: it never ended and the
+    round ran out its timer. Now it bets a remaining plausible number or takes its token."""
+    ai = make()
+    ai.observe("bob", probs_for({"w34": 0.95}), now=0.0)
+    first = ai.decide(0.5, {"bob": OpponentState(drawing_done=True), "ana": OpponentState()})
+    assert first is not None and (first.opponent, first.number) == ("bob", 4)
+    ai.observe("ana", probs_for({"w24": 0.97}), now=1.0)
+    done = {p: OpponentState(stack=1, drawing_done=True) for p in ("ana", "bob")}
+    for t in range(2, 20):
+        ai.decide(float(t), done)
+        if ai.finished(float(t), done):
+            break
+    else:
+        pytest.fail("the AI never finishes when its number for a drawing is spent")
+    assert 4 not in [n for o, n in ai.committed.items() if o == "ana"]
+
+
 def test_more_cards_ahead_make_waiting_costlier() -> None:
     ai = make()
     ev_now_empty, ev_wait_empty = ai.evaluate(0.7, OpponentState(stack=0))

@@ -207,22 +207,30 @@ class PictomaniaGuesser:
                 continue
             if all(t > now for t, _ in self._seen[opp]):
                 continue
-            row = marg[opp].copy()
-            for used in self.committed.values():  # one guessing card per number
-                row[used - 1] = -1.0
-            index = int(np.argmax(row))
-            ev_now, ev_wait = self.evaluate(float(row[index]), states.get(opp, OpponentState()))
+            index, prob = self.best_number(marg[opp])
+            ev_now, ev_wait = self.evaluate(prob, states.get(opp, OpponentState()))
             if ev_now >= ev_wait and ev_now >= self.level.min_ev:
                 if best is None or ev_now > best.ev_now:
-                    best = Commit(opp, index + 1, float(row[index]), ev_now, ev_wait)
+                    best = Commit(opp, index + 1, prob, ev_now, ev_wait)
         if best is not None:
             self.committed[best.opponent] = best.number
             self._last_commit_at = now
         return best
 
+    def best_number(self, marginal: np.ndarray) -> tuple[int, float]:
+        """(index 0-6, probability) of the most probable number this AI can still play: a number
+        already placed on another stack is gone (one guessing card per number)."""
+        row = marginal.copy()
+        for used in self.committed.values():
+            row[used - 1] = -1.0
+        index = int(np.argmax(row))
+        return index, max(0.0, float(row[index]))
+
     def finished(self, now: float, states: Mapping[str, OpponentState]) -> bool:
         """True when nothing is left to gain by waiting: every opponent is either guessed or has
-        stopped drawing with a guess not worth placing (the caller also checks its own drawing)."""
+        stopped drawing with no number left worth playing (the caller also checks its own
+        drawing). Judged on the numbers it can still play, as `decide` does: an AI whose number
+        for a drawing was spent on another stack is done with it, not stuck."""
         marg = self.marginals(now)
         for opp in self.opponents:
             if opp in self.committed:
@@ -232,7 +240,8 @@ class PictomaniaGuesser:
                 return False
             if any(t > now for t, _ in self._seen.get(opp, [])):
                 return False  # still "looking" at the last strokes
-            ev_now, _ = self.evaluate(float(marg[opp].max()), state)
+            _, prob = self.best_number(marg[opp])
+            ev_now, _ = self.evaluate(prob, state)
             if ev_now >= self.level.min_ev:
                 return False
         return True
