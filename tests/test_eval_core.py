@@ -13,15 +13,11 @@ from model.raster import RasterSpec, rasterize
 from model.strokes import simplify_drawing, validate_drawing
 from tests.conftest import shape
 from training.augment import first_fraction, kontour_style
-from training.evaluate import (
-    EvalError,
-    EvalSettings,
-    as_model,
-    evaluate,
-    load_eval_data,
-    prepare_chunk,
-    write_report,
-)
+from training.eval_data import load_eval_data
+from training.eval_models import as_model
+from training.eval_predict import prepare_chunk
+from training.eval_settings import EvalError, EvalSettings
+from training.evaluate import evaluate, write_report
 
 SPEC = RasterSpec(size=32, line_width=1.6, margin=2.0, channels=("ink",))
 WORDS = ["circle", "square", "ladder"]  # the fake models' class order

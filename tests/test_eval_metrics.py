@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from training.evaluate import _mcnemar_p
 from training.metrics import (
     calibration,
     confused_pairs,
     map_at_k,
+    mcnemar_p,
     per_class_counts,
     table_accuracies,
     table_accuracy,
@@ -97,7 +97,7 @@ def test_table_accuracy_helps_when_the_winner_is_left_out() -> None:
 
 
 def test_mcnemar() -> None:
-    assert _mcnemar_p(0, 0) is None
-    assert _mcnemar_p(5, 5) == pytest.approx(math.erfc(math.sqrt(0.1 / 2)))
-    assert _mcnemar_p(0, 12) == pytest.approx(math.erfc(math.sqrt((11**2 / 12) / 2)))
-    assert _mcnemar_p(0, 12) < 0.01
+    assert mcnemar_p(0, 0) is None
+    assert mcnemar_p(5, 5) == pytest.approx(math.erfc(math.sqrt(0.1 / 2)))
+    assert mcnemar_p(0, 12) == pytest.approx(math.erfc(math.sqrt((11**2 / 12) / 2)))
+    assert mcnemar_p(0, 12) < 0.01

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -131,10 +132,20 @@ def test_load_rejects_tampered_or_mismatched_checkpoints(tiny_checkpoint: Path, 
 
 
 def test_train_help_lists_every_setting() -> None:
+    from dataclasses import fields
+
+    from training.augment import AugmentConfig
+    from training.train import TrainConfig
+
     command = [sys.executable, "-m", "training.train", "--help"]
     out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=True).stdout
-    for flag in ("--epochs", "--per-class", "--holdout", "--channels", "--bf16", "--preset", "--data"):
-        assert flag in out
+    listed = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", out))
+    settings = {f"--{item.name.replace('_', '-')}" for item in fields(TrainConfig)}
+    assert len(settings) == len(fields(TrainConfig)) > 30
+    assert settings | {"--preset", "--help"} == listed  # every setting has its flag, and nothing else
+    keys = " ".join(out.split())  # argparse wraps long help lines
+    for item in fields(AugmentConfig):  # the --augment JSON keys, with their defaults
+        assert f"{item.name}={item.default}" in keys
 
 
 def free_port() -> int:

@@ -111,3 +111,32 @@ def test_download_cli(bucket: str, tmp_path: Path) -> None:
         command[:6] + ["dragon"] + command[7:], capture_output=True, text=True, cwd=REPO, timeout=120
     )
     assert failed.returncode == 1 and "HTTP 404" in failed.stderr
+
+
+def test_download_lands_where_training_looks(
+    bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`griffon data download` then `griffon data prepare`, neither given --data nor $GRIFFON_DATA."""
+    import typer
+    from typer.testing import CliRunner
+
+    from training import data
+    from training.cli import register
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(data.DATA_ENV, raising=False)
+    monkeypatch.setattr(data, "SHARED_DATA", tmp_path / "no-shared-folder")
+    app = typer.Typer()
+    register(app)
+    got = CliRunner().invoke(app, ["data", "download", "--categories", "circle,square", "--base-url", bucket])
+    assert got.exit_code == 0, got.output
+    assert (tmp_path / "data" / "quickdraw" / "full" / "simplified" / "circle.ndjson").is_file()
+    prepared = CliRunner().invoke(app, ["data", "prepare", "--out", str(tmp_path / "prepared")])
+    assert prepared.exit_code == 0, prepared.output
+    assert " 48 drawings → " in prepared.output  # 24 circles + 24 squares, from ./data/quickdraw
+
+
+def test_an_unwritable_destination_is_a_clear_error(bucket: str, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(DownloadError, match="cannot write"):
+        download(["circle"], "simplified", tmp_path / "file", bucket, progress=False)

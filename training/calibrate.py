@@ -38,7 +38,13 @@ def fit_temperature(logits: torch.Tensor, labels: torch.Tensor, grid: np.ndarray
 def held_out_logits(
     model_path: Path, split: str, data: Path, cache: Path
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits and labels of ``split`` for a model whose training held that split out."""
+    """Logits and labels of ``split`` for a model whose training held that split out.
+
+    The probabilities come from the model's own :meth:`model.Guesser.probabilities_from_images` (so
+    flip test-time augmentation is included when the checkpoint uses it); since they are
+    ``softmax(logits / T)``, ``T · log p`` gives the logits back up to a per-row constant, which
+    changes no softmax.
+    """
     guesser = Guesser.load(model_path)
     held = guesser.metadata.get("training", {}).get("holdout")
     if held != split:
@@ -48,10 +54,15 @@ def held_out_logits(
         )
     prepared = prepare_cached(data, cache, guesser.labels)
     indices = prepared.indices(split)
-    images = rasterize_all([prepared.strokes(int(i)) for i in indices], guesser.spec)
-    with torch.inference_mode():
-        logits = guesser.network(torch.from_numpy(images)).float()
-    return logits, torch.from_numpy(prepared.labels[indices])
+    drawings = [prepared.strokes(int(i)) for i in indices]
+    probs = np.concatenate(
+        [
+            guesser.probabilities_from_images(rasterize_all(drawings[start : start + 256], guesser.spec))
+            for start in range(0, len(drawings), 256)
+        ]
+    )
+    logits = guesser.temperature * np.log(np.maximum(probs, np.finfo(np.float32).tiny))
+    return torch.from_numpy(logits).float(), torch.from_numpy(prepared.labels[indices])
 
 
 def set_temperature(path: Path, temperature: float, source: str) -> None:
@@ -73,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
         "--apply-to", type=Path, default=None, help="checkpoint to store it in (default --model)"
     )
     args = parser.parse_args(argv)
-    logits, labels = held_out_logits(args.model, args.split, args.data or default_data_root(), args.cache)
+    logits, labels = held_out_logits(args.model, args.split, default_data_root(args.data), args.cache)
     temperature = fit_temperature(logits, labels)
     before = calibration(torch.softmax(logits, 1).numpy(), labels.numpy())
     after = calibration(torch.softmax(logits / temperature, 1).numpy(), labels.numpy())

@@ -35,17 +35,15 @@ def train_command(ctx: typer.Context) -> None:
 def download_command(
     categories: str = typer.Option(..., help="comma-separated category names, e.g. cat,dog"),
     format: str = typer.Option("simplified", "--format", help="simplified | raw | binary | sketchrnn"),
-    data: Path = typer.Option(None, help="data folder (default: $GRIFFON_DATA or ./data/quickdraw)"),
+    data: Path = typer.Option(None, help="data folder (default: the configured one, else ./data/quickdraw)"),
     base_url: str = typer.Option(None, help="bucket address (default: Google's public bucket)"),
 ) -> None:
     """Download Quick, Draw! files into the data folder (resumable, with a progress bar)."""
-    import os
-
+    from training.data import download_root
     from training.download import BUCKET_URL, DownloadError, download
 
-    dest = data or Path(os.environ.get("GRIFFON_DATA", "data/quickdraw"))
     try:
-        paths = download(categories.split(","), format, dest, base_url or BUCKET_URL)
+        paths = download(categories.split(","), format, download_root(data), base_url or BUCKET_URL)
     except DownloadError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from error
@@ -63,7 +61,7 @@ def prepare_command(
     from training.prepare import prepare
 
     try:
-        prepared = prepare(data or default_data_root(), out)
+        prepared = prepare(default_data_root(data), out)
     except DataError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from error
@@ -87,15 +85,10 @@ def eval_command(
     """Evaluate a model (or compare two) on a Quick, Draw! folder; writes report.json and report.html."""
     from model import CheckpointError
     from training.data import DataError, default_data_root
-    from training.evaluate import (
-        EvalError,
-        EvalSettings,
-        default_workers,
-        evaluate,
-        load_eval_data,
-        load_model,
-        write_report,
-    )
+    from training.eval_data import load_eval_data
+    from training.eval_models import load_model
+    from training.eval_settings import EvalError, EvalSettings
+    from training.evaluate import default_workers, evaluate, write_report
 
     try:
         settings = EvalSettings(
@@ -111,7 +104,7 @@ def eval_command(
             if models[1].name == models[0].name:
                 models[0].name = models[0].info["name"] = f"A: {models[0].name}"
                 models[1].name = models[1].info["name"] = f"B: {models[1].name}"
-        dataset = load_eval_data(data or default_data_root(), split)
+        dataset = load_eval_data(default_data_root(data), split)
         result = evaluate(models, dataset, settings, progress=True, skip_unknown=skip_unknown)
         paths = write_report(result, out, html=html)
     except (CheckpointError, DataError, EvalError) as error:
@@ -121,7 +114,9 @@ def eval_command(
         head = entry["metrics"]["headline"]
         typer.echo(
             f"{entry['name']}: top-1 {head['top1']:.3f}  top-3 {head['top3']:.3f}  MAP@3 {head['map3']:.3f}  "
-            f"kontour {head['kontour_top1']:.3f}  ECE {head['ece']:.3f}  ({head['drawings']} drawings)"
+            f"kontour {head['kontour_top1']:.3f}  kontour deck {_fmt(head['kontour_deck_top1'])}  "
+            f"pictomania {_fmt(head['pictomania_top1'])}  ECE {head['ece']:.3f}  "
+            f"({head['drawings']} drawings)"
         )
     summary = result.report["data"]
     if summary["corrupt_records"] or summary["rejected_drawings"]:
@@ -131,3 +126,7 @@ def eval_command(
         )
     for path in paths.values():
         typer.echo(f"wrote {path}")
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"

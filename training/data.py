@@ -32,8 +32,9 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA_CANDIDATES = (REPO_ROOT.parent / "shared" / "data" / "quickdraw", REPO_ROOT / "data")
 DATA_ENV = "GRIFFON_DATA"
+LOCAL_DATA = Path("data", "quickdraw")  # relative to the current folder
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "quickdraw"  # beside the repository
 VALIDATION_FRACTION = 0.10
 MIN_VALIDATION_PER_CATEGORY = 3
 SPLITS = ("train", "val", "all")
@@ -49,7 +50,11 @@ class DataNotFound(DataError):
 
 @dataclass
 class DrawingRecord:
-    """One drawing: strokes as lists ``[[x...], [y...](, [t...])]`` plus the dataset's metadata."""
+    """One drawing: strokes as lists ``[[x...], [y...](, [t...])]`` plus the dataset's metadata.
+
+    ``source`` is the format folder (``raw``, ``simplified``, ``binary``, ``sketchrnn``); ``file`` the
+    file's path relative to the data folder when read by :func:`load_dataset`.
+    """
 
     key_id: str
     word: str
@@ -58,6 +63,19 @@ class DrawingRecord:
     countrycode: str = ""
     timestamp: str = ""
     source: str = ""
+    file: str = ""
+
+
+@dataclass
+class FileSummary:
+    """What :func:`load_dataset` found in one file."""
+
+    path: str  # relative to the data folder
+    format: str
+    word: str
+    records: int = 0
+    corrupt: int = 0
+    duplicates: int = 0  # records dropped because an earlier file had the same ``key_id``
 
 
 @dataclass
@@ -69,6 +87,7 @@ class ReadStats:
     corrupt: int = 0
     duplicates: int = 0
     corrupt_by_file: dict[str, int] = field(default_factory=dict)
+    per_file: list[FileSummary] = field(default_factory=list)
 
     def count_corrupt(self, path: Path) -> None:
         """Record one skipped record of ``path``."""
@@ -76,18 +95,40 @@ class ReadStats:
         self.corrupt_by_file[path.name] = self.corrupt_by_file.get(path.name, 0) + 1
 
 
-def default_data_root() -> Path:
-    """The configured Quick, Draw! folder: ``$GRIFFON_DATA``, else the shared folder when present."""
+def holds_quickdraw(folder: Path) -> bool:
+    """Whether ``folder`` has at least one of the official format folders (``full/…``, ``sketchrnn``)."""
+    return any((folder / sub).is_dir() for sub, _ in FORMAT_FOLDERS.values())
+
+
+def default_data_root(explicit: Path | str | None = None) -> Path:
+    """The one rule for the Quick, Draw! folder (download, train, eval, prepare, the games' drawings).
+
+    ``explicit`` (a ``--data`` option) when given, else ``$GRIFFON_DATA``, else ``./data/quickdraw``
+    (in the current folder) when it holds Quick, Draw! files, else ``../shared/data/quickdraw``
+    beside the repository when it does. Raises :class:`DataNotFound` when none applies.
+    """
+    if explicit:
+        return Path(explicit)
     configured = os.environ.get(DATA_ENV)
     if configured:
         return Path(configured)
-    for candidate in DEFAULT_DATA_CANDIDATES:
-        if (candidate / "full").is_dir() or (candidate / "sketchrnn").is_dir():
+    candidates = (LOCAL_DATA.absolute(), SHARED_DATA)
+    for candidate in candidates:
+        if holds_quickdraw(candidate):
             return candidate
     raise DataNotFound(
         f"no Quick, Draw! folder found; pass --data DIR or set {DATA_ENV} "
-        f"(looked in {', '.join(str(c) for c in DEFAULT_DATA_CANDIDATES)})"
+        f"(looked in {', '.join(str(c) for c in candidates)}; `griffon data download` fills the first)"
     )
+
+
+def download_root(explicit: Path | str | None = None) -> Path:
+    """Where downloads go: the folder :func:`default_data_root` finds, else ``./data/quickdraw`` (so the
+    next ``train`` or ``eval`` finds what was downloaded)."""
+    try:
+        return default_data_root(explicit)
+    except DataNotFound:
+        return LOCAL_DATA.absolute()
 
 
 def _open_text(path: Path) -> io.TextIOBase:
@@ -301,11 +342,13 @@ def load_dataset(
 ) -> list[DrawingRecord]:
     """Load every drawing under a Quick, Draw! folder, de-duplicated by ``key_id``, for one split.
 
-    ``categories`` restricts the words read; unknown words raise :class:`DataError`.
+    ``root`` defaults to :func:`default_data_root`. ``categories`` restricts the words read; unknown
+    words raise :class:`DataError`. ``stats`` receives the totals and a :class:`FileSummary` per file
+    (a drawing read twice counts as a duplicate of the later file). Records come in file order.
     """
     if split not in SPLITS:
-        raise DataError(f"unknown split {split!r}; use one of {SPLITS}")
-    root = Path(root) if root is not None else default_data_root()
+        raise DataError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+    root = default_data_root(root)
     stats = stats if stats is not None else ReadStats()
     files = data_files(root)
     if categories is not None:
@@ -316,11 +359,17 @@ def load_dataset(
         files = [entry for entry in files if entry[1] in wanted]
     records: dict[str, DrawingRecord] = {}
     for fmt, word, path in files:
+        summary = FileSummary(str(path.relative_to(root)), fmt, word)
+        before = (stats.records, stats.corrupt)
         for record in read_file(fmt, word, path, stats):
             if record.key_id in records:
-                stats.duplicates += 1
+                summary.duplicates += 1
                 continue
+            record.file = summary.path
             records[record.key_id] = record
+        summary.records, summary.corrupt = stats.records - before[0], stats.corrupt - before[1]
+        stats.duplicates += summary.duplicates
+        stats.per_file.append(summary)
     everything = list(records.values())
     if split == "all":
         return everything
@@ -330,7 +379,7 @@ def load_dataset(
 
 def read_categories(root: Path | str | None = None) -> list[str]:
     """The official category list (``categories.txt`` of the data folder, else the file names)."""
-    root = Path(root) if root is not None else default_data_root()
+    root = default_data_root(root)
     listing = root / "categories.txt"
     if listing.is_file():
         return [line.strip() for line in listing.read_text(encoding="utf-8").splitlines() if line.strip()]

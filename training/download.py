@@ -57,7 +57,10 @@ def download(
             if target.is_file():
                 written.append(target)
                 continue
-            _fetch(client, file_url(base_url, fmt, category), target, progress)
+            try:
+                _fetch(client, file_url(base_url, fmt, category), target, progress)
+            except OSError as error:
+                raise DownloadError(f"cannot write {target}: {error}") from error
             written.append(target)
     finally:
         if own_client:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -144,3 +145,39 @@ def calibration(probs: np.ndarray, labels: np.ndarray, bins: int = 10) -> dict:
             {"low": b / bins, "high": (b + 1) / bins, "count": count, "confidence": conf, "accuracy": acc}
         )
     return {"bins": rows, "ece": float(ece)}
+
+
+def mcnemar_p(only_a: int, only_b: int) -> float | None:
+    """Two-sided McNemar test (chi-square, continuity-corrected) p-value for paired right/wrong
+    outcomes: ``only_a`` drawings only model A got right, ``only_b`` only B; ``None`` without
+    disagreement."""
+    if only_a < 0 or only_b < 0:
+        raise ValueError("disagreement counts cannot be negative")
+    if only_a + only_b == 0:
+        return None
+    chi2 = (abs(only_a - only_b) - 1) ** 2 / (only_a + only_b)
+    return float(math.erfc(math.sqrt(chi2 / 2)))
+
+
+def restricted_topk(
+    probs: np.ndarray, labels: np.ndarray, candidates: np.ndarray, k: int = 1
+) -> float | None:
+    """Top-``k`` accuracy when the answer is restricted to the ``candidates`` class indices, over the
+    rows whose true class is a candidate (``None`` when there is none)."""
+    candidates = np.asarray(candidates, dtype=np.int64)
+    rows = np.isin(labels, candidates)
+    if not rows.any():
+        return None
+    position = {int(c): i for i, c in enumerate(candidates)}
+    sub_labels = np.array([position[int(label)] for label in labels[rows]])
+    return topk_accuracy(probs[rows][:, candidates], sub_labels, k)
+
+
+def per_row_table_top1(probs: np.ndarray, labels: np.ndarray, tables: Sequence[np.ndarray]) -> np.ndarray:
+    """Per row: whether the true class has the highest probability within that row's own table of
+    class indices (each table holds the true class)."""
+    hits = np.zeros(len(labels), dtype=bool)
+    for i, (row, label, table) in enumerate(zip(probs, labels, tables, strict=True)):
+        table = np.asarray(table, dtype=np.int64)
+        hits[i] = table[np.argmax(row[table])] == label
+    return hits

@@ -108,7 +108,7 @@ def refresh(model_path: Path, data: Path | None = None, cache: Path = Path("runs
     payload = torch.load(model_path, map_location="cpu", weights_only=True)
     known = set(TrainConfig.__dataclass_fields__)
     config = TrainConfig(**{k: v for k, v in payload["training"].items() if k in known})
-    prepared = prepare_cached(data or default_data_root(), cache, guesser.labels)
+    prepared = prepare_cached(default_data_root(data), cache, guesser.labels)
     held_out = prepared.indices(config.holdout)
     drawings = [prepared.strokes(int(i)) for i in held_out]
     metrics = headline_metrics(

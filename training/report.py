@@ -32,6 +32,9 @@ HEADLINE_LABELS = {
     "kontour_top1": "Kontour top-1",
     "kontour_top3": "Kontour top-3",
     "half_top1": "Half the strokes, top-1",
+    "kontour_deck_top1": "Kontour deck words, Kontour style, top-1",
+    "kontour_deck_top3": "Kontour deck words, Kontour style, top-3",
+    "pictomania_top1": "Pictomania table (6 cards × 7 related words), top-1",
     "ece": "Calibration error (ECE)",
     "mean_confidence": "Mean confidence",
     "mean_true_probability": "Mean probability of the answer",
@@ -246,7 +249,8 @@ def _headline(report: dict[str, Any]) -> str:
     heads = [m["metrics"]["headline"] for m in models]
     table_key = next(k for k in heads[0] if k.startswith("table") and k.endswith("_top1"))
     labels = {**HEADLINE_LABELS, table_key: f"Table of {table_key[5:-5]}, top-1"}
-    main_keys = ["top1", "top3", "map3", "kontour_top1", table_key, "ece"]
+    main_keys = ["top1", "top3", "map3", "kontour_top1", "kontour_deck_top1", table_key, "pictomania_top1"]
+    main_keys.append("ece")
     cards = []
     for key in main_keys:
         delta = ""

@@ -2,17 +2,25 @@
 
     python -m training.train --help                 # every setting
     python -m training.train --preset shipped       # the shipped model (≈ 1 h on 2 CPU cores)
+    python -m training.train --preset tiny --teacher runs/a/model.pt runs/b/model.pt   # distillation
     torchrun --nproc_per_node=2 -m training.train --preset tiny   # the same, distributed (DDP)
 
 Settings come from the dataclass below, then a preset file (``training/presets/<name>.yaml``), then
 command-line flags. Under ``torchrun`` each process trains on its share of every epoch's
 class-balanced sample and gradients are averaged (DistributedDataParallel; gloo on CPU, nccl on GPU);
 only rank 0 evaluates and writes files.
+
+Distillation (``--teacher PATH [PATH...]``): every batch's augmented images (after mixup, when on)
+are shown to the teachers too, through their public :class:`model.Guesser` (their own temperature
+and flip TTA); their probabilities, softened by ``--distill-temperature``, are averaged and the
+student learns ``(1 − w) · cross-entropy + w · τ² · KL(teachers ‖ student)`` with ``w`` =
+``--distill-weight``. Teachers must share the student's class list and raster spec.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -30,9 +38,10 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from model.checkpoint import save_checkpoint
+from model.guesser import Guesser
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
-from training.augment import AugmentConfig, augment
+from training.augment import AugmentConfig, augment, line_width_view
 from training.data import default_data_root, key_hash
 from training.metrics import headline_metrics
 from training.prepare import PreparedData, prepare_cached
@@ -45,7 +54,7 @@ PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 class TrainConfig:
     """Every training setting (each one is a ``--flag`` of the command line)."""
 
-    data: str = ""  # Quick, Draw! folder; empty = $GRIFFON_DATA or the shared folder
+    data: str = ""  # Quick, Draw! folder; empty = the configured one (training.data.default_data_root)
     out: str = "runs/latest"  # where the checkpoint, model card and metrics go
     cache: str = "runs/prepared"  # prepared-data cache
     holdout: str = "val"  # what to leave out and report on: "val" (shipped) or "dev" (experiments)
@@ -70,6 +79,10 @@ class TrainConfig:
     flip_tta: bool = False  # average with the mirrored image at inference
     seed: int = 0
     ema: float = 0.0  # decay of an exponential moving average of the weights, saved instead (0 = off)
+    teacher: list[str] = field(default_factory=list)  # checkpoints to distil from (empty = no distillation)
+    distill_temperature: float = 2.0  # softens teacher and student distributions in the distillation loss
+    distill_weight: float = 0.7  # share of the distillation loss (the rest: cross-entropy on the labels)
+    mixup: float = 0.0  # α of Beta(α, α): mix pairs of images and their targets (0 = off)
     eval_every: int = 10  # epochs between evaluations (0 = only at the end)
     max_minutes: float = 0.0  # time budget: the LR schedule anneals by time and training stops (0 = off)
     half_weights: bool = True  # store float16 weights (half the file size)
@@ -94,11 +107,16 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     parser.add_argument("--preset", default="", help=f"a preset name in {PRESETS_DIR} or a YAML path")
     for item in fields(TrainConfig):
         if item.name == "augment":
-            parser.add_argument("--augment", type=json.loads, help="JSON overrides of the augmentation")
+            keys = ", ".join(f"{k}={v}" for k, v in AugmentConfig().to_dict().items())
+            example = '{"order_dropout_p": 0.3}'
+            help_text = f"JSON overrides of the augmentation, e.g. '{example}'; keys: {keys}"
+            parser.add_argument("--augment", type=json.loads, help=help_text)
             continue
         default = item.default
         kind = type(default)
-        if kind is bool:
+        if item.name == "teacher":
+            parser.add_argument("--teacher", nargs="+", metavar="PATH", help="checkpoints to distil from")
+        elif kind is bool:
             parser.add_argument(f"--{item.name.replace('_', '-')}", type=_bool, help=f"default {default}")
         else:
             parser.add_argument(f"--{item.name.replace('_', '-')}", type=kind, help=f"default {default!r}")
@@ -152,7 +170,8 @@ class AugmentedDrawings(Dataset):
         index = int(self.order[position])
         rng = np.random.default_rng((self.seed, self.epoch, position))
         strokes = augment(self.data.strokes(index), rng, self.augment)
-        return torch.from_numpy(rasterize(strokes, self.spec)), int(self.data.labels[index])
+        spec = line_width_view(self.spec, rng, self.augment.line_width_jitter)
+        return torch.from_numpy(rasterize(strokes, spec)), int(self.data.labels[index])
 
 
 def balanced_epoch(
@@ -167,6 +186,45 @@ def balanced_epoch(
         cycle = np.concatenate([rng.permutation(members) for _ in range(repeats)])
         chosen.append(cycle[:per_class])
     return rng.permutation(np.concatenate(chosen))
+
+
+# -- distillation --------------------------------------------------------------------------------
+def load_teachers(paths: list[str], classes: list[str], spec: RasterSpec) -> list[Guesser]:
+    """The teacher checkpoints as Guessers; raises ``CheckpointError`` when one does not share the
+    student's class list or raster spec."""
+    return [Guesser.load(path, expected_classes=classes, expected_raster=spec) for path in paths]
+
+
+def teacher_targets(teachers: list[Guesser], images: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The teachers' averaged probabilities for ``images``, softened by ``temperature``.
+
+    A Guesser returns ``softmax(z / T)`` (its own temperature ``T``, flip TTA included), so
+    ``softmax(T · log p / τ) = softmax(z / τ)``.
+    """
+    batch = images.detach().float().cpu().numpy()
+    total = torch.zeros(len(batch), len(teachers[0].labels))
+    for teacher in teachers:
+        probs = np.maximum(teacher.probabilities_from_images(batch), np.finfo(np.float32).tiny)
+        total += torch.softmax(torch.from_numpy(teacher.temperature * np.log(probs)) / temperature, dim=1)
+    return (total / len(teachers)).to(images.device)
+
+
+def distillation_loss(
+    student_logits: torch.Tensor, targets: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """``τ² · KL(targets ‖ softmax(student / τ))``, averaged over the batch (Hinton et al., 2015)."""
+    log_student = torch.log_softmax(student_logits.float() / temperature, dim=1)
+    return nn.functional.kl_div(log_student, targets, reduction="batchmean") * temperature**2
+
+
+def mix(
+    images: torch.Tensor, alpha: float, rng: np.random.Generator
+) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """Mixup: ``λ · images + (1 − λ) · images[perm]`` with ``λ ~ Beta(α, α)``; returns the mixed
+    images, the permutation and ``λ``."""
+    lam = float(rng.beta(alpha, alpha))
+    perm = torch.from_numpy(rng.permutation(len(images))).to(images.device)
+    return lam * images + (1 - lam) * images[perm], perm, lam
 
 
 # -- distributed ---------------------------------------------------------------------------------
@@ -206,7 +264,7 @@ def train(config: TrainConfig) -> dict:
     if config.threads:
         torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
-    root = Path(config.data) if config.data else default_data_root()
+    root = default_data_root(config.data or None)
     wanted = [c for c in config.categories.split(",") if c] or None
     # A stable hash (not ``hash``, salted per process): every rank and every run finds the same cache.
     subset = "all" if wanted is None else f"subset-{key_hash(','.join(wanted)) % 10**8}"
@@ -249,6 +307,9 @@ def train(config: TrainConfig) -> dict:
         lambda step: min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * progress(step))),
     )
     loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
+    if not 0.0 <= config.distill_weight <= 1.0 or config.distill_temperature <= 0 or config.mixup < 0:
+        raise ValueError("distill weight must be in [0, 1], distill temperature > 0, mixup ≥ 0")
+    teachers = load_teachers(config.teacher, data.classes, spec)
     bf16 = use_bf16(config.bf16, device)
     log: list[dict] = []
     samples = 0
@@ -266,11 +327,22 @@ def train(config: TrainConfig) -> dict:
             persistent_workers=False,
         )
         running, seen = 0.0, 0
+        mixing = np.random.default_rng((config.seed, epoch, rank, 1))
         bar = tqdm(loader, desc=f"epoch {epoch + 1}/{config.epochs}", disable=rank != 0, leave=False)
         for images, labels in bar:
             images, labels = images.to(device), labels.to(device)
+            perm, lam = None, 1.0
+            if config.mixup:
+                images, perm, lam = mix(images, config.mixup, mixing)
+            targets = teacher_targets(teachers, images, config.distill_temperature) if teachers else None
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                loss = loss_fn(model(images), labels)
+                logits = model(images)
+                loss = loss_fn(logits, labels)
+                if perm is not None:
+                    loss = lam * loss + (1 - lam) * loss_fn(logits, labels[perm])
+            if targets is not None:
+                kd = distillation_loss(logits, targets, config.distill_temperature)
+                loss = (1 - config.distill_weight) * loss + config.distill_weight * kd
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -293,9 +365,9 @@ def train(config: TrainConfig) -> dict:
         ):
             final = last or out_of_time
             if averaged is not None:
-                raw = evaluate(network, data, held_out, spec, device, config.flip_tta, quick=True)
+                raw = evaluate(network, data, held_out, spec, config.flip_tta, quick=True)
                 entry.update({f"raw_{k}": v for k, v in raw.items()})
-            entry.update(evaluate(shipped, data, held_out, spec, device, config.flip_tta, quick=not final))
+            entry.update(evaluate(shipped, data, held_out, spec, config.flip_tta, quick=not final))
         if rank == 0:
             tqdm.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in entry.items()}))
         log.append(entry)
@@ -335,34 +407,28 @@ def evaluate(
     data: PreparedData,
     indices: np.ndarray,
     spec: RasterSpec,
-    device: torch.device,
     flip_tta: bool,
     quick: bool,
 ) -> dict:
-    """Headline metrics on held-out drawings (``quick``: full drawings only, for progress logs)."""
-    network.eval()
+    """Headline metrics on held-out drawings (``quick``: full drawings only, for progress logs).
 
-    def predict(images: np.ndarray) -> np.ndarray:
-        tensor = torch.from_numpy(images).to(device)
-        with torch.inference_mode():
-            logits = network(tensor)
-            if flip_tta:
-                logits = (logits + network(torch.flip(tensor, dims=[3]))) / 2
-            return torch.softmax(logits.float(), dim=1).cpu().numpy()
-
+    Probabilities come from the public :class:`model.Guesser` around a CPU copy of the network, the
+    same computation as at inference (flip TTA included when set); training is left untouched.
+    """
+    guesser = Guesser(copy.deepcopy(network).float().cpu(), data.classes, spec, flip_tta=flip_tta)
     drawings = [data.strokes(int(i)) for i in indices]
     labels = data.labels[indices]
-    if quick:
-        from training.metrics import rasterize_all, topk_accuracy
+    if not quick:
+        return headline_metrics(guesser.probabilities_from_images, drawings, labels, spec)
+    from training.metrics import rasterize_all, topk_accuracy
 
-        probs = np.concatenate(
-            [predict(rasterize_all(drawings[s : s + 256], spec)) for s in range(0, len(drawings), 256)]
-        )
-        result = {"full_top1": topk_accuracy(probs, labels, 1), "full_top3": topk_accuracy(probs, labels, 3)}
-    else:
-        result = headline_metrics(predict, drawings, labels, spec)
-    network.train()
-    return result
+    probs = np.concatenate(
+        [
+            guesser.probabilities_from_images(rasterize_all(drawings[s : s + 256], spec))
+            for s in range(0, len(drawings), 256)
+        ]
+    )
+    return {"full_top1": topk_accuracy(probs, labels, 1), "full_top3": topk_accuracy(probs, labels, 3)}
 
 
 def write_outputs(

@@ -1,0 +1,85 @@
+"""Distillation and mixup in `training.train`, on the tiny preset and the fixture shapes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from model import CheckpointError, Guesser
+from tests.conftest import FIXTURE_WORDS, shape
+from training.train import distillation_loss, mix, parse_config, teacher_targets, train
+
+
+def tiny_run(data: Path, out: Path, *extra: str) -> dict:
+    config = parse_config(
+        [
+            "--preset", "tiny", "--data", str(data), "--categories", "", "--out", str(out),
+            "--cache", str(out.parent / "cache"), "--epochs", "6", "--per-class", "24", *extra,
+        ]
+    )  # fmt: skip
+    return train(config)
+
+
+def square_teacher(source: Path, path: Path) -> Path:
+    """A real checkpoint that says « square » whatever it is shown (output layer: bias only)."""
+    payload = torch.load(source, weights_only=True)
+    state = payload["state_dict"]
+    weight = next(k for k in state if k.startswith("head.") and k.endswith(".weight"))
+    bias = weight[: -len("weight")] + "bias"
+    state[weight] = torch.zeros_like(state[weight])
+    state[bias] = torch.full_like(state[bias], -4.0)
+    state[bias][FIXTURE_WORDS.index("square")] = 4.0
+    torch.save(payload, path)
+    return path
+
+
+def test_distillation_loss_and_targets(tiny_checkpoint: Path) -> None:
+    targets = torch.tensor([[0.7, 0.2, 0.1]])
+    same = torch.log(targets) * 2.0  # softmax(logits / 2) == targets
+    assert float(distillation_loss(same, targets, 2.0)) == pytest.approx(0.0, abs=1e-6)
+    assert float(distillation_loss(torch.tensor([[0.0, 5.0, 0.0]]), targets, 2.0)) > 0.5
+    teacher = Guesser.load(tiny_checkpoint)
+    images = torch.rand(3, len(teacher.spec.channels), teacher.spec.size, teacher.spec.size)
+    with torch.inference_mode():
+        logits = teacher.network(images)
+    expected = torch.softmax(logits / 3.0, dim=1)  # the teacher's own temperature cancels out
+    teacher.temperature = 0.5
+    got = teacher_targets([teacher, teacher], images, 3.0)
+    assert torch.allclose(got, expected, atol=1e-4)
+
+
+def test_mixup_mixes_pairs() -> None:
+    images = torch.arange(4.0).reshape(4, 1, 1, 1)
+    mixed, perm, lam = mix(images, 0.4, np.random.default_rng(0))
+    assert 0.0 <= lam <= 1.0 and sorted(perm.tolist()) == [0, 1, 2, 3]
+    assert torch.allclose(mixed, lam * images + (1 - lam) * images[perm])
+
+
+def test_student_learns_what_the_teacher_says(
+    tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
+) -> None:
+    """With the whole weight on the teacher, the labels are ignored: a teacher that always says
+    « square » makes a student that always says « square »."""
+    teacher = square_teacher(tiny_checkpoint, tmp_path / "square.pt")
+    student = tiny_run(fixture_data, tmp_path / "student", "--teacher", str(teacher), "--distill-weight", "1")
+    assert student["full_top1"] < 0.45  # right on the squares only (a quarter of the shapes)
+    guesser = Guesser.load(tmp_path / "student" / "model.pt")
+    assert guesser.metadata["training"]["teacher"] == [str(teacher)]
+    rng = np.random.default_rng(5)
+    said = {guesser.guess(shape(word, rng), top_k=1)[0].label for word in FIXTURE_WORDS * 3}
+    assert said == {"square"}  # circles, triangles and lines too: the labels were never used
+    log = json.loads((tmp_path / "student" / "train_log.json").read_text())
+    assert len(log) == 6
+
+
+def test_a_mismatched_teacher_is_refused(fixture_data: Path, tmp_path: Path) -> None:
+    from model import DEFAULT_WEIGHTS
+
+    with pytest.raises(CheckpointError, match="class list does not match"):
+        tiny_run(fixture_data, tmp_path / "run", "--teacher", str(DEFAULT_WEIGHTS))
+    with pytest.raises(ValueError, match="distill weight must be in"):
+        tiny_run(fixture_data, tmp_path / "run", "--distill-weight", "1.5")
