@@ -132,7 +132,7 @@ export class KontourView {
     let text = "";
     if (st.phase === "draw") text = mine ? "À vous de dessiner : piochez une carte." : `${name} pioche une carte…`;
     else if (st.phase === "choose") text = mine ? "Choisissez votre mot." : `${name} choisit son mot…`;
-    else if (st.phase === "drawing") text = mine ? `Faites deviner « ${this.fr(st.turn.word)} »` : `${name} dessine : devinez !`;
+    else if (st.phase === "drawing") text = mine ? `Faites deviner «\u00a0${this.fr(st.turn.word)}\u00a0»` : `${name} dessine : devinez !`;
     else if (st.phase === "game_over") text = "Partie terminée";
     if (st.tied.length && st.phase !== "game_over") text = `Tour décisif · ${text}`;
     this.status.textContent = text;
@@ -233,7 +233,7 @@ export class KontourView {
         gesture ? el("span", { class: `badge ${gesture}` }, GESTURE_TEXT[gesture]) : null,
         actions);
     });
-    if (!items.length) items.push(el("li", { class: "empty" }, turn ? "Aucune proposition pour l'instant." : "—"));
+    if (!items.length) items.push(el("li", { class: "empty" }, turn ? "Aucune proposition pour l'instant." : "En attente du prochain dessin."));
     this.feed.replaceChildren(...items);
   }
 

@@ -1,5 +1,5 @@
 // The rules panel: a short French summary of each game, in a modal dialog reachable at any time
-// (the « Règles » button in the header). Figures come from the game's config once it is running
+// (the «\u00a0Règles\u00a0» button in the header). Figures come from the game's config once it is running
 // (a table may shorten the timer or the target), else from the rule sheets' defaults.
 
 import { el, plural } from "./ui.js";
@@ -16,7 +16,7 @@ function duration(s) {
 }
 
 function item(title, ...text) {
-  return el("li", {}, el("b", {}, `${title} : `), ...text);
+  return el("li", {}, el("b", {}, `${title}\u00a0: `), ...text);
 }
 
 function kontour(cfg) {
@@ -33,11 +33,11 @@ function kontour(cfg) {
       item("Le dessin", `${c.max_strokes} traits droits au plus. Appuyez, glissez, relâchez : ` +
         "un trait. Prolonger un trait dans son alignement ne compte pas. Ni lettres, ni chiffres, ni flèches."),
       item("Les gestes", "le dessinateur ne parle pas, mais peut signaler qu'une proposition est " +
-        "« proche » ou « hors sujet »."),
+        "«\u00a0proche\u00a0» ou «\u00a0hors sujet\u00a0»."),
       item("Deviner", "proposez autant de mots que vous voulez jusqu'à la fin du sablier. " +
         "Sont acceptés le mot exact (accents et majuscules n'y changent rien), un vrai synonyme " +
-        "(« docteur » pour « médecin »), l'autre genre ou nombre (« danseuse » pour « danseur ») " +
-        "et une réponse qui contient le mot (« raquette de tennis » pour « tennis »)."),
+        "(«\u00a0docteur\u00a0» pour «\u00a0médecin\u00a0»), l'autre genre ou nombre («\u00a0danseuse\u00a0» pour «\u00a0danseur\u00a0») " +
+        "et une réponse qui contient le mot («\u00a0raquette de tennis\u00a0» pour «\u00a0tennis\u00a0»)."),
       item("Les points", "le premier qui trouve marque 1 point, le dessinateur marque les points " +
         "de son mot. Deux bonnes réponses presque en même temps : 1 point chacun. " +
         "Personne ne trouve : personne ne marque."),
@@ -48,18 +48,21 @@ function kontour(cfg) {
 
 function pictomania(cfg) {
   const c = { ...DEFAULTS.pictomania, ...cfg };
-  const tokens = c.tokens.join(", ");
+  const values = c.tokens.length > 1
+    ? `${c.tokens.slice(0, -1).join(", ")} et ${c.tokens[c.tokens.length - 1]}` : String(c.tokens[0]);
+  const tokens = cfg && cfg.tokens ? values : `${values} à trois joueurs`;
   return [
     el("p", { class: "lead" }, "Tout le monde dessine en même temps son mot secret, et devine " +
       `au plus vite les dessins des autres. ${plural(c.rounds, "manche")}, le plus haut total gagne.`),
     el("ul", {},
-      item("Les cartes", `six cartes de ${c.words_per_card} mots numérotés sont sur la table, ` +
+      item("Les cartes", `des cartes de ${c.words_per_card} mots numérotés sont sur la table, ` +
         "chacune avec son symbole (rond, carré…). Votre mot secret, c'est un symbole et un numéro. " +
         "Deux joueurs n'ont jamais le même numéro."),
       item("Miser", "sous le dessin d'un adversaire, choisissez le numéro du mot que vous y reconnaissez. " +
         "Une seule mise par adversaire, sans retour, et chacun de vos numéros ne sert qu'une fois par manche."),
       item("Les jetons", `chaque dessin a ses jetons (${tokens}) : la première bonne mise prend ` +
-        "le plus gros, la deuxième le suivant, et ainsi de suite. Miser tôt rapporte plus, mais une mauvaise mise coûte."),
+        "le plus gros, la deuxième le suivant, et ainsi de suite. Miser tôt rapporte plus, mais " +
+        "chaque mauvaise mise vous rapproche du mouton noir."),
       item("J'ai fini", "quand vous avez fini de dessiner et de miser, prenez le plus gros jeton " +
         "bonus restant ; vous ne pouvez plus rien faire. La manche s'arrête au dernier jeton bonus, " +
         `ou au bout de ${duration(c.round_timer_s)}.`),
