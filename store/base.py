@@ -295,6 +295,12 @@ class Store(ABC):
         """Append several consecutive moves in one transaction (same checks as `append_move`)."""
 
     @abstractmethod
+    def append_entries(self, entries: Sequence[tuple[str, int, float, dict[str, Any]]],
+                       now: float | None = None) -> None:
+        """Append ``(game_id, seq, at, move)`` entries of any games in one transaction (all or none):
+        what `store.writer.MoveWriter` commits at once."""
+
+    @abstractmethod
     def finish_game(self, game_id: str, status: str = "finished", result: dict[str, Any] | None = None,
                     now: float | None = None) -> None:
         """Mark a game finished (or ``expired`` / ``abandoned``): it is no longer resumed."""
@@ -477,22 +483,32 @@ class SqlStore(Store):
 
     def append_moves(self, game_id: str, first_seq: int, moves: Sequence[tuple[float, dict[str, Any]]],
                      now: float | None = None) -> None:
-        if not moves:
+        self.append_entries([(game_id, first_seq + i, at, move) for i, (at, move) in enumerate(moves)], now)
+
+    def append_entries(self, entries: Sequence[tuple[str, int, float, dict[str, Any]]],
+                       now: float | None = None) -> None:
+        if not entries:
             return
+        groups: dict[str, list[int]] = {}
         rows = []
-        for i, (at, move) in enumerate(moves):
+        for game_id, seq, at, move in entries:
             if not isinstance(at, int | float) or not math.isfinite(at):
                 raise BadRecord("a move's time must be a finite number")
-            rows.append((game_id, first_seq + i, float(at), to_json(move, MAX_MOVE_BYTES, "a move")))
+            seqs = groups.setdefault(game_id, [])
+            if seqs and seq != seqs[-1] + 1:
+                raise MoveRejected(f"moves of game {game_id!r} out of order ({seqs[-1]}, then {seq})")
+            seqs.append(seq)
+            rows.append((game_id, seq, float(at), to_json(move, MAX_MOVE_BYTES, "a move")))
         now = time.time() if now is None else now
         with self.lock, self.write():
-            advanced = self.run(
-                "UPDATE games SET moves = moves + ?, updated_at = ? "
-                "WHERE id = ? AND moves = ? AND status = 'playing'",
-                (len(rows), now, game_id, first_seq),
-            ).rowcount
-            if advanced != 1:
-                raise MoveRejected(self._why_rejected(game_id, first_seq))
+            for game_id, seqs in groups.items():
+                advanced = self.run(
+                    "UPDATE games SET moves = moves + ?, updated_at = ? "
+                    "WHERE id = ? AND moves = ? AND status = 'playing'",
+                    (len(seqs), now, game_id, seqs[0]),
+                ).rowcount
+                if advanced != 1:
+                    raise MoveRejected(self._why_rejected(game_id, seqs[0]))
             with self.guard():
                 self.conn.cursor().executemany(
                     self.sql("INSERT INTO moves (game_id, seq, at, move) VALUES (?, ?, ?, ?)"), rows

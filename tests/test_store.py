@@ -46,6 +46,7 @@ from store import (
     token_matches,
 )
 from store.export import export_quickdraw
+from store.writer import MoveWriter, WriterClosed, WriterOverloaded
 from tests.conftest import write_fixture_folder
 from tests.pg_server import PostgresUnavailable, running_postgres
 from training.data import load_dataset, read_categories, read_ndjson
@@ -462,3 +463,43 @@ def test_bad_settings_and_urls_are_clear_errors(tmp_path):
         open_store(f"sqlite:///{tmp_path}")
     with pytest.raises(StoreUnavailable, match="cannot connect to postgresql://griffon:\\*\\*\\*@127.0.0.1"):
         open_store("postgresql://griffon:hunter2@127.0.0.1:1/postgres")
+
+
+# ------------------------------------------------------------------------------------------------
+# Group commit
+
+
+def test_the_move_writer_commits_every_game_in_order_and_isolates_a_refused_move(db):
+    for g in ("a", "b", "c"):
+        db.create_game(g, "kontour", {}, hash_token(g))
+    db.finish_game("c")
+    writer = MoveWriter(db)
+    futures = [writer.submit(g, i, i / 10, {"kind": "stroke", "n": i}) for i in range(200) for g in "ab"]
+    late = writer.submit("c", 0, 0.0, {"kind": "too late"})
+    writer.flush(timeout=30)
+    assert all(f.done() and f.exception() is None for f in futures)
+    assert isinstance(late.exception(), MoveRejected) and writer.refused == 1
+    for g in ("a", "b"):
+        assert [m.move["n"] for m in db.load_game(g).moves] == list(range(200))
+    assert writer.written == 400 and writer.batches < 400  # grouped into fewer transactions
+    writer.close()
+    with pytest.raises(WriterClosed):
+        writer.submit("a", 200, 1.0, {})
+
+
+def test_the_move_writer_queue_is_bounded(db):
+    db.create_game("a", "kontour", {}, hash_token("a"))
+    writer = MoveWriter(db, max_queue=3)
+    with db.lock:  # the database is busy: the writer thread waits, the queue fills
+        first = writer.submit("a", 0, 0.0, {"kind": "x"})
+        submitted, refused = 1, None
+        for i in range(1, 20):
+            try:
+                writer.submit("a", i, 0.0, {"kind": "x"})
+                submitted += 1
+            except WriterOverloaded as error:
+                refused = error
+                break
+    assert refused is not None and "waiting to be written" in str(refused) and submitted < 20
+    writer.close()
+    assert first.result(timeout=10) is None and len(db.load_game("a").moves) == submitted
