@@ -165,6 +165,17 @@ def test_build_keeps_at_most_per_word_recognized_first(tiny_data: Path, tmp_path
         assert sum(d.recognized for d in kept if d.word == word) == min(2, recognized)
 
 
+def test_build_leaves_out_what_the_pack_reader_would_refuse(tmp_path: Path) -> None:
+    folder = tmp_path / "quickdraw" / "full" / "simplified"
+    folder.mkdir(parents=True)
+    drawings = [[[[0, 255], [0, 90]]], [[[0, 300], [0, 90]]], [[[5, 5, 255], [0, 0, 10]]] * 201]
+    lines = [json.dumps({"word": "zigzag", "key_id": f"z{i}", "drawing": d}) for i, d in enumerate(drawings)]
+    (folder / "zigzag.ndjson").write_text("\n".join(lines) + "\n")
+    summary = build_pack(tmp_path / "quickdraw", tmp_path / "z.ndjson.gz", ["zigzag"])
+    assert summary.skipped == 2 and summary.per_word == {"zigzag": 1}
+    assert [d.key_id for d in read_pack(tmp_path / "z.ndjson.gz")] == ["z0"]
+
+
 def test_build_refuses_words_without_data(tiny_data: Path, tmp_path: Path) -> None:
     from training.data import DataError
 

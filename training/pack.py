@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:  # the heavy imports wait for a build, so `griffon --help` stays quick
+    from games.ai.pack import PackedDrawing
     from training.data import DrawingRecord
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -65,22 +66,27 @@ def simplified_strokes(record: DrawingRecord) -> list:
     return to_quickdraw(simplify_drawing(validate_drawing(record.strokes)), decimals=0)
 
 
-def pack_lines(records: Iterable[DrawingRecord]) -> tuple[list[tuple[str, str]], int]:
-    """``(word, JSON line)`` per drawing, sorted by word then key_id, and the number skipped as
-    unusable (a drawing the simplification refuses)."""
+def packed_drawings(records: Iterable[DrawingRecord]) -> tuple[list[PackedDrawing], int]:
+    """The records in the pack's format (`games.ai.pack.PackedDrawing`), and how many were skipped
+    as unusable: refused by the simplification or by the pack's own reader (too many strokes…)."""
+    from games.ai.pack import DrawingPackError, PackedDrawing, parse_line  # noqa: PLC0415
     from model.strokes import DrawingError  # noqa: PLC0415
 
-    lines, skipped = [], 0
-    for record in sorted(records, key=lambda r: (r.word, r.key_id)):
+    out, skipped = [], 0
+    for record in records:
         try:
-            strokes = simplified_strokes(record)
-        except DrawingError:
+            drawing = PackedDrawing(record.key_id, record.word, record.recognized, simplified_strokes(record))
+            parse_line(pack_line(drawing))  # what DrawingPack.load would refuse is left out
+        except (DrawingError, DrawingPackError):
             skipped += 1
             continue
-        item = {"key_id": record.key_id, "word": record.word, "recognized": record.recognized,
-                "drawing": strokes}
-        lines.append((record.word, json.dumps(item, separators=(",", ":"), ensure_ascii=False)))
-    return lines, skipped
+        out.append(drawing)
+    return out, skipped
+
+
+def pack_line(drawing: PackedDrawing) -> str:
+    """One line of the pack file (compact JSON)."""
+    return json.dumps(drawing.as_json(), separators=(",", ":"), ensure_ascii=False)
 
 
 def write_gzip(path: Path, text: str) -> None:
@@ -92,19 +98,19 @@ def write_gzip(path: Path, text: str) -> None:
     path.write_bytes(buffer.getvalue())
 
 
-def keep_per_word(records: Iterable[DrawingRecord], per_word: int) -> list[DrawingRecord]:
+def keep_per_word(drawings: Iterable[PackedDrawing], per_word: int) -> list[PackedDrawing]:
     """At most ``per_word`` drawings of each word: recognized ones first, then by `key_hash` (stable
-    whatever order the files list them in)."""
+    whatever order the files list them in); sorted by word then key_id."""
     from training.data import key_hash  # noqa: PLC0415
 
-    by_word: dict[str, list[DrawingRecord]] = {}
-    for record in records:
-        by_word.setdefault(record.word, []).append(record)
+    by_word: dict[str, list[PackedDrawing]] = {}
+    for drawing in drawings:
+        by_word.setdefault(drawing.word, []).append(drawing)
     kept = []
     for found in by_word.values():
-        found.sort(key=lambda r: (not r.recognized, key_hash(r.key_id), r.key_id))
+        found.sort(key=lambda d: (not d.recognized, key_hash(d.key_id), d.key_id))
         kept.extend(found[:per_word])
-    return kept
+    return sorted(kept, key=lambda d: (d.word, d.key_id))
 
 
 def build_pack(
@@ -122,10 +128,10 @@ def build_pack(
         raise DataError("no words to pack")
     if per_word < 1:
         raise DataError(f"per_word must be at least 1, got {per_word}")
-    records = keep_per_word(load_dataset(root, split="val", categories=wanted), per_word)
-    lines, skipped = pack_lines(records)
-    write_gzip(Path(out), "".join(line + "\n" for _, line in lines))
-    counts = Counter(word for word, _ in lines)
+    usable, skipped = packed_drawings(load_dataset(root, split="val", categories=wanted))
+    kept = keep_per_word(usable, per_word)
+    write_gzip(Path(out), "".join(pack_line(drawing) + "\n" for drawing in kept))
+    counts = Counter(drawing.word for drawing in kept)
     per_word = {word: counts.get(word, 0) for word in wanted}
     missing = [word for word, n in per_word.items() if n == 0]
     return PackSummary(Path(out), per_word, missing, skipped, Path(out).stat().st_size)
