@@ -46,6 +46,7 @@ from store import (
     token_matches,
 )
 from store.export import export_quickdraw
+from store.transcripts import TranscriptArchive
 from store.writer import MoveWriter, WriterClosed, WriterOverloaded
 from tests.conftest import write_fixture_folder
 from tests.pg_server import PostgresUnavailable, running_postgres
@@ -503,3 +504,29 @@ def test_the_move_writer_queue_is_bounded(db):
     assert refused is not None and "waiting to be written" in str(refused) and submitted < 20
     writer.close()
     assert first.result(timeout=10) is None and len(db.load_game("a").moves) == submitted
+
+
+# ------------------------------------------------------------------------------------------------
+# Bot transcripts through the archive (the service's own Transcript class)
+
+
+def test_bot_transcripts_survive_a_restart_and_open_only_with_their_key(db_url):
+    from service.bot_session import Transcript
+
+    live = Transcript("sess1", "salon", "Griffon", limit=10_000)
+    live.add("round_start", 1, 0.0, game="kontour")
+    live.add("guess", 1, 3.2, label="cat", text="chat")
+    with open_store(db_url) as db:
+        archive = TranscriptArchive(db)
+        archive.save(live).result(timeout=10)
+        live.add("round_end", 1, 20.0, why="found")  # saved again at the end: replaced
+        archive.save(live).result(timeout=10)
+        archive.close()
+    with open_store(db_url) as db:  # the restarted server
+        archive = TranscriptArchive(db)
+        shown = archive.get("sess1", live.key)
+        assert shown["events"] == live.events and shown["event_count"] == 3
+        assert shown["room"] == "salon" and shown["live"] is False
+        assert archive.get("sess1", "wrong key") is None and archive.get("nope", live.key) is None
+        assert [s["id"] for s in archive.summaries()] == ["sess1"]
+        assert live.key not in json.dumps(db.rows("SELECT * FROM transcripts"))
