@@ -213,7 +213,7 @@ def pack_command(
             )
         return
     try:
-        summary = build_pack(data or default_data_root(), out, words.split(",") if words else None, per_word)
+        summary = build_pack(default_data_root(data), out, words.split(",") if words else None, per_word)
     except DataError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from error
