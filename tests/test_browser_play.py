@@ -137,6 +137,19 @@ def touch_line(page, a, b) -> None:
     cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
 
 
+def blue_pixels(page) -> int:
+    """Pixels of the board in the preview line's blue (#2563eb), not in the ink's dark grey."""
+    return page.evaluate(
+        """() => {
+            const c = document.getElementById("board");
+            const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+            let n = 0;
+            for (let i = 0; i < d.length; i += 4) if (d[i + 2] > 180 && d[i] < 90 && d[i + 3] > 0) n++;
+            return n;
+        }"""
+    )
+
+
 def shot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
@@ -269,8 +282,9 @@ def test_kontour_on_a_phone_both_ways_up_to_the_last_word(phone, fast) -> None:
     page = phone
     start(page, fast, "kontour", seed=10)  # « araignée » for the person, then Plume's orange word
     in_view(page, "#draw-card")
-    page.click("#draw-card")
+    page.dblclick("#draw-card")  # a double click draws once, with no « Pas maintenant ! »
     in_view(page, "button.word")
+    expect(page.locator(".toast.error")).to_have_count(0)
     page.click("button.word.blue")
     expect(page.locator(".status")).to_contain_text("Faites deviner")
     touch_line(page, (40, 200), (200, 200))
@@ -281,8 +295,19 @@ def test_kontour_on_a_phone_both_ways_up_to_the_last_word(phone, fast) -> None:
         shot(page, f"phone-kontour-drawing-{name}")
         for selector in ("#board", ".topline", ".controls .hint", "#feed li:first-child", "#rules-open"):
             in_view(page, selector)
+    # A finger still on the glass when the turn ends: the preview line goes (and stays gone
+    # while frames come in), lifting the finger sends nothing.
+    cdp = page.context.new_cdp_session(page)
+    x0, y0 = to_page(page, 30, 30)
+    x1, y1 = to_page(page, 220, 40)
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x0, "y": y0}]})
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x1, "y": y1}]})
+    assert blue_pixels(page) > 0  # the dashed preview
     # Plume draws; the guess box and its button are on screen both ways up.
     expect(page.locator(".status")).to_contain_text("Plume dessine", timeout=30_000)
+    assert blue_pixels(page) == 0
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    expect(page.locator(".toast.error")).to_have_count(0)
     for size, name in ((LANDSCAPE, "landscape"), (PORTRAIT, "portrait")):
         page.set_viewport_size(size)
         shot(page, f"phone-kontour-guessing-{name}")
