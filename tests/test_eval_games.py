@@ -8,9 +8,14 @@ import numpy as np
 import pytest
 
 from model import DEFAULT_WEIGHTS
-from training.eval_metrics import kontour_deck_metrics, pictomania_metrics, pictomania_tables
-from training.eval_settings import EvalSettings
-from training.metrics import per_row_table_top1, restricted_topk, table_accuracy
+from training.metrics import (
+    kontour_deck_metrics,
+    per_row_table_top1,
+    pictomania_metrics,
+    pictomania_tables,
+    restricted_topk,
+    table_accuracy,
+)
 from vocab import kontour_deck, pictomania_deck
 
 LABELS = [line for line in (DEFAULT_WEIGHTS.parent / "categories.txt").read_text().splitlines() if line]
@@ -76,20 +81,19 @@ def test_pictomania_is_harder_than_random_tables() -> None:
     the same card side) but almost never a random table of 42."""
     rows = [("apple", {"pear": 0.5, "apple": 0.4})] * 20
     probs, truth = peaked(rows)
-    settings = EvalSettings(pictomania_levels=(2, 4), pictomania_seeds=(0, 1))
-    result = pictomania_metrics(LABELS, truth, probs, settings)
+    result = pictomania_metrics(LABELS, truth, probs, levels=(2, 4), seeds=(0, 1))
     assert result["top1"] == 0.0
     assert result["levels"]["2"] == {"drawings": 20, "top1": 0.0}
     assert set(result["levels"]) == {"2", "4"} and set(result["by_seed"]) == {"0", "1"}
     assert table_accuracy(probs, truth, 42, seed=0) > 0.7  # pear is one of 344 others
-    right = pictomania_metrics(LABELS, truth, peaked([("apple", {"apple": 0.9})] * 20)[0], settings)
+    right = pictomania_metrics(LABELS, truth, peaked([("apple", {"apple": 0.9})] * 20)[0], (2, 4), (0, 1))
     assert right["top1"] == 1.0
 
 
 def test_pictomania_needs_every_deck_word() -> None:
     probs, truth = peaked([("apple", {"apple": 0.9})])
     few = LABELS[:50]
-    result = pictomania_metrics(few, np.array([0]), probs[:, :50], EvalSettings())
+    result = pictomania_metrics(few, np.array([0]), probs[:, :50])
     assert result["top1"] is None and result["unknown_deck_words"] > 0
     counts = Counter(w for card in pictomania_deck() for side in card.sides for w in side.words)
     assert result["unknown_deck_words"] == len(set(counts) - set(few))

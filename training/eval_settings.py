@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from training.metrics import PICTOMANIA_LEVELS, PICTOMANIA_SEEDS
+
 FULL = "f1.0"  # condition name of whole drawings
 KONTOUR = "kontour"  # condition name of Kontour-style drawings (≤ 15 straight lines)
 
@@ -18,8 +20,8 @@ class EvalSettings:
 
     fractions: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
     kontour_lines: int = 15
-    pictomania_levels: tuple[int, ...] = (1, 2, 3, 4)
-    pictomania_seeds: tuple[int, ...] = (0, 1, 2)
+    pictomania_levels: tuple[int, ...] = PICTOMANIA_LEVELS
+    pictomania_seeds: tuple[int, ...] = PICTOMANIA_SEEDS
     table_size: int = 42
     table_seeds: tuple[int, ...] = (0, 1, 2)
     calibration_bins: int = 10

@@ -4,13 +4,21 @@
 - ``kontour``: the same drawings turned into at most 15 straight lines;
 - ``half``: only the first half of the strokes (rounded up);
 - ``table42``: top-1 when the answer is restricted to a random table of 42 candidate classes that
-  contains the true one (fixed seed), as in Pictomania.
+  contains the true one (fixed seed);
+- ``kontour_deck``: Kontour style with the answer restricted to the Kontour deck's words (what the
+  Kontour AI guesser chooses from), over the drawings of those words;
+- ``pictomania``: top-1 among a real Pictomania table (6 dealt cards of 7 related words,
+  ``vocab.deal_table``, fixed seeds): harder than 42 random words.
+
+The last two read the decks of ``vocab`` (imported when used).
 """
 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +26,9 @@ from model.raster import RasterSpec, rasterize
 from training.augment import first_fraction, kontour_style
 
 TABLE_SIZE = 42
+PICTOMANIA_LEVELS = (1, 2, 3, 4)
+PICTOMANIA_SEEDS = (0, 1, 2)
+PICTOMANIA_DEALS = 200  # tables dealt per (level, seed) before each drawing picks one holding its word
 CONDITIONS: dict[str, Callable[[list[np.ndarray]], list[np.ndarray]]] = {
     "full": lambda strokes: strokes,
     "kontour": kontour_style,
@@ -55,22 +66,36 @@ def headline_metrics(
     spec: RasterSpec,
     seed: int = 0,
     batch: int = 256,
+    class_names: Sequence[str] | None = None,
 ) -> dict[str, float]:
-    """Top-1/top-3 for each condition and the 42-candidate table accuracy.
+    """Top-1/top-3 for each condition and the 42-candidate table accuracy; with ``class_names``
+    (the model's labels) also the Kontour-deck and Pictomania-table game conditions.
 
     ``predict`` maps rasters ``(n, channels, size, size)`` to probabilities ``(n, classes)``.
     """
     results: dict[str, float] = {"count": float(len(labels))}
+    probs_of = {}
     for name, transform in CONDITIONS.items():
         chunks = []
         for start in range(0, len(drawings), batch):
             part = [transform(strokes) for strokes in drawings[start : start + batch]]
             chunks.append(predict(rasterize_all(part, spec)))
-        probs = np.concatenate(chunks)
+        probs = probs_of[name] = np.concatenate(chunks)
         results[f"{name}_top1"] = topk_accuracy(probs, labels, 1)
         results[f"{name}_top3"] = topk_accuracy(probs, labels, 3)
         if name == "full":
             results["table42_top1"] = table_accuracy(probs, labels, TABLE_SIZE, seed)
+    if class_names is not None:
+        names = list(class_names)
+        deck = kontour_deck_metrics(names, labels, probs_of["kontour"])
+        picto = pictomania_metrics(names, labels, probs_of["full"])
+        for key, value in (
+            ("kontour_deck_top1", deck["top1"]),
+            ("kontour_deck_top3", deck["top3"]),
+            ("pictomania_top1", picto["top1"]),
+        ):
+            if value is not None:
+                results[key] = value
     return results
 
 
@@ -181,3 +206,89 @@ def per_row_table_top1(probs: np.ndarray, labels: np.ndarray, tables: Sequence[n
         table = np.asarray(table, dtype=np.int64)
         hits[i] = table[np.argmax(row[table])] == label
     return hits
+# -- game conditions ---------------------------------------------------------------------------------
+
+
+def kontour_deck_metrics(labels: list[str], truth: np.ndarray, kontour_probs: np.ndarray) -> dict[str, Any]:
+    """Kontour as the AI guesser plays it: Kontour-style drawings (≤ 15 straight lines), answers
+    restricted to the Kontour deck's words, over the drawings of those words."""
+    from vocab import kontour_deck
+
+    deck = {word for card in kontour_deck() for word in card.words}
+    index = {label: i for i, label in enumerate(labels)}
+    candidates = np.array(sorted(index[w] for w in deck if w in index), dtype=np.int64)
+    rows = np.isin(truth, candidates)
+    return {
+        "words": len(candidates),
+        "deck_words_unknown_to_model": len(deck - index.keys()),
+        "drawings": int(rows.sum()),
+        "top1": restricted_topk(kontour_probs, truth, candidates, 1),
+        "top3": restricted_topk(kontour_probs, truth, candidates, 3),
+    }
+
+
+def pictomania_tables(
+    words: Sequence[str], level: int, seed: int, deals: int = PICTOMANIA_DEALS, cards: Sequence | None = None
+) -> list[tuple[str, ...] | None]:
+    """One real Pictomania table (6 dealt card sides of one level, 7 related words each:
+    ``vocab.deal_table``) holding each word, or ``None`` for a word not on that level's cards.
+
+    At least ``deals`` tables are dealt (more until every word of the level is on one); each word
+    then gets one of the tables that hold it, picked at random. Fixed by ``(level, seed)``.
+    """
+    from vocab import deal_table, pictomania_deck
+
+    cards = cards if cards is not None else pictomania_deck()
+    on_level = {w for card in cards if card.level == level for side in card.sides for w in side.words}
+    rng = random.Random(f"pictomania:{level}:{seed}")
+    holding: dict[str, list[tuple[str, ...]]] = {}
+    dealt = 0
+    while dealt < deals or (on_level - holding.keys() and dealt < 50 * deals):
+        table = tuple(word for side in deal_table(level, rng, cards=cards) for word in side.words)
+        for word in table:
+            holding.setdefault(word, []).append(table)
+        dealt += 1
+    return [rng.choice(holding[w]) if w in holding else None for w in words]
+
+
+def pictomania_metrics(
+    labels: list[str],
+    truth: np.ndarray,
+    probs: np.ndarray,
+    levels: Sequence[int] = PICTOMANIA_LEVELS,
+    seeds: Sequence[int] = PICTOMANIA_SEEDS,
+) -> dict[str, Any]:
+    """Pictomania as it is played: top-1 among the 42 words of a dealt table (6 cards of 7 related
+    words, one level), for the drawings whose word is on that level's cards, for every level and seed.
+    ``top1`` pools every (level, seed, drawing). ``None`` when the model lacks a deck word."""
+    from vocab import pictomania_deck
+
+    index = {label: i for i, label in enumerate(labels)}
+    deck_words = {w for card in pictomania_deck() for side in card.sides for w in side.words}
+    unknown = sorted(deck_words - index.keys())
+    if unknown:
+        return {"top1": None, "unknown_deck_words": len(unknown), "levels": {}, "by_seed": {}}
+    names = [labels[i] for i in truth]
+    by_level, by_seed = {}, {str(seed): [0, 0] for seed in seeds}
+    hits = total = 0
+    for level in levels:
+        level_hits = level_total = 0
+        for seed in seeds:
+            tables = pictomania_tables(names, level, seed)
+            rows = np.array([t is not None for t in tables], dtype=bool)
+            chosen = [np.array([index[w] for w in t]) for t in tables if t is not None]
+            right = int(per_row_table_top1(probs[rows], truth[rows], chosen).sum())
+            level_hits, level_total = level_hits + right, level_total + int(rows.sum())
+            by_seed[str(seed)][0] += right
+            by_seed[str(seed)][1] += int(rows.sum())
+        by_level[str(level)] = {
+            "drawings": level_total // len(seeds),
+            "top1": level_hits / level_total if level_total else None,
+        }
+        hits, total = hits + level_hits, total + level_total
+    return {
+        "table_size": 42,
+        "top1": hits / total if total else None,
+        "levels": by_level,
+        "by_seed": {seed: (h / n if n else None) for seed, (h, n) in by_seed.items()},
+    }

@@ -31,7 +31,12 @@ AdamW lr {lr}, cosine schedule, label smoothing {smoothing}{averaging}, augmenta
 | whole drawings | {full_top1} | {full_top3} |
 | Kontour style (≤ 15 straight lines) | {kontour_top1} | {kontour_top3} |
 | first half of the strokes | {half_top1} | {half_top3} |
-| restricted to a table of 42 candidates | {table42_top1} | — |
+| restricted to a random table of 42 candidates | {table42_top1} | — |
+| Kontour as played: Kontour style, among the deck's words | {kontour_deck_top1} | {kontour_deck_top3} |
+| Pictomania as played: a dealt table, 6 cards × 7 related words | {pictomania_top1} | — |
+
+The Pictomania table pools levels 1–4 and deal seeds 0–2 (`vocab.deal_table`); the random table and
+the game conditions use fixed seeds, so a rerun gives the same numbers.
 
 **Calibration.** Softmax temperature {temperature} ({temperature_source}).
 
@@ -87,6 +92,9 @@ def write_model_card(
                 "half_top1",
                 "half_top3",
                 "table42_top1",
+                "kontour_deck_top1",
+                "kontour_deck_top3",
+                "pictomania_top1",
             )
         },
     )
@@ -112,7 +120,11 @@ def refresh(model_path: Path, data: Path | None = None, cache: Path = Path("runs
     held_out = prepared.indices(config.holdout)
     drawings = [prepared.strokes(int(i)) for i in held_out]
     metrics = headline_metrics(
-        guesser.probabilities_from_images, drawings, prepared.labels[held_out], guesser.spec
+        guesser.probabilities_from_images,
+        drawings,
+        prepared.labels[held_out],
+        guesser.spec,
+        class_names=guesser.labels,
     )
     payload["metrics"] = {**payload["metrics"], **metrics, "held_out_drawings": len(held_out)}
     torch.save(payload, model_path)

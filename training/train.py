@@ -419,7 +419,9 @@ def evaluate(
     drawings = [data.strokes(int(i)) for i in indices]
     labels = data.labels[indices]
     if not quick:
-        return headline_metrics(guesser.probabilities_from_images, drawings, labels, spec)
+        return headline_metrics(
+            guesser.probabilities_from_images, drawings, labels, spec, class_names=data.classes
+        )
     from training.metrics import rasterize_all, topk_accuracy
 
     probs = np.concatenate(
