@@ -26,6 +26,7 @@ from vocab import (
 from vocab import matcher as matcher_module
 from vocab.inflections import read_links
 from vocab.lexicon import dela_path
+from vocab.normalize import normalize_reference
 
 CASES_FILE = Path(__file__).parent / "data" / "vocab_matcher_cases.yaml"
 
@@ -189,6 +190,12 @@ def test_normalize_output_is_plain_lowercase_words(text: str) -> None:
     out = normalize(text)
     assert out == out.strip() and "  " not in out
     assert all(ch == " " or (ch.isascii() and ch.isalnum()) for ch in out)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
+def test_normalize_fast_path_equals_the_reference(text: str) -> None:
+    assert normalize(text) == normalize_reference(text)
 
 
 def test_normalize_rejects_non_str() -> None:

@@ -87,6 +87,8 @@ AnswerKind = Literal["key", "word"]
 MAX_GUESS_CHARS = 80
 MAX_GUESS_WORDS = 10
 MAX_PRODUCT = 64  # cap on lemma combinations of one multi-word phrase
+LEMMA_CACHE_SIZE = 50_000  # tokens whose lemma sets are kept
+ADHOC_CACHE_SIZE = 4_096  # targets of free answers (French words outside the vocabulary) kept
 
 
 class AmbiguousAnswerError(ValueError):
@@ -165,6 +167,9 @@ class _Index:
         self.targets: dict[str, _Target] = {}
         self.by_lemmas: dict[tuple[str, ...], set[str]] = {}
         self.vocab_tokens: set[str] = set(links)
+        self.clashes = vocab.key_form_clashes()  # keys that are another category's French word
+        self._lemma_cache: dict[str, frozenset[str]] = {}
+        self._adhoc: dict[str, _Target] = {}  # targets of French words outside the vocabulary
         single_forms: dict[str, str] = {}
         for w in vocab:
             for form in w.forms:
@@ -196,11 +201,16 @@ class _Index:
 
     def lemma_set(self, token: str) -> frozenset[str]:
         """The token, its DELA noun lemmas and its reviewed links (« louves » → louve, loup)."""
-        base = self.lex.lemma_set(token)
-        extra = set()
-        for t in base:
-            extra |= self.links.get(t, frozenset())
-        return base | extra if extra else base
+        got = self._lemma_cache.get(token)
+        if got is None:
+            got = self.lex.lemma_set(token)
+            extra = [self.links[t] for t in got if t in self.links]
+            if extra:
+                got = got.union(*extra)
+            if len(self._lemma_cache) >= LEMMA_CACHE_SIZE:
+                self._lemma_cache.clear()  # bounded: guesses are arbitrary text
+            self._lemma_cache[token] = got
+        return got
 
     def _build(
         self,
@@ -235,24 +245,30 @@ class _Index:
             if text not in self.vocab:
                 raise UnknownCategoryError(f"unknown category key {text!r} (answer_kind='key')")
             return self.targets[text]
-        norm = normalize(text)
-        owner = self.vocab.form_index.get(norm)
         if kind is None and text in self.vocab:
-            if owner is not None and owner != text:
+            owner = self.clashes.get(text)
+            if owner is not None:
+                norm = normalize(text)
                 raise AmbiguousAnswerError(
                     f"{text!r} is both the category key {text!r} (« {self.vocab.french(text)} ») and the "
                     f"French word « {norm} » of category {owner!r}: pass answer_kind='key' or 'word', "
                     f"or give « {self.vocab.french(text)} » or the key {owner!r}"
                 )
             return self.targets[text]
+        norm = normalize(text)
+        owner = self.vocab.form_index.get(norm)
         if owner is not None:
             return self.targets[owner]
         if not norm:
             return None
-        group = self.extra.get(norm)
-        if group is None:
-            return self._build(norm, None)
-        return self._build(norm, None, synonyms=[w for w in group if w != norm])
+        got = self._adhoc.get(norm)
+        if got is None:
+            group = self.extra.get(norm, ())
+            got = self._build(norm, None, synonyms=[w for w in group if w != norm])
+            if len(self._adhoc) >= ADHOC_CACHE_SIZE:
+                self._adhoc.clear()  # bounded: answers and table words may be any text
+            self._adhoc[norm] = got
+        return got
 
     def is_real(self, words: Sequence[str]) -> bool:
         """Whether every word of a phrase is a known French (or vocabulary) word."""
