@@ -9,7 +9,7 @@ import numpy as np
 from fastapi import APIRouter
 
 from service.bot import BotsDep
-from service.errors import LimitExceeded
+from service.errors import LimitExceeded, ServiceError
 from service.schemas import (
     BatchRequest,
     BatchResponse,
@@ -90,9 +90,13 @@ async def guess_batch(body: BatchRequest, shared: SharedDep, client: ClientDep) 
 @router.post("/v1/match", response_model=MatchResponse, responses=ERRORS, tags=["vocabulary"])
 async def match(body: MatchRequest) -> MatchResponse:
     """Judge a typed guess against the answer (a category key or a French word)."""
+    from vocab import AmbiguousAnswerError, UnknownCategoryError
     from vocab import match as judge
 
-    verdict = judge(body.answer, body.guess, table=body.table)
+    try:
+        verdict = judge(body.answer, body.guess, table=body.table, answer_kind=body.answer_kind)
+    except (AmbiguousAnswerError, UnknownCategoryError) as exc:  # « crayon » read two ways; a bad key
+        raise ServiceError(exc.args[0], code="bad_answer") from None
     return MatchResponse(
         accepted=verdict.accepted,
         reason=verdict.reason,

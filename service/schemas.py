@@ -7,7 +7,7 @@ that the message names the setting's value.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -78,6 +78,9 @@ class MatchRequest(_Strict):
     answer: Text
     guess: Annotated[str, Field(max_length=200)]
     table: list[Text] | None = Field(default=None, max_length=64)
+    answer_kind: Literal["key", "word"] | None = Field(
+        default=None, description="read answer and table as category keys or French words (see vocab.match)"
+    )
 
 
 class MatchResponse(BaseModel):
