@@ -1,11 +1,14 @@
 """Make the int8 ONNX copy of a checkpoint: ``python -m model.export [--checkpoint PATH]``.
 
 The float network is exported to ONNX, then statically quantized with ONNX Runtime's tools
-(int8 weights per output channel, uint8 activations, QDQ format; activation ranges by min–max over
-calibration rasters). Calibration drawings come from the *training* split of the Quick, Draw!
-folder (``--data``, else ``$GRIFFON_DATA``, else ``../shared/data/quickdraw``), never from
-validation, sampled with a fixed seed, so the same checkpoint and data give the same file. The
-file records the checkpoint's sha256; ``Guesser.load`` uses it only beside that very checkpoint.
+(int8 weights per output channel, uint8 activations, QDQ format; activation ranges at the 99.999th
+percentile of calibration rasters; the first convolution and the classifier stay in float — of
+the settings tried, the one that agreed best with the float model on training drawings outside the
+calibration set: 99.80 % of top-1 answers, vs 99.47 % for plain min–max). Calibration drawings
+come from the *training* split of the Quick, Draw! folder (``--data``, else ``$GRIFFON_DATA``, else
+``../shared/data/quickdraw``), never from validation, sampled with a fixed seed, so the same
+checkpoint and data give the same file. The file records the checkpoint's sha256;
+``Guesser.load`` uses it only beside that very checkpoint.
 
 This is a build step (it reads the training data through ``training.data``); loading the result
 needs only ``model/`` and ``onnxruntime``.
@@ -43,8 +46,22 @@ def calibration_rasters(guesser: Guesser, data: Path | None, count: int, seed: i
     return np.stack(images).astype(np.float32)
 
 
-def quantize(checkpoint: Path, images: np.ndarray, out: Path) -> Path:
-    """Write the int8 QDQ model of ``checkpoint`` calibrated on ``images`` to ``out``."""
+def float_ends(model_path: Path) -> list[str]:
+    """Names of the first convolution and the classifier (Gemm/MatMul) nodes of an ONNX graph."""
+    import onnx  # noqa: PLC0415
+
+    nodes = onnx.load(str(model_path)).graph.node
+    convs = [n.name for n in nodes if n.op_type == "Conv"][:1]
+    return convs + [n.name for n in nodes if n.op_type in ("Gemm", "MatMul")]
+
+
+def quantize(
+    checkpoint: Path, images: np.ndarray, out: Path, method: str = "percentile", keep_ends_float: bool = True
+) -> Path:
+    """Write the int8 QDQ model of ``checkpoint`` calibrated on ``images`` to ``out``.
+
+    ``method``: activation ranges by ``minmax``, ``percentile`` or ``entropy``; ``keep_ends_float``
+    leaves the first convolution and the classifier in float."""
     import onnx  # noqa: PLC0415 - export-time dependencies
     from onnxruntime.quantization import (  # noqa: PLC0415
         CalibrationDataReader,
@@ -70,6 +87,11 @@ def quantize(checkpoint: Path, images: np.ndarray, out: Path) -> Path:
         floating, prepared = Path(tmp) / "float.onnx", Path(tmp) / "prepared.onnx"
         floating.write_bytes(export_onnx(guesser.network, len(guesser.spec.channels), guesser.spec.size))
         quant_pre_process(str(floating), str(prepared))
+        methods = {
+            "minmax": CalibrationMethod.MinMax,
+            "percentile": CalibrationMethod.Percentile,
+            "entropy": CalibrationMethod.Entropy,
+        }
         quantize_static(
             str(prepared),
             str(out),
@@ -78,13 +100,15 @@ def quantize(checkpoint: Path, images: np.ndarray, out: Path) -> Path:
             per_channel=True,
             activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax,
+            calibrate_method=methods[method],
+            nodes_to_exclude=float_ends(prepared) if keep_ends_float else [],
         )
     model = onnx.load(str(out))
     for key, value in {
         SOURCE_KEY: file_sha256(checkpoint),
         "griffon.source_name": checkpoint.name,
-        "griffon.calibration": f"{len(images)} training-split drawings, min-max",
+        "griffon.calibration": f"{len(images)} training-split drawings, {method}"
+        + (", first convolution and classifier in float" if keep_ends_float else ""),
         "griffon.command": "python -m model.export",
     }.items():
         entry = model.metadata_props.add()
