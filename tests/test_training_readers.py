@@ -158,3 +158,15 @@ def test_split_of_a_drawing_does_not_depend_on_unrelated_categories(tmp_path: Pa
     full = assign_splits(everything)
     only_square = assign_splits([r for r in everything if r.word == "square"])
     assert all(full[key] == split for key, split in only_square.items())
+
+
+def test_dev_band_is_the_same_for_the_loader_and_prepared_data(fixture_data: Path, tmp_path: Path) -> None:
+    from training.data import DEV_BAND, key_hash
+    from training.prepare import SPLIT_CODES, prepare
+
+    dev = load_dataset(fixture_data, "dev")
+    train = {r.key_id for r in load_dataset(fixture_data, "train")}
+    assert dev and {r.key_id for r in dev} < train  # dev is a part of train
+    assert all(DEV_BAND[0] <= key_hash(r.key_id) / 2**64 < DEV_BAND[1] for r in dev)
+    prepared = prepare(fixture_data, tmp_path / "prepared")
+    assert int((prepared.splits == SPLIT_CODES["dev"]).sum()) == len(dev)

@@ -71,7 +71,7 @@ def prepare_command(
 def eval_command(
     model: Path = typer.Option(None, help="checkpoint to evaluate (default: the shipped weights)"),
     data: Path = typer.Option(None, help="Quick, Draw! folder (default: the configured one)"),
-    split: str = typer.Option("val", help="val | train | all"),
+    split: str = typer.Option("val", help="val | dev (where settings are compared) | train | all"),
     compare: Path = typer.Option(None, help="a second checkpoint, evaluated on the same drawings"),
     out: Path = typer.Option(Path("reports/eval"), help="folder for report.json and report.html"),
     workers: int = typer.Option(None, help="preprocessing processes (default: CPU count, at most 8)"),
@@ -81,6 +81,9 @@ def eval_command(
     latency_samples: int = typer.Option(200, help="drawings timed one at a time (0: none)"),
     skip_unknown: bool = typer.Option(False, help="leave out categories the model does not know"),
     html: bool = typer.Option(True, help="also write report.html"),
+    backend: str = typer.Option(
+        None, help="inference back-end: auto (default, as served) | onnx-int8 | onnx | torch (the reference)"
+    ),
 ) -> None:
     """Evaluate a model (or compare two) on a Quick, Draw! folder; writes report.json and report.html."""
     from model import CheckpointError
@@ -98,9 +101,9 @@ def eval_command(
             seed=seed,
             latency_samples=latency_samples,
         )
-        models = [load_model(model)]
+        models = [load_model(model, backend=backend)]
         if compare is not None:
-            models.append(load_model(compare))
+            models.append(load_model(compare, backend=backend))
             if models[1].name == models[0].name:
                 models[0].name = models[0].info["name"] = f"A: {models[0].name}"
                 models[1].name = models[1].info["name"] = f"B: {models[1].name}"
@@ -113,7 +116,8 @@ def eval_command(
     for entry in result.report["models"]:
         head = entry["metrics"]["headline"]
         typer.echo(
-            f"{entry['name']}: top-1 {head['top1']:.3f}  top-3 {head['top3']:.3f}  MAP@3 {head['map3']:.3f}  "
+            f"{entry['name']} ({entry.get('backend')}): top-1 {head['top1']:.3f}  top-3 {head['top3']:.3f}  "
+            f"MAP@3 {head['map3']:.3f}  "
             f"kontour {head['kontour_top1']:.3f}  kontour deck {_fmt(head['kontour_deck_top1'])}  "
             f"pictomania {_fmt(head['pictomania_top1'])}  ECE {head['ece']:.3f}  "
             f"({head['drawings']} drawings)"

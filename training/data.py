@@ -13,7 +13,9 @@ The split is deterministic and depends only on each drawing's ``key_id``: a draw
 validation split when its hash (the first 8 bytes of ``sha1(key_id)``, as a fraction of 2**64)
 is below 0.10, or when it is among the three lowest hashes of its category (so every category
 has at least three validation drawings). A drawing never moves between splits as long as its
-category's file does not gain a drawing with a lower hash.
+category's file does not gain a drawing with a lower hash. The *dev* band is the part of the
+training split whose hash fraction lies in [0.10, 0.20): experiments hold it out to compare settings
+without touching validation.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ LOCAL_DATA = Path("data", "quickdraw")  # relative to the current folder
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "quickdraw"  # beside the repository
 VALIDATION_FRACTION = 0.10
 MIN_VALIDATION_PER_CATEGORY = 3
-SPLITS = ("train", "val", "all")
+DEV_BAND = (0.10, 0.20)  # hash-fraction band of the training split where settings are compared
+SPLITS = ("train", "val", "dev", "all")
 
 
 class DataError(RuntimeError):
@@ -320,6 +323,12 @@ def key_hash(key_id: str) -> int:
     return int.from_bytes(hashlib.sha1(key_id.encode("utf-8")).digest()[:8], "big")
 
 
+def in_dev_band(key_id: str) -> bool:
+    """Whether a drawing's hash falls in the dev band (a training drawing there is a *dev* drawing)."""
+    fraction = key_hash(key_id) / 2**64
+    return DEV_BAND[0] <= fraction < DEV_BAND[1]
+
+
 def assign_splits(records: Iterable[DrawingRecord]) -> dict[str, str]:
     """Map each ``key_id`` to ``"train"`` or ``"val"`` (see the module docstring for the rule)."""
     by_word: dict[str, list[tuple[int, str]]] = defaultdict(list)
@@ -342,7 +351,8 @@ def load_dataset(
 ) -> list[DrawingRecord]:
     """Load every drawing under a Quick, Draw! folder, de-duplicated by ``key_id``, for one split.
 
-    ``root`` defaults to :func:`default_data_root`. ``categories`` restricts the words read; unknown
+    ``split``: ``train`` (dev included), ``val``, ``dev`` or ``all``. ``root`` defaults to
+    :func:`default_data_root`. ``categories`` restricts the words read; unknown
     words raise :class:`DataError`. ``stats`` receives the totals and a :class:`FileSummary` per file
     (a drawing read twice counts as a duplicate of the later file). Records come in file order.
     """
@@ -374,6 +384,8 @@ def load_dataset(
     if split == "all":
         return everything
     assignment = assign_splits(everything)
+    if split == "dev":
+        return [r for r in everything if assignment[r.key_id] == "train" and in_dev_band(r.key_id)]
     return [record for record in everything if assignment[record.key_id] == split]
 
 

@@ -49,7 +49,7 @@ class EvalData:
 
 
 def load_eval_data(root: Path | str, split: str = "val") -> EvalData:
-    """Read every Quick, Draw! file under ``root`` and keep one split (``train``, ``val`` or ``all``).
+    """Read every Quick, Draw! file under ``root`` and keep one split (``train``, ``val``, ``dev``, ``all``).
 
     Corrupt records are skipped and counted per file; a drawing read twice (same ``key_id``) is
     counted as a duplicate of the later file. Raises :class:`training.data.DataError` for an unknown

@@ -88,12 +88,17 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def load_model(path: Path | str | None = None, name: str | None = None) -> ModelUnderTest:
-    """Load a checkpoint (default: the shipped weights) as a :class:`ModelUnderTest` with its metadata."""
+def load_model(
+    path: Path | str | None = None, name: str | None = None, backend: str | None = None
+) -> ModelUnderTest:
+    """Load a checkpoint (default: the shipped weights) as a :class:`ModelUnderTest` with its metadata.
+
+    ``backend`` is passed to :meth:`model.Guesser.load` (default: what the service uses, e.g. the
+    int8 ONNX copy beside the shipped weights; ``torch`` is the float reference)."""
     from model import DEFAULT_WEIGHTS, Guesser
 
     path = Path(path) if path is not None else DEFAULT_WEIGHTS
-    guesser = Guesser.load(path)  # raises CheckpointError with a clear message
+    guesser = Guesser.load(path, backend=backend)  # raises CheckpointError with a clear message
     meta = guesser.metadata
     training = meta.get("training") or {}
     generic = path.stem in {"model", "best", "last", "checkpoint", "final"}
@@ -105,6 +110,7 @@ def load_model(path: Path | str | None = None, name: str | None = None) -> Model
         "architecture": meta.get("architecture"),
         "temperature": guesser.temperature,
         "flip_tta": guesser.flip_tta,
+        "backend": guesser.backend,
         "training_command": training.get("command"),
         "training_data_sha256": training.get("data_sha256"),
         "training_metrics": meta.get("metrics") or {},

@@ -112,7 +112,7 @@ def refresh(model_path: Path, data: Path | None = None, cache: Path = Path("runs
     from training.prepare import prepare_cached
     from training.train import TrainConfig
 
-    guesser = Guesser.load(model_path)
+    guesser = Guesser.load(model_path, backend="torch")  # the checkpoint's own float weights
     payload = torch.load(model_path, map_location="cpu", weights_only=True)
     known = set(TrainConfig.__dataclass_fields__)
     config = TrainConfig(**{k: v for k, v in payload["training"].items() if k in known})

@@ -21,10 +21,9 @@ import numpy as np
 from tqdm import tqdm
 
 from model.strokes import DrawingError, simplify_drawing, validate_drawing
-from training.data import ReadStats, assign_splits, key_hash, load_dataset, read_categories
+from training.data import ReadStats, assign_splits, in_dev_band, load_dataset, read_categories
 
 SPLIT_CODES = {"train": 0, "val": 1, "dev": 2}
-DEV_FRACTION = (0.10, 0.20)  # hash-fraction band of the training split used as the dev holdout
 
 
 @dataclass
@@ -59,11 +58,6 @@ class PreparedData:
         return np.flatnonzero(self.splits == SPLIT_CODES[split])
 
 
-def _dev(key_id: str) -> bool:
-    fraction = key_hash(key_id) / 2**64
-    return DEV_FRACTION[0] <= fraction < DEV_FRACTION[1]
-
-
 def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None) -> PreparedData:
     """Read ``root`` and write ``out/drawings.npz`` and ``out/meta.json``; return the prepared data."""
     out = Path(out)
@@ -89,7 +83,8 @@ def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None)
         drawing_ends.append(total_strokes)
         labels.append(index_of[record.word])
         code = split_of[record.key_id]
-        splits.append(SPLIT_CODES["dev"] if code == "train" and _dev(record.key_id) else SPLIT_CODES[code])
+        dev = code == "train" and in_dev_band(record.key_id)
+        splits.append(SPLIT_CODES["dev" if dev else code])
     data = PreparedData(
         points=np.concatenate(points),
         stroke_ends=np.asarray(stroke_ends, dtype=np.int64),

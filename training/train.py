@@ -191,8 +191,10 @@ def balanced_epoch(
 # -- distillation --------------------------------------------------------------------------------
 def load_teachers(paths: list[str], classes: list[str], spec: RasterSpec) -> list[Guesser]:
     """The teacher checkpoints as Guessers; raises ``CheckpointError`` when one does not share the
-    student's class list or raster spec."""
-    return [Guesser.load(path, expected_classes=classes, expected_raster=spec) for path in paths]
+    student's class list or raster spec. The float reference back-end: no ONNX export per teacher."""
+    return [
+        Guesser.load(path, expected_classes=classes, expected_raster=spec, backend="torch") for path in paths
+    ]
 
 
 def teacher_targets(teachers: list[Guesser], images: torch.Tensor, temperature: float) -> torch.Tensor:
