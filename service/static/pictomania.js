@@ -64,7 +64,7 @@ export class PictomaniaView {
         el("section", { class: "panel cards-panel" }, el("h3", {}, "Les cartes"), this.cards),
         el("section", { class: "panel scores-panel" }, el("h3", {}, "Scores"), this.scores)),
       el("section", { class: "panel wide opponents-panel" },
-        el("h3", {}, "Les dessins des adversaires — misez un numéro"), this.opponents),
+        el("h3", {}, "Adversaires : misez un numéro"), this.opponents),
       this.overlay);
     root.replaceChildren(this.layout);
     this.board = new Board(canvas, { mode: "free", width: 3, onStroke: (points) => this.send({ kind: "stroke", points }) });
@@ -145,7 +145,7 @@ export class PictomaniaView {
       el("div", { class: "card-head" }, symbol(i), el("span", {}, SYMBOL_NAMES[i] || ""),
         card.theme ? el("span", { class: "theme" }, `· ${card.theme}`) : ""),
       el("ol", {}, ...card.words.map((w, n) => el("li", {
-        class: secret && secret.symbol === i && secret.number === n + 1 ? "mine" : "",
+        class: secret && secret.symbol === i && secret.number === n + 1 ? "mine" : "", title: this.fr(w),
       }, el("b", {}, n + 1), " ", this.fr(w))))));
     this.cards.replaceChildren(...cards);
   }
