@@ -96,7 +96,8 @@ class KontourTurnStat:
     guesses: int
     finders: list[str]
     tiebreak: bool = False
-    first_guess_after_s: float | None = None
+    first_guess_after_s: float | None = None  # from the word being chosen (drawing starts)
+    found_after_choice_s: float | None = None  # from the word being chosen
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float] | None:
@@ -125,6 +126,7 @@ class KontourReport:
         found = [t for t in self.turns if t.found]
         times = [t.found_after_s for t in found if t.found_after_s is not None]
         firsts = [t.first_guess_after_s for t in self.turns if t.first_guess_after_s is not None]
+        chosen_times = [t.found_after_choice_s for t in self.turns if t.found_after_choice_s is not None]
         n = len(self.turns) or 1
         points = [s for game in self.scores for s in game.values()]
         return {
@@ -135,6 +137,7 @@ class KontourReport:
             "turns_per_game": len(self.turns) / max(1, self.games),
             "find_rate": len(found) / n,
             "time_to_first_guess_median_s": statistics.median(firsts) if firsts else None,
+            "time_to_find_after_choice_median_s": statistics.median(chosen_times) if chosen_times else None,
             "time_to_find_mean_s": statistics.mean(times) if times else None,
             "time_to_find_median_s": statistics.median(times) if times else None,
             "strokes_per_turn": statistics.mean(t.strokes for t in self.turns) if self.turns else 0,
@@ -145,13 +148,14 @@ class KontourReport:
         }
 
     def distributions(self) -> dict[str, Any]:
-        """Quantiles of the pacing figures: time to first guess, time to find."""
+        """Quantiles of the pacing figures, from the word being chosen: time to the first guess,
+        time to find."""
         return {
             "time_to_first_guess_s": _quantiles(
                 [t.first_guess_after_s for t in self.turns if t.first_guess_after_s is not None]
             ),
             "time_to_find_s": _quantiles(
-                [t.found_after_s for t in self.turns if t.found_after_s is not None]
+                [t.found_after_choice_s for t in self.turns if t.found_after_choice_s is not None]
             ),
         }
 
@@ -216,14 +220,19 @@ def _play_kontour(
         table.tick(source, KONTOUR_TICK_S)
     said: dict[int, int] = {}
     first: dict[int, float] = {}
-    started: dict[int, float] = {}
+    found: dict[int, float] = {}
+    chosen: dict[int, float] = {}
     number = 0
     for at, e in table.events:
         if e.kind == "turn_started":
-            number, started[e.number] = e.number, at
+            number = e.number
+        elif e.kind == "drawing_started":
+            chosen[number] = at
         elif e.kind == "guess_made":
             said[number] = said.get(number, 0) + 1
-            first.setdefault(number, at - started[number])
+            first.setdefault(number, at - chosen[number])
+            if e.accepted:
+                found.setdefault(number, at - chosen[number])
     for summary in table.state.history:
         report.turns.append(
             KontourTurnStat(
@@ -238,6 +247,7 @@ def _play_kontour(
                 finders=list(summary.finders),
                 tiebreak=summary.tiebreak,
                 first_guess_after_s=first.get(summary.number),
+                found_after_choice_s=found.get(summary.number),
             )
         )
     report.scores.append(dict(table.state.scores))

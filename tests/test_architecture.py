@@ -31,13 +31,14 @@ ALLOWED: dict[str, set[str]] = {
     "bench": OURS - {"bench", "examples"},  # the service benchmark starts the tests' real server
     "examples": OURS - {"bench", "examples", "tests"},
 }
-# Leaks in packages this test's author does not own, reported to their owners; each entry must
-# still exist (the test fails once it is fixed, so the list only shrinks).
+# Known leaks (package, imported package), in packages whose owners were told; each must still
+# exist (the test fails once it is fixed, so the list only shrinks). Today: model/export.py reads
+# the dataset (training); training's evaluation uses the real decks (vocab) and the drawing-pack
+# builder writes the pack format of games.ai.pack (games).
 KNOWN_LEAKS: set[tuple[str, str]] = {
-    ("model/export.py", "training"),  # export rebuilds calibration data from the dataset
-    ("training/pack.py", "vocab"),  # the drawing-pack builder reads the decks' words...
-    ("training/pack.py", "games"),  # ...and writes the pack format of games.ai.pack
-    ("training/eval_metrics.py", "vocab"),  # evaluation on the real decks' tables
+    ("model", "training"),
+    ("training", "vocab"),
+    ("training", "games"),
 }
 
 
@@ -77,13 +78,13 @@ def test_dependencies_point_one_way() -> None:
     leaks = [
         f"{rel} imports {dep} ({package} may import only {sorted(ALLOWED[package]) or 'nothing of ours'})"
         for package, rel, dep in edges()
-        if dep not in ALLOWED[package] and (rel, dep) not in KNOWN_LEAKS
+        if dep not in ALLOWED[package] and (package, dep) not in KNOWN_LEAKS
     ]
     assert not leaks, "\n".join(leaks)
 
 
 def test_known_leaks_still_exist() -> None:
-    present = {(rel, dep) for _, rel, dep in edges()}
+    present = {(package, dep) for package, _, dep in edges()}
     assert KNOWN_LEAKS <= present, f"fixed, remove from KNOWN_LEAKS: {KNOWN_LEAKS - present}"
 
 

@@ -250,7 +250,7 @@ class KontourDriver:
         if probs is None or look.ticket != (self.turn_number, self.seq):
             return
         for p in self.active:
-            self.guessers[p].observe(probs, now)
+            self.guessers[p].observe(probs, now, strokes=len(look.drawing))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -300,6 +300,8 @@ class PictomaniaDriver:
         tokens = self.rules.config.tokens(len(players))
         self.round_number, self.scored_at = rnd.number, None
         self.last_stroke, self.seq, self.pending = {}, {}, {}
+        self.delay = {p: 0.0 for p in self.ais}  # time spent betting while drawing
+        self.ready_since: dict[str, float] = {}  # when it first had nothing left to do
         for p in self.ais:
             key = rnd.word(p)
             drawer = AIDrawer(self.level.drawer, seeded(self.seed, p, "draw", rnd.number),
@@ -339,15 +341,21 @@ class PictomaniaDriver:
                 continue
             states = self._opponents(st, p, now)
             commit = self.brains[p].decide(now, states)
+            own_done = self.drawn[p] >= len(self.plans[p])
             if commit is not None:
                 table.apply(PlaceGuess(player=p, target=commit.opponent, number=commit.number))
-            own_done = self.drawn[p] >= len(self.plans[p])
-            if own_done and table.state.phase == "playing" and self.brains[p].finished(now, states):
+                if not own_done:  # one hand: the drawing waits while it bets
+                    self.delay[p] += self.level.pictomania_guesser.bet_s
+            if not own_done or table.state.phase != "playing" or not self.brains[p].finished(now, states):
+                self.ready_since.pop(p, None)
+                continue
+            since = self.ready_since.setdefault(p, now)
+            if now - since >= self.level.pictomania_guesser.done_s:  # a last look, then the token
                 table.apply(Done(player=p))
 
     def _draw(self, table: Table, p: str, now: float) -> None:
-        plan = self.plans[p]
-        while self.drawn[p] < len(plan) and plan[self.drawn[p]].end <= now:
+        plan, delay = self.plans[p], self.delay[p]
+        while self.drawn[p] < len(plan) and plan[self.drawn[p]].end + delay <= now:
             if p not in table.state.round.done:
                 table.apply(PictoStroke(player=p, points=plan[self.drawn[p]].points))
             self.drawn[p] += 1

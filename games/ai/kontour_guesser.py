@@ -10,7 +10,11 @@ Policy (all times in seconds, every knob from `KontourGuesserLevel`):
    ``off_topic_factor``, drop every word already said (by anyone) this turn, renormalise, and say
    the best word if its probability reaches the current threshold. The threshold decays linearly
    from ``threshold`` to ``threshold_floor`` over the turn (players get bolder as time runs out).
-   At most ``max_guesses_per_s`` words per second.
+   At most ``max_guesses_per_s`` words per second, and nothing before ``min_strokes`` strokes
+   were seen.
+3. Typing: a chosen word is said once typed, ``type_base_s + type_char_s * len(word)`` seconds
+   later (times ``1 ± reaction_jitter``); meanwhile the AI types, and drops the word if another
+   player says it first.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class Say:
 class _Observation:
     visible_at: float
     probs: dict[str, float]
+    strokes: int  # strokes in the drawing it was computed on
 
 
 @dataclass
@@ -71,6 +76,7 @@ class KontourGuesser:
     _observations: list[_Observation] = field(default_factory=list)
     _last_said_at: float | None = None
     _last_now: float = float("-inf")
+    _typing: Say | None = None  # the word being typed, `at` = when it is said
 
     def new_turn(self, turn_start: float, candidates: Sequence[str] | None = None) -> None:
         """Forget everything about the previous turn."""
@@ -82,10 +88,12 @@ class KontourGuesser:
         self._observations = []
         self._last_said_at = None
         self._last_now = float("-inf")
+        self._typing = None
 
     # -- inputs ---------------------------------------------------------------------------
-    def observe(self, probs: Mapping[str, float], now: float) -> None:
-        """The recognizer's distribution after a new stroke at time `now`."""
+    def observe(self, probs: Mapping[str, float], now: float, strokes: int | None = None) -> None:
+        """The recognizer's distribution after a new stroke at time `now` (`strokes`: how many
+        strokes the drawing has; default: one more than the previous observation)."""
         self._check_time(now)
         if self.candidates is not None:
             allowed = set(self.candidates)
@@ -93,7 +101,8 @@ class KontourGuesser:
         noisy = perturb(probs, self.rng, self.level.noise, self.level.temperature)
         jitter = self.level.reaction_jitter
         delay = self.level.reaction_s * (1 + jitter * (2 * self.rng.random() - 1) if jitter else 1)
-        self._observations.append(_Observation(now + delay, noisy))
+        count = strokes if strokes is not None else len(self._observations) + 1
+        self._observations.append(_Observation(now + delay, noisy, count))
 
     def heard(self, key: str) -> None:
         """Another player said `key` and it was wrong: never say it."""
@@ -140,9 +149,22 @@ class KontourGuesser:
     def decide(self, now: float) -> Say | None:
         """The word to say at `now`, or None (not sure enough, too soon, nothing seen yet)."""
         self._check_time(now)
+        if self._typing is not None:
+            typed = self._typing
+            if now < typed.at:
+                return None
+            self._typing = None
+            if typed.key in self._excluded:  # somebody said it first: drop it
+                return None
+            self.said.append(typed.key)
+            self._last_said_at = now
+            return Say(key=typed.key, word=typed.word, prob=typed.prob, at=now)
         if self._last_said_at is not None:
             if now - self._last_said_at < 1.0 / self.level.max_guesses_per_s:
                 return None
+        seen = [o.strokes for o in self._observations if o.visible_at <= now]
+        if not seen or seen[-1] < self.level.min_strokes:
+            return None
         belief = self.belief(now)
         if not belief:
             return None
@@ -150,9 +172,16 @@ class KontourGuesser:
         prob = belief[key]
         if prob < self.threshold(now):
             return None
-        self.said.append(key)
-        self._last_said_at = now
-        return Say(key=key, word=self.to_french(key), prob=prob, at=now)
+        word = self.to_french(key)
+        typing = self.level.type_base_s + self.level.type_char_s * len(word)
+        if typing <= 0:
+            self.said.append(key)
+            self._last_said_at = now
+            return Say(key=key, word=word, prob=prob, at=now)
+        jitter = self.level.reaction_jitter
+        typing *= 1 + jitter * (2 * self.rng.random() - 1) if jitter else 1
+        self._typing = Say(key=key, word=word, prob=prob, at=now + typing)
+        return None
 
     def _check_time(self, now: float) -> None:
         if now < self._last_now:

@@ -33,6 +33,9 @@ class KontourGuesserLevel(_Frozen):
     max_guesses_per_s: float = Field(gt=0)
     close_boost: float = Field(ge=1)
     off_topic_factor: float = Field(gt=0, le=1)
+    min_strokes: int = Field(default=1, ge=1)  # strokes seen before it may speak
+    type_base_s: float = Field(default=0.0, ge=0)  # typing a word: hand to keys, Enter...
+    type_char_s: float = Field(default=0.0, ge=0)  # ...plus this per character of the word
 
 
 class PictomaniaGuesserLevel(_Frozen):
@@ -47,6 +50,8 @@ class PictomaniaGuesserLevel(_Frozen):
     others_commit_rate: float = Field(ge=0, le=1)
     others_accuracy: float = Field(ge=0, le=1)
     min_ev: float
+    bet_s: float = Field(default=0.0, ge=0)  # placing a bet; its drawing waits meanwhile
+    done_s: float = Field(default=0.0, ge=0)  # a last look before taking its token
 
 
 class StrokePace(_Frozen):
