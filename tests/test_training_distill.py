@@ -1,4 +1,4 @@
-"""Distillation and mixup in `training.train`, on the tiny preset and the fixture shapes."""
+"""Distillation, mixup and joint class × rotation labels in `training.train`, on the tiny preset."""
 
 from __future__ import annotations
 
@@ -11,7 +11,16 @@ import torch
 
 from model import CheckpointError, Guesser
 from tests.conftest import FIXTURE_WORDS, shape
-from training.train import distillation_loss, mix, parse_config, teacher_targets, train
+from training.train import (
+    ROTATIONS,
+    distillation_loss,
+    mix,
+    parse_config,
+    teacher_targets,
+    train,
+    turn,
+    upright,
+)
 
 
 def tiny_run(data: Path, out: Path, *extra: str) -> dict:
@@ -83,3 +92,31 @@ def test_a_mismatched_teacher_is_refused(fixture_data: Path, tmp_path: Path) -> 
         tiny_run(fixture_data, tmp_path / "run", "--teacher", str(DEFAULT_WEIGHTS))
     with pytest.raises(ValueError, match="distill weight must be in"):
         tiny_run(fixture_data, tmp_path / "run", "--distill-weight", "1.5")
+
+
+def test_turns_and_their_joint_labels() -> None:
+    images = torch.arange(2 * 9.0).reshape(2, 1, 3, 3).repeat(4, 1, 1, 1)
+    labels = torch.tensor([0, 1] * 4)
+    turned, joint = turn(images, labels, np.random.default_rng(3))
+    for image, before, label, target in zip(turned, images, labels, joint, strict=True):
+        k = int(target) % ROTATIONS
+        assert int(target) // ROTATIONS == int(label)
+        assert torch.equal(image, torch.rot90(before, k, dims=(1, 2)))
+    assert len({int(t) % ROTATIONS for t in joint}) > 1
+
+
+def test_upright_keeps_the_upright_rows() -> None:
+    network = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(9, 3 * ROTATIONS))
+    kept = upright(network, ROTATIONS)
+    assert upright(network, 1) is network and network[1].out_features == 3 * ROTATIONS
+    x = torch.rand(5, 1, 3, 3)
+    assert torch.allclose(kept(x), network(x)[:, ::ROTATIONS])
+
+
+def test_rotation_labels_ship_an_ordinary_model(fixture_data: Path, tmp_path: Path) -> None:
+    tiny_run(fixture_data, tmp_path / "turns", "--rotation-labels", "true", "--epochs", "2")
+    guesser = Guesser.load(tmp_path / "turns" / "model.pt")
+    assert guesser.labels == list(FIXTURE_WORDS)
+    assert guesser.guess(shape("circle", np.random.default_rng(0)), top_k=4)[0].label in FIXTURE_WORDS
+    with pytest.raises(ValueError, match="rotation labels"):
+        tiny_run(fixture_data, tmp_path / "both", "--rotation-labels", "true", "--teacher", "x.pt")

@@ -15,6 +15,10 @@ are shown to the teachers too, through their public :class:`model.Guesser` (thei
 and flip TTA); their probabilities, softened by ``--distill-temperature``, are averaged and the
 student learns ``(1 − w) · cross-entropy + w · τ² · KL(teachers ‖ student)`` with ``w`` =
 ``--distill-weight``. Teachers must share the student's class list and raster spec.
+
+Joint class × rotation labels (``--rotation-labels true``): each image is turned by 0, 90, 180 or
+270° at random and the network learns ``class × 4 + turn`` over four times as many outputs; the
+checkpoint keeps only the upright rows of the last layer, so it is an ordinary model of the classes.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ class TrainConfig:
     distill_temperature: float = 2.0  # softens teacher and student distributions in the distillation loss
     distill_weight: float = 0.7  # share of the distillation loss (the rest: cross-entropy on the labels)
     mixup: float = 0.0  # α of Beta(α, α): mix pairs of images and their targets (0 = off)
+    rotation_labels: bool = False  # joint class × rotation (0/90/180/270°) targets; upright rows shipped
     eval_every: int = 10  # epochs between evaluations (0 = only at the end)
     max_minutes: float = 0.0  # time budget: the LR schedule anneals by time and training stops (0 = off)
     half_weights: bool = True  # store float16 weights (half the file size)
@@ -229,6 +234,35 @@ def mix(
     return lam * images + (1 - lam) * images[perm], perm, lam
 
 
+# -- joint class × rotation labels ------------------------------------------------------------------
+ROTATIONS = 4
+
+
+def turn(
+    images: torch.Tensor, labels: torch.Tensor, rng: np.random.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Turn each image by a random multiple of 90° and label it ``class × 4 + turns``."""
+    turns = torch.from_numpy(rng.integers(0, ROTATIONS, size=len(images))).to(images.device)
+    out = images.clone()
+    for k in range(1, ROTATIONS):
+        chosen = turns == k
+        out[chosen] = torch.rot90(images[chosen], k, dims=(2, 3))
+    return out, labels * ROTATIONS + turns
+
+
+def upright(network: nn.Module, turns: int) -> nn.Module:
+    """The network itself (``turns`` = 1), else a copy whose last linear layer keeps the upright
+    rows (``class × turns + 0``): an ordinary classifier of the classes."""
+    if turns == 1:
+        return network
+    network = copy.deepcopy(network)
+    head = [m for m in network.modules() if isinstance(m, nn.Linear)][-1]
+    head.weight = nn.Parameter(head.weight.detach()[::turns].clone())
+    head.bias = nn.Parameter(head.bias.detach()[::turns].clone())
+    head.out_features = head.weight.shape[0]
+    return network
+
+
 # -- distributed ---------------------------------------------------------------------------------
 def setup_distributed() -> tuple[int, int, torch.device]:
     """Join the process group when launched by torchrun; return (rank, world size, device)."""
@@ -281,8 +315,10 @@ def train(config: TrainConfig) -> dict:
     held_out = data.indices(config.holdout)
     pool = np.setdiff1d(data.indices("train"), held_out)
     arch_kwargs = config.architecture_kwargs()
+    turns = ROTATIONS if config.rotation_labels else 1
+    outputs = len(data.classes) * turns
     network = create_model(
-        config.architecture, in_channels=len(spec.channels), num_classes=len(data.classes), **arch_kwargs
+        config.architecture, in_channels=len(spec.channels), num_classes=outputs, **arch_kwargs
     ).to(device)
     model: nn.Module = network
     if world > 1:
@@ -311,6 +347,8 @@ def train(config: TrainConfig) -> dict:
     loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
     if not 0.0 <= config.distill_weight <= 1.0 or config.distill_temperature <= 0 or config.mixup < 0:
         raise ValueError("distill weight must be in [0, 1], distill temperature > 0, mixup ≥ 0")
+    if config.teacher and config.rotation_labels:
+        raise ValueError("distillation with rotation labels is not supported (the teachers see no turns)")
     teachers = load_teachers(config.teacher, data.classes, spec)
     bf16 = use_bf16(config.bf16, device)
     log: list[dict] = []
@@ -330,10 +368,13 @@ def train(config: TrainConfig) -> dict:
         )
         running, seen = 0.0, 0
         mixing = np.random.default_rng((config.seed, epoch, rank, 1))
+        turning = np.random.default_rng((config.seed, epoch, rank, 2))
         bar = tqdm(loader, desc=f"epoch {epoch + 1}/{config.epochs}", disable=rank != 0, leave=False)
         for images, labels in bar:
             images, labels = images.to(device), labels.to(device)
             perm, lam = None, 1.0
+            if config.rotation_labels:
+                images, labels = turn(images, labels, turning)
             if config.mixup:
                 images, perm, lam = mix(images, config.mixup, mixing)
             targets = teacher_targets(teachers, images, config.distill_temperature) if teachers else None
@@ -367,9 +408,10 @@ def train(config: TrainConfig) -> dict:
         ):
             final = last or out_of_time
             if averaged is not None:
-                raw = evaluate(network, data, held_out, spec, config.flip_tta, quick=True)
+                raw = evaluate(upright(network, turns), data, held_out, spec, config.flip_tta, quick=True)
                 entry.update({f"raw_{k}": v for k, v in raw.items()})
-            entry.update(evaluate(shipped, data, held_out, spec, config.flip_tta, quick=not final))
+            scored = upright(shipped, turns)
+            entry.update(evaluate(scored, data, held_out, spec, config.flip_tta, quick=not final))
         if rank == 0:
             tqdm.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in entry.items()}))
         log.append(entry)
@@ -386,7 +428,7 @@ def train(config: TrainConfig) -> dict:
         held_out_drawings=int(len(held_out)),
     )
     if rank == 0:
-        write_outputs(config, shipped, data, spec, arch_kwargs, metrics, log)
+        write_outputs(config, upright(shipped, turns), data, spec, arch_kwargs, metrics, log)
     if world > 1:
         dist.barrier()
         dist.destroy_process_group()
