@@ -101,13 +101,15 @@ def rasterize(strokes: Sequence[np.ndarray], spec: RasterSpec = RasterSpec()) ->
     layers = []
     for channel in spec.channels:
         canvas = np.zeros((big, big), dtype=np.uint8)
-        weights = _stroke_weights(len(points)) if channel == "order" else np.ones(len(points))
-        for index in reversed(range(len(points))):  # earlier strokes end on top
-            colour = int(round(255 * weights[index]))
-            cv2.polylines(canvas, [points[index]], False, colour, thickness, cv2.LINE_AA, _SHIFT)
-        small = cv2.resize(canvas, (spec.size, spec.size), interpolation=cv2.INTER_AREA)
-        layers.append(small.astype(np.float32) / 255.0)
-    return np.stack(layers)
+        if channel == "ink":  # one colour: one call draws every stroke, in the same order
+            cv2.polylines(canvas, points[::-1], False, 255, thickness, cv2.LINE_AA, _SHIFT)
+        else:
+            weights = _stroke_weights(len(points))
+            for index in reversed(range(len(points))):  # earlier strokes end on top
+                colour = int(round(255 * weights[index]))
+                cv2.polylines(canvas, [points[index]], False, colour, thickness, cv2.LINE_AA, _SHIFT)
+        layers.append(cv2.resize(canvas, (spec.size, spec.size), interpolation=cv2.INTER_AREA))
+    return np.stack(layers).astype(np.float32) / 255.0
 
 
 def rasterize_reference(strokes: Sequence[np.ndarray], spec: RasterSpec = RasterSpec()) -> np.ndarray:

@@ -137,18 +137,28 @@ RDP_SMALL = 32  # intervals this short are scanned in plain Python (cheaper than
 
 
 def rdp(points: Stroke, epsilon: float = RDP_EPSILON) -> Stroke:
-    """Ramer–Douglas–Peucker simplification (iterative; numpy for long intervals, plain Python for
-    short ones — the same arithmetic either way).
+    """Ramer–Douglas–Peucker simplification of one polyline (see :func:`rdp_strokes`).
 
     Distances use the first two columns; further columns (e.g. times) are carried along."""
-    n = len(points)
-    if n < 3:
-        return points.copy()
-    xs, ys = points[:, 0], points[:, 1]
+    return rdp_strokes([points], epsilon)[0]
+
+
+def rdp_strokes(strokes: Sequence[Stroke], epsilon: float = RDP_EPSILON) -> list[Stroke]:
+    """Ramer–Douglas–Peucker simplification of every stroke, in one pass over the drawing.
+
+    Iterative: numpy scans long intervals, plain Python short ones (cheaper than numpy's call
+    overhead) — the same arithmetic either way, so the result does not depend on the split."""
+    if not strokes:
+        return []
+    every = np.concatenate(strokes) if len(strokes) > 1 else strokes[0]
+    xs, ys = every[:, 0], every[:, 1]
     lx, ly = xs.tolist(), ys.tolist()
-    keep = np.zeros(n, dtype=bool)
-    keep[0] = keep[-1] = True
-    stack = [(0, n - 1)]
+    keep = np.zeros(len(every), dtype=bool)
+    ends = np.cumsum([len(s) for s in strokes])
+    starts = ends - np.array([len(s) for s in strokes])
+    keep[starts] = True
+    keep[ends - 1] = True
+    stack = [(int(first), int(last) - 1) for first, last in zip(starts, ends, strict=True)]
     hypot = math.hypot
     while stack:
         first, last = stack.pop()
@@ -179,7 +189,7 @@ def rdp(points: Stroke, epsilon: float = RDP_EPSILON) -> Stroke:
             keep[index] = True
             stack.append((first, index))
             stack.append((index, last))
-    return points[keep]
+    return [every[start:end][keep[start:end]] for start, end in zip(starts, ends, strict=True)]
 
 
 def drawing_frame(strokes: Sequence[Stroke]) -> tuple[float, float, float]:
@@ -202,11 +212,7 @@ def simplify_drawing(
     min_x, min_y, extent = frame if frame is not None else drawing_frame(strokes)
     origin = np.array([min_x, min_y])
     scale = SIMPLIFIED_EXTENT / extent if extent > 0 else 1.0
-    simplified = []
-    for stroke in strokes:
-        scaled = (stroke - origin) * scale
-        simplified.append(rdp(resample_corners(scaled, 1.0), epsilon))
-    return simplified
+    return rdp_strokes([resample_corners((stroke - origin) * scale, 1.0) for stroke in strokes], epsilon)
 
 
 def to_quickdraw(strokes: Sequence[Stroke], decimals: int = 0) -> list[list[list[float]]]:
