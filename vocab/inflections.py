@@ -23,14 +23,16 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from vocab.normalize import fold, normalize
 
 __all__ = ["Link", "LinksFile", "load_links", "read_links", "dela_entries", "propose"]
 
 DATA_FILE = Path(__file__).parent / "data" / "inflections.yaml"
-Source = Literal["DELA", "Lefff 3.4", "regular plural"]
+# "usage": a form current French uses that neither lexicon has (recent feminine job titles); each
+# such link needs its reason.
+Source = Literal["DELA", "Lefff 3.4", "regular plural", "usage"]
 
 
 class Link(BaseModel):
@@ -42,6 +44,14 @@ class Link(BaseModel):
     source: Source
     evidence: tuple[str, ...] = ()  # lexicon lines that attest the forms (DELA / Lefff)
     reason: str | None = None
+
+    @model_validator(mode="after")
+    def _attested_or_explained(self) -> Link:
+        if self.source in ("DELA", "Lefff 3.4") and not self.evidence:
+            raise ValueError(f"a {self.source} link quotes the lexicon lines that attest it")
+        if self.source == "usage" and not self.reason:
+            raise ValueError("a link from usage needs its reason")
+        return self
 
 
 class LinksFile(BaseModel):
