@@ -164,6 +164,8 @@ class BatchInference:
 
         ``key`` names whose budget pays; raises :class:`RateLimited` when that key is in debt.
         """
+        if self._closed:
+            raise InferenceClosed("the inference worker is not running")
         budget = self.cpu[key]
         if not budget.allow(0.0):
             wait = budget.retry_after(0.0)

@@ -74,3 +74,12 @@ def tiny_checkpoint(fixture_data: Path, tmp_path_factory: pytest.TempPathFactory
     )
     train(config)
     return out / "model.pt"
+
+
+@pytest.fixture(scope="session")
+def tight_server(tiny_checkpoint: Path):
+    """The real service (uvicorn) with small limits and short timeouts, shared by the service tests."""
+    from tests.service_server import TIGHT, running_server
+
+    with running_server({"GRIFFON_MODEL": str(tiny_checkpoint), **TIGHT}) as server:
+        yield server

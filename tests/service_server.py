@@ -27,6 +27,25 @@ import httpx
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Small limits and short timeouts: one real server (``tight_server`` in conftest) shared by the
+# bot protocol, solo game and attack tests.
+TIGHT = {
+    "GRIFFON_MAX_MESSAGE_RATE": "5",
+    "GRIFFON_MAX_MESSAGE_BURST": "5",
+    "GRIFFON_BOT_IDLE_TIMEOUT_S": "2.5",
+    "GRIFFON_MAX_BOT_SESSIONS": "3",
+    "GRIFFON_MAX_SESSIONS": "2",
+    "GRIFFON_IDLE_EXPIRY_S": "2",
+    "GRIFFON_GAME_IDLE_TIMEOUT_S": "3",
+    "GRIFFON_MAX_GAME_SOCKETS": "2",
+    "GRIFFON_HEADER_TIMEOUT_S": "1",
+    "GRIFFON_BODY_TIMEOUT_S": "1",
+    "GRIFFON_KEEP_ALIVE_S": "1",
+    "GRIFFON_MAX_CLIENT_CONNECTIONS": "16",
+    "GRIFFON_MAX_FRAME_BYTES": "4096",
+    "GRIFFON_TRANSCRIPT_BYTES": "2048",
+}
+
 
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now."""
@@ -100,3 +119,19 @@ def _stop(process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=5)
+
+
+@contextmanager
+def in_process(**settings: object) -> Iterator[object]:
+    """The app in this process (``fastapi.testclient.TestClient``, lifespan run), no sockets.
+
+    ``settings`` are :class:`service.settings.Settings` fields. For tables of HTTP cases and
+    WebSocket conversations that need no real network; keep a few real-server tests too."""
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    app = create_app(Settings(**settings))  # type: ignore[arg-type]
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client

@@ -1,4 +1,7 @@
-"""The HTTP API over the real uvicorn server: every route, every error status and message."""
+"""The HTTP API in process (TestClient): every route, every error status and message.
+
+The real uvicorn server is exercised by ``test_service_attacks.py`` (timeouts, sizes, budgets)
+and the bot and game socket tests."""
 
 from __future__ import annotations
 
@@ -13,26 +16,22 @@ import pytest
 
 from service.settings import Settings, SettingsError
 from tests.conftest import shape
-from tests.service_server import Server, running_server
+from tests.service_server import in_process
 
 LIMITS = {
-    "GRIFFON_MAX_POINTS": "2000",
-    "GRIFFON_MAX_STROKES": "50",
-    "GRIFFON_MAX_GUESS_BATCH": "8",
-    "GRIFFON_MAX_BODY_BYTES": "100000",
+    "max_points": 2000,
+    "max_stroke_points": 1500,
+    "max_strokes": 50,
+    "max_guess_batch": 8,
+    "max_body_bytes": 100_000,
+    "allowed_origins": ["https://rooms.example"],
 }
 LABELS = {"circle", "square", "triangle", "line"}
 
 
 @pytest.fixture(scope="module")
-def server(tiny_checkpoint: Path) -> Iterator[Server]:
-    with running_server({"GRIFFON_MODEL": str(tiny_checkpoint), **LIMITS}) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(server: Server) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+def client(tiny_checkpoint: Path) -> Iterator[httpx.Client]:
+    with in_process(model=tiny_checkpoint, **LIMITS) as http:
         yield http
 
 
@@ -105,23 +104,42 @@ def test_vocabulary_and_decks(client: httpx.Client) -> None:
     assert all(len(side["words"]) == 7 for card in pictomania["cards"] for side in card["sides"])
 
 
-def test_openapi_docs_and_cors(client: httpx.Client) -> None:
+def test_openapi_docs_and_cors_allow_list(client: httpx.Client) -> None:
     assert "swagger" in client.get("/docs").text.lower()
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/guess", "/v1/guess/batch", "/v1/match", "/v1/vocabulary", "/healthz"} <= set(paths)
-    response = client.get("/healthz", headers={"Origin": "https://rooms.example"})
-    assert response.headers["access-control-allow-origin"] == "*"
+    allowed = client.get("/healthz", headers={"Origin": "https://rooms.example"})
+    assert allowed.headers["access-control-allow-origin"] == "https://rooms.example"
+    other = client.get("/healthz", headers={"Origin": "https://evil.example"})
+    assert "access-control-allow-origin" not in other.headers
+    preflight = client.options("/v1/play", headers={
+        "Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
+    assert preflight.status_code == 400 and "access-control-allow-origin" not in preflight.headers
 
 
-def test_concurrent_requests_all_succeed(server: Server) -> None:
-    async def burst() -> list[int]:
-        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
-            calls = [http.post("/v1/guess", json={"drawing": drawing("circle", i)}) for i in range(24)]
-            return [r.status_code for r in await asyncio.gather(*calls)]
+def test_security_headers_on_pages_and_errors(client: httpx.Client) -> None:
+    for response in (client.get("/"), client.get("/v1/nope"), client.get("/healthz")):
+        headers = response.headers
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["referrer-policy"] == "no-referrer"
+        csp = headers["content-security-policy"]
+        assert "script-src 'self';" in csp and "frame-ancestors 'none'" in csp
+    assert "cdn.jsdelivr.net" in client.get("/docs").headers["content-security-policy"]
 
-    before = httpx.get(server.url + "/healthz").json()["inference"]["images"]
-    assert asyncio.run(burst()) == [200] * 24
-    assert httpx.get(server.url + "/healthz").json()["inference"]["images"] == before + 24
+
+def test_concurrent_requests_all_succeed(tiny_checkpoint: Path) -> None:
+    with in_process(model=tiny_checkpoint) as http:
+        transport = httpx.ASGITransport(app=http.app)
+
+        async def burst() -> list[int]:
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                calls = [client.post("/v1/guess", json={"drawing": drawing("circle", i)}) for i in range(24)]
+                return [r.status_code for r in await asyncio.gather(*calls)]
+
+        before = http.get("/healthz").json()["inference"]["images"]
+        assert http.portal.call(burst) == [200] * 24
+        assert http.get("/healthz").json()["inference"]["images"] == before + 24
 
 
 # -- error paths ---------------------------------------------------------------------------------
@@ -138,8 +156,11 @@ def test_nan_is_rejected(client: httpx.Client) -> None:
 
 
 def test_too_many_points_and_strokes(client: httpx.Client) -> None:
-    long = [[list(range(2001)), list(range(2001))]]
+    long = [[list(range(1501)), list(range(1501))]]
     assert_error(client.post("/v1/guess", json={"drawing": long}), 422, "bad_drawing",
+                 "stroke 0: too many points: 1501 > 1500")
+    two = [[list(range(1000)), list(range(1000))], [list(range(1001)), list(range(1001))]]
+    assert_error(client.post("/v1/guess", json={"drawing": two}), 422, "bad_drawing",
                  "too many points: 2001 > 2000")
     many = [[[i, i + 1], [0, 1]] for i in range(51)]
     assert_error(client.post("/v1/guess", json={"drawing": many}), 422, "bad_drawing",
@@ -212,22 +233,63 @@ def test_unknown_routes_and_methods(client: httpx.Client) -> None:
 
 
 def test_overloaded_queue_answers_503(tiny_checkpoint: Path) -> None:
-    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_MAX_QUEUE": "2"}
-    with running_server(env) as small:
+    with in_process(model=tiny_checkpoint, max_queue=2) as small:
         body = {"drawings": [drawing(), drawing("circle"), drawing("line")]}
-        response = httpx.post(small.url + "/v1/guess/batch", json=body, timeout=30)
+        response = small.post("/v1/guess/batch", json=body)
         assert_error(response, 503, "overloaded",
                      "the recognizer is busy (0 drawings waiting); retry shortly")
         assert response.headers["retry-after"] == "1"
-        assert httpx.post(small.url + "/v1/guess", json={"drawing": drawing()}).status_code == 200
+        assert small.post("/v1/guess", json={"drawing": drawing()}).status_code == 200
+
+
+def test_shutting_down_answers_503(tiny_checkpoint: Path) -> None:
+    with in_process(model=tiny_checkpoint) as app:
+        app.portal.call(app.app.state.shared.inference.aclose)
+        assert_error(app.post("/v1/guess", json={"drawing": drawing()}), 503, "shutting_down",
+                     "the inference worker is not running")
+
+
+def test_a_bug_is_a_500_without_detail(client: httpx.Client) -> None:
+    async def broken() -> None:
+        raise ValueError("secret internal detail")
+
+    client.app.add_api_route("/test/broken", broken)
+    response = client.get("/test/broken")
+    assert_error(response, 500, "internal_error", "the server failed on this request; it has been logged")
+    assert "secret" not in response.text
+
+
+def test_budgets_answer_429_with_retry_after(tiny_checkpoint: Path) -> None:
+    with in_process(model=tiny_checkpoint, client_points_per_s=10, client_points_burst=100) as small:
+        body = {"drawing": [[list(range(60)), list(range(60))]]}
+        assert small.post("/v1/guess", json=body).status_code == 200
+        refused = small.post("/v1/guess", json=body)
+        assert_error(refused, 429, "rate_limited",
+                     "more than 10 points per second from this client; retry in 2.0 s")
+        assert refused.headers["retry-after"] == "2"
+    with in_process(model=tiny_checkpoint, client_cpu_share=1e-6, client_cpu_burst_s=1e-5) as slow:
+        statuses = [slow.post("/v1/guess", json={"drawing": drawing()}).status_code for _ in range(3)]
+        assert statuses[0] == 200 and statuses[-1] == 429
+        refused = slow.post("/v1/guess", json={"drawing": drawing()})
+        assert refused.json()["message"].startswith("too much drawing work from this client; retry in")
 
 
 # -- settings --------------------------------------------------------------------------------------
 def test_settings_from_environment() -> None:
-    settings = Settings.from_env({"GRIFFON_MAX_BATCH": "8", "GRIFFON_CORS_ORIGINS": "https://a, https://b"})
-    assert settings.max_batch == 8 and settings.cors_origins == ["https://a", "https://b"]
+    settings = Settings.from_env({"GRIFFON_MAX_BATCH": "8", "GRIFFON_ALLOWED_ORIGINS": "https://a, https://b"})
+    assert settings.max_batch == 8 and settings.allowed_origins == ["https://a", "https://b"]
+    assert Settings.from_env({}).allowed_origins == []  # same origin only, by default
     with pytest.raises(SettingsError, match="GRIFFON_MAX_BATCH: Input should be less than or equal to 512"):
         Settings.from_env({"GRIFFON_MAX_BATCH": "100000"})
+
+
+def test_play_settings_use_the_same_reader() -> None:
+    from service.games_settings import PlaySettings, PlaySettingsError
+
+    play = PlaySettings.from_env({"GRIFFON_PLAY_AI_NAMES": "Plume, Fusain", "GRIFFON_PLAY_TICK_S": "0.2"})
+    assert play.ai_names == ("Plume", "Fusain") and play.tick_s == 0.2
+    with pytest.raises(PlaySettingsError, match="GRIFFON_PLAY_TICK_S: Input should be less than or eq"):
+        PlaySettings.from_env({"GRIFFON_PLAY_TICK_S": "5"})
 
 
 # -- the shared micro-batcher, in process with the real model --------------------------------------
@@ -261,3 +323,33 @@ def test_batcher_shares_forward_passes_and_bounds_its_queue() -> None:
     rejected = [r for r in results if isinstance(r, Overloaded)]
     assert 0 < len(rejected) <= 26 and inference.stats.rejected == len(rejected)
     assert all(isinstance(r, np.ndarray) for r in results if not isinstance(r, Overloaded))
+
+
+# -- solo games: creation budgets and the deck error (sockets: test_service_play.py) ---------------
+def test_game_creation_is_budgeted_per_client(tiny_checkpoint: Path) -> None:
+    with in_process(model=tiny_checkpoint, games_per_client=2, games_per_client_hour=3) as app:
+        kontour = {"game": "kontour", "opponents": 1}
+        created = [app.post("/v1/play", json=kontour) for _ in range(2)]
+        assert [r.status_code for r in created] == [201, 201]
+        assert_error(app.post("/v1/play", json=kontour), 429, "too_many_games",
+                     "you already have 2 games in progress (at most 2); finish or leave one first")
+        app.portal.call(app.app.state.play.remove, created[0].json()["game_id"])
+        assert app.post("/v1/play", json=kontour).status_code == 201  # a slot of its own again
+        app.portal.call(app.app.state.play.remove, created[1].json()["game_id"])
+        refused = app.post("/v1/play", json=kontour)
+        assert refused.status_code == 429 and refused.json()["error"] == "rate_limited"
+        assert refused.json()["message"].startswith("at most 3 new games per hour; retry in ")
+        assert int(refused.headers["retry-after"]) > 60
+
+
+def test_no_deck_is_503(tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import service.games_manager
+    from service.games_decks import DeckSetupError
+
+    def no_deck(*args: object) -> None:
+        raise DeckSetupError("need at least 4 drawable words for a Kontour deck, got 0")
+
+    monkeypatch.setattr(service.games_manager, "kontour_deck", no_deck)
+    with in_process(model=tiny_checkpoint) as app:
+        assert_error(app.post("/v1/play", json={"game": "kontour"}), 503, "no_deck",
+                     "need at least 4 drawable words for a Kontour deck, got 0")

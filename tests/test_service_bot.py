@@ -1,5 +1,6 @@
 """The bot protocol over the real uvicorn server: a full round with the example room client,
-every malformed frame, rate limits, idle timeout, a full server and a client dropped mid-round."""
+every malformed frame, rate limits, idle timeout, a full server, a client dropped mid-round, and
+transcripts readable with their key only."""
 
 from __future__ import annotations
 
@@ -25,22 +26,21 @@ WORDS = ["square", "circle", "triangle", "line"]
 @pytest.fixture(scope="module")
 def server(tiny_checkpoint: Path) -> Iterator[Server]:
     env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_MAX_POINTS": "500",
-           "GRIFFON_MAX_FRAME_BYTES": "4096"}
+           "GRIFFON_MAX_STROKE_POINTS": "500", "GRIFFON_MAX_FRAME_BYTES": "8192",
+           "GRIFFON_LIST_BOT_SESSIONS": "true"}
     with running_server(env) as running:
         yield running
 
 
 @pytest.fixture(scope="module")
-def tight(tiny_checkpoint: Path) -> Iterator[Server]:
-    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_MAX_MESSAGE_RATE": "5",
-           "GRIFFON_MAX_MESSAGE_BURST": "5", "GRIFFON_BOT_IDLE_TIMEOUT_S": "2.5",
-           "GRIFFON_MAX_BOT_SESSIONS": "2"}
-    with running_server(env) as running:
-        yield running
+def tight(tight_server: Server) -> Server:
+    return tight_server
 
 
 def square(seed: int = 3) -> list:
-    return shape("square", np.random.default_rng(seed))
+    """A square in two strokes (every AI level waits for a second line before it speaks)."""
+    (xs, ys, ts), = shape("square", np.random.default_rng(seed))
+    return [[xs[:3], ys[:3], ts[:3]], [xs[2:], ys[2:], ts[2:]]]
 
 
 class Room:
@@ -98,6 +98,7 @@ def test_example_room_client_plays_a_full_round(server: Server, tmp_path: Path) 
     assert summary["found"] is True
     printed = [line for line in result.stdout.splitlines() if "bot: «" in line]
     assert printed[-1].endswith("✔ trouvé !") and len(printed) == summary["guesses"]
+    assert "?key=" in summary["transcript"]
     transcript = httpx.get(server.url + summary["transcript"]).json()
     guesses = [e for e in transcript["events"] if e["kind"] == "guess"]
     assert len(guesses) == summary["guesses"] and guesses[-1]["label"] == "square"
@@ -117,7 +118,7 @@ def test_streamed_stroke_undo_clear_and_analysis(server: Server) -> None:
         async with await connect(server) as ws:
             room = Room(ws)
             await room.start(candidates=WORDS, difficulty="easy")
-            (xs, ys, _), = square()
+            (xs, ys, _), = shape("square", np.random.default_rng(3))
             await room.send({"type": "stroke_start", "x": xs[0], "y": ys[0]})
             await room.send({"type": "points", "x": xs[1:3], "y": ys[1:3]})
             await room.send({"type": "points", "x": xs[3:], "y": ys[3:]})
@@ -141,7 +142,8 @@ def test_other_players_correct_guess_silences_the_bot(server: Server) -> None:
             room = Room(ws)
             await room.start(analysis=False, candidates=WORDS)
             await room.send({"type": "player_guess", "player": "ana", "text": "carré", "correct": True})
-            await room.send({"type": "stroke", "stroke": square()[0][:2]})
+            for stroke in square():
+                await room.send({"type": "stroke", "stroke": stroke[:2]})
             assert await room.quiet(2.5) == []  # hard level would speak within ~1 s otherwise
 
     run(scenario())
@@ -165,8 +167,12 @@ ERRORS = [
     ({"type": "round_start", "round": 2, "game": "chess"}, "invalid_frame",
      "round_start: game: Input should be 'kontour', 'pictomania' or 'other'"),
     (b"\x00\x01", "binary_not_supported", "frames must be JSON text, not binary"),
-    (json.dumps({"type": "ping", "pad": "x" * 5000}), "frame_too_large",
-     "a frame holds at most 4096 bytes"),
+    ('{"type": "ping", "id": "\\ud800"}', "bad_json",
+     "the frame holds a lone UTF-16 surrogate (\\ud800-\\udfff)"),
+    ("[" * 4000 + "]" * 4000, "bad_json", "the frame is nested too deeply"),
+    ('{"type": "ping", "id": ' + "9" * 5000 + "}", "bad_json",
+     "the frame is not usable JSON: Exceeds the limit (4300 digits) for integer string conversion"),
+    ({"type": "ping", "id": 2**60}, "invalid_frame", "ping: id"),
 ]
 
 
@@ -184,6 +190,20 @@ def test_malformed_frames_get_typed_errors(server: Server) -> None:
                 assert reply["message"].startswith(message), (frame, reply)
             assert (await room.ask('{"type": "points", "id": 7, "x": [NaN], "y": [1]}'))["ref"] == 7
             assert await room.ask({"type": "ping", "id": "p1"}) == {"type": "pong", "ref": "p1"}
+
+    run(scenario())
+
+
+def test_a_frame_above_the_limit_closes_the_socket_1009(server: Server) -> None:
+    async def scenario() -> None:
+        async with await connect(server) as ws:
+            room = Room(ws)
+            assert await room.ask({"type": "ping", "pad": "x" * 8000}) == {  # just under the limit
+                "type": "error", "code": "invalid_frame",
+                "message": "ping: pad: Extra inputs are not permitted"}
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await room.ask(json.dumps({"type": "ping", "pad": "x" * 8200}))
+            assert closed.value.rcvd.code == 1009  # uvicorn refuses it before buffering more
 
     run(scenario())
 
@@ -264,28 +284,30 @@ def test_server_full(tight: Server) -> None:
             await Room(one).ask({"type": "ping"})
             await Room(two).ask({"type": "ping"})
             async with await connect(tight) as three:
-                refused = await Room(three).recv()
-                assert refused == {"type": "error", "code": "server_full",
-                                   "message": "the server already holds 2 bots"}
-                with pytest.raises(websockets.ConnectionClosed) as closed:
-                    await Room(three).recv()
-                assert closed.value.rcvd.code == 4503
+                await Room(three).ask({"type": "ping"})
+                async with await connect(tight) as four:
+                    refused = await Room(four).recv()
+                    assert refused == {"type": "error", "code": "server_full",
+                                       "message": "the server already holds 3 bots"}
+                    with pytest.raises(websockets.ConnectionClosed) as closed:
+                        await Room(four).recv()
+                    assert closed.value.rcvd.code == 4503
 
     run(scenario())
 
 
 def test_dropped_client_mid_round(server: Server) -> None:
-    async def scenario() -> str:
+    async def scenario() -> tuple[str, str]:
         ws = await connect(server)
         room = Room(ws)
         welcome = await room.start(candidates=WORDS)
         await room.ask({"type": "stroke", "stroke": square()[0][:2]})
         ws.transport.abort()  # no close handshake: the client just vanishes
-        return welcome["session"]
+        return welcome["session"], welcome["transcript_key"]
 
-    session = run(scenario())
+    session, key = run(scenario())
     for _ in range(50):
-        transcript = httpx.get(f"{server.url}/v1/bot/sessions/{session}").json()
+        transcript = httpx.get(f"{server.url}/v1/bot/sessions/{session}", params={"key": key}).json()
         if not transcript["live"]:
             break
         run(asyncio.sleep(0.1))
@@ -301,11 +323,33 @@ def test_dropped_client_mid_round(server: Server) -> None:
     run(again())
 
 
-def test_unknown_transcript(server: Server) -> None:
-    response = httpx.get(server.url + "/v1/bot/sessions/nope")
-    assert response.status_code == 404
-    assert response.json() == {"error": "unknown_session",
-                               "message": "no bot session 'nope' (the last 200 finished sessions are kept)"}
+def test_transcripts_need_their_key_and_listing_is_off_by_default(tight: Server) -> None:
+    async def scenario() -> dict:
+        async with await connect(tight) as ws:
+            room = Room(ws)
+            welcome = await room.start(candidates=WORDS)
+            for i in range(40):  # far more than the 2,048 bytes a transcript keeps here
+                await room.send({"type": "player_guess", "player": "ana" * 30, "text": f"mot {i}" * 20})
+                await asyncio.sleep(0.21)  # under the 5 frames/s of this server
+            await room.ask({"type": "ping"})
+            return welcome
+
+    welcome = run(scenario())
+    url = f"{tight.url}/v1/bot/sessions/{welcome['session']}"
+    missing = {"error": "unknown_session", "message": f"no bot session '{welcome['session']}' readable "
+               "with this key (the last 200 finished sessions are kept)"}
+    assert httpx.get(url).json() == missing
+    assert httpx.get(url, params={"key": "guess"}).json() == missing
+    transcript = httpx.get(url, headers={"X-Griffon-Key": welcome["transcript_key"]}).json()
+    assert transcript["dropped_events"] > 0 and transcript["bytes"] <= 2048
+    sizes = [len(json.dumps(e, ensure_ascii=False).encode()) for e in transcript["events"]]
+    assert sum(sizes) == transcript["bytes"]
+    listing = httpx.get(tight.url + "/v1/bot/sessions")
+    assert listing.status_code == 404 and listing.json() == {
+        "error": "not_found", "message": "the list of bot sessions is not public on this server "
+        "(GRIFFON_LIST_BOT_SESSIONS); read one with its key"}
+    nope = httpx.get(tight.url + "/v1/bot/sessions/nope", params={"key": "x"})
+    assert nope.status_code == 404 and nope.json()["error"] == "unknown_session"
 
 
 def test_asyncapi_spec_matches_the_frame_models() -> None:
@@ -324,7 +368,8 @@ def test_asyncapi_spec_matches_the_frame_models() -> None:
         expected.pop("title", None)
         assert schemas[kind] == expected, kind
     documented = set(schemas["error"]["properties"]["code"]["enum"])
-    used = {code for _, code, _ in ERRORS} | {"hello_first", "stroke_open", "no_stroke",
+    used = {code for _, code, _ in ERRORS} | {"frame_too_large", "hello_first", "stroke_open", "no_stroke",
                                                 "too_many_points", "unknown_guess", "idle_timeout",
-                                                "server_full", "rate_limited", "flooding"}
+                                                "server_full", "rate_limited", "flooding",
+                                                "internal_error"}
     assert used <= documented
