@@ -101,9 +101,14 @@ def write_model_card(
     path.write_text(text, encoding="utf-8")
 
 
-def refresh(model_path: Path, data: Path | None = None, cache: Path = Path("runs/prepared/all")) -> dict:
-    """Recompute a checkpoint's headline metrics on its held-out split, store them in the checkpoint
-    and rewrite ``MODEL_CARD.md`` beside it (after calibration, or with a newer metrics definition)."""
+def refresh(
+    model_path: Path, data: Path | None = None, cache: Path = Path("runs/prepared/all"), store: bool = False
+) -> dict:
+    """Recompute a checkpoint's headline metrics on its held-out split (float reference weights) and
+    rewrite ``MODEL_CARD.md`` beside it (after calibration, or with a newer metrics definition).
+
+    ``store`` also writes them into the checkpoint; that changes the file's bytes, so copies derived
+    from it (the int8 ONNX file beside the shipped weights) must then be rebuilt."""
     import torch
 
     from model import Guesser
@@ -127,7 +132,8 @@ def refresh(model_path: Path, data: Path | None = None, cache: Path = Path("runs
         class_names=guesser.labels,
     )
     payload["metrics"] = {**payload["metrics"], **metrics, "held_out_drawings": len(held_out)}
-    torch.save(payload, model_path)
+    if store:
+        torch.save(payload, model_path)
     write_model_card(
         Path(model_path).parent / "MODEL_CARD.md",
         config,
@@ -148,5 +154,8 @@ if __name__ == "__main__":
     )
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument(
+        "--store", action="store_true", help="also store the metrics in the checkpoint (changes its bytes)"
+    )
     args = parser.parse_args()
-    print(json.dumps(refresh(args.model, args.data), indent=1))
+    print(json.dumps(refresh(args.model, args.data, store=args.store), indent=1))
