@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from vocab import UnknownCategoryError, UnknownWordError, build_stats, category_for, french, load_vocabulary
+from vocab.inflections import Link
 from vocab.lexicon import load_lexicon, parse_dela
 from vocab.normalize import normalize
 from vocab.vocabulary import DATA_DIR, VocabularyError, WordEntry, read_vocabulary
@@ -225,3 +228,29 @@ def test_every_everyday_form_has_a_reason_and_is_a_form() -> None:
         for form, reason in forms.items():
             assert len(reason.split()) >= 5, (key, form)
             assert category_for(form) == key
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        {"forms": ["louve"], "source": "DELA"},  # a lexicon link quotes its evidence
+        {"forms": ["cheffe"], "source": "usage"},  # a usage link gives its reason
+        {"forms": [], "source": "regular plural"},
+        {"forms": ["louve"], "source": "Wiktionnaire", "evidence": ["louve"]},
+    ],
+)
+def test_links_schema_refuses_unattested_links(link: dict) -> None:
+    with pytest.raises(ValidationError):
+        Link.model_validate(link)
+
+
+def test_importing_the_package_loads_nothing_heavy() -> None:
+    heavy = "('vocab.', 'pydantic', 'yaml')"
+    code = f"import sys, vocab; print(sorted(m for m in sys.modules if m.startswith({heavy})))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['vocab.normalize']"
+    import vocab
+
+    assert vocab.match is vocab.matcher.match and "match" in dir(vocab)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        vocab.nope  # noqa: B018 - the attribute access is the test
