@@ -59,6 +59,7 @@ def test_vocab_words_formats(app: typer.Typer) -> None:
     assert "le chat" in table and "les tongs" in table
     rows = list(csv.DictReader(io.StringIO(_run(app, "vocab", "words", "--format", "csv"))))
     assert len(rows) == 345 and {r["category"] for r in rows} >= {"cat", "The Eiffel Tower"}
+    assert {r["category"]: r["everyday"] for r in rows}["television"] == "TV"
     words = json.loads(_run(app, "vocab", "words", "--format", "json"))
     assert len(words) == 345 and {w["difficulty"] for w in words} == {1, 2, 3, 4}
 
