@@ -253,6 +253,8 @@ def test_gender_links_are_attested_by_the_lexicon() -> None:
     with dela_path().open(encoding="utf-8") as fh:
         found = evidence & {line.rstrip("\n") for line in fh}
     assert found == evidence, sorted(evidence - found)
+    linked = {normalize(f) for sec in (links.gender, links.number) for ln in sec.values() for f in ln.forms}
+    assert len(links.not_linked) >= 20 and not {normalize(f) for f in links.not_linked} & linked
     for base, link in links.gender.items():
         assert all(
             link.reason and match(base, f, answer_kind="word").reason == "inflection" for f in link.forms

@@ -61,6 +61,7 @@ class LinksFile(BaseModel):
 
     gender: dict[str, Link] = {}
     number: dict[str, Link] = {}
+    not_linked: dict[str, str] = {}  # proposed feminine → why it was left out (the review's record)
 
 
 def read_links(path: Path = DATA_FILE) -> LinksFile:
