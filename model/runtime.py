@@ -32,6 +32,7 @@ SOURCE_KEY = "griffon.source_sha256"
 OPSET = 17
 
 Runner = Callable[[np.ndarray], np.ndarray]  # float32 rasters (n, c, h, w) -> logits (n, classes)
+_EXPORTED: dict[tuple[str, int, int], bytes] = {}  # float ONNX exports by checkpoint sha256
 
 
 class BackendError(RuntimeError):
@@ -147,7 +148,10 @@ def select_runner(
                 f"{quantized} {state}; run: python -m model.export --checkpoint {checkpoint}"
             )
     try:
-        return "onnx", onnx_runner(onnx_session(export_onnx(network, channels, size)))
+        key = (file_sha256(checkpoint), channels, size)
+        if key not in _EXPORTED:  # a process that loads one checkpoint many times exports it once
+            _EXPORTED[key] = export_onnx(network, channels, size)
+        return "onnx", onnx_runner(onnx_session(_EXPORTED[key]))
     except Exception as error:  # noqa: BLE001 - any exporter failure falls back to the reference
         if backend == "auto":
             return "torch", torch_runner(network)

@@ -9,8 +9,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from model import strokes as strokes_module
 from model.raster import RasterSpec, rasterize, rasterize_reference
-from model.strokes import DrawingError, rdp, resample, simplify_drawing, validate_drawing
+from model.strokes import (
+    MAX_POINTS,
+    SIMPLIFIED_EXTENT,
+    DrawingError,
+    drawing_frame,
+    rdp,
+    rdp_strokes,
+    resample,
+    resample_corners,
+    simplify_drawing,
+    validate_drawing,
+)
 from training.augment import AugmentConfig, augment, first_fraction, kontour_style, partial
 
 
@@ -77,6 +89,73 @@ def test_rdp_keeps_every_removed_point_within_epsilon_of_its_segment_line() -> N
 def test_resample_spacing_is_one_pixel() -> None:
     out = resample(np.array([[0.0, 0.0], [10.0, 0.0]]), 1.0)
     assert np.allclose(np.diff(out[:, 0]), 1.0) and out[-1, 0] == 10.0
+
+
+def scaled_like_simplification(drawing: list) -> list[np.ndarray]:
+    """A drawing's strokes aligned and scaled to 0–255, as the simplification resamples them."""
+    strokes = validate_drawing(drawing)
+    min_x, min_y, extent = drawing_frame(strokes)
+    return [(s - np.array([min_x, min_y])) * (SIMPLIFIED_EXTENT / extent) for s in strokes]
+
+
+def canvas_zigzag(n: int = MAX_POINTS) -> list:
+    """The worst drawing the validator allows: n points, every segment spanning the canvas."""
+    i = np.arange(n)
+    return [[np.where(i % 2 == 0, 0, 10_000).tolist(), i.tolist()]]
+
+
+def test_resampled_point_count_is_bounded_by_the_input_for_adversarial_drawings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (stroke,) = scaled_like_simplification(canvas_zigzag())
+    assert len(resample(stroke)) > 2_000_000  # what 1-pixel resampling would hand to RDP
+    handed: list[int] = []  # what the simplification hands to RDP (counted, not timed)
+    real = strokes_module.rdp_strokes
+    monkeypatch.setattr(
+        strokes_module, "rdp_strokes", lambda s, e: handed.append(sum(map(len, s))) or real(s, e)
+    )
+    simplified = simplify_drawing(validate_drawing(canvas_zigzag()))
+    assert handed == [len(resample_corners(stroke))] and handed[0] <= 2 * MAX_POINTS + 1
+    assert 2 <= sum(len(s) for s in simplified) <= handed[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    points=st.lists(
+        st.tuples(st.floats(-1e4, 1e4), st.floats(-1e4, 1e4)), min_size=1, max_size=40
+    ),
+    strokes=st.integers(1, 5),
+)
+def test_candidate_count_never_exceeds_two_per_input_point(points: list, strokes: int) -> None:
+    drawing = [[[x for x, _ in points[k::strokes]], [y for _, y in points[k::strokes]]]
+               for k in range(min(strokes, len(points)))]
+    try:
+        scaled = scaled_like_simplification(drawing)
+    except DrawingError:
+        return
+    for stroke in scaled:
+        assert len(resample_corners(stroke)) <= 2 * len(stroke) + 1
+
+
+def test_corner_resampling_simplifies_like_full_resampling() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(2, 60))
+        stroke = np.cumsum(rng.normal(size=(n, 2)) * rng.uniform(1, 40), axis=0)
+        stroke = (stroke - stroke.min(axis=0)) * (255 / max(np.ptp(stroke, axis=0).max(), 1e-9))
+        full, corners = rdp(resample(stroke)), rdp(resample_corners(stroke))
+        assert full.shape == corners.shape and np.allclose(full, corners, atol=1e-9)
+    closed = scaled_like_simplification([[[0, 100, 100, 0, 0], [0, 0, 100, 100, 0]]])[0]
+    assert np.allclose(rdp(resample(closed)), rdp(resample_corners(closed)))
+
+
+def test_rdp_over_a_drawing_equals_rdp_stroke_by_stroke() -> None:
+    rng = np.random.default_rng(1)
+    strokes = [np.cumsum(rng.normal(size=(int(rng.integers(1, 80)), 3)) * 4, axis=0) for _ in range(6)]
+    together = rdp_strokes(strokes, 2.0)
+    assert len(together) == len(strokes)
+    for alone, joint in zip((rdp(s, 2.0) for s in strokes), together, strict=True):
+        assert np.array_equal(alone, joint) and joint.shape[1] == 3
 
 
 def centre_of_ink(image: np.ndarray) -> np.ndarray:

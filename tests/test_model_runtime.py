@@ -1,0 +1,108 @@
+"""Inference back-ends: the shipped int8 ONNX copy, the float ONNX export, the torch reference, and
+how a missing, stale or corrupt int8 file is handled."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from model import CheckpointError, Guesser
+from model.guesser import DEFAULT_WEIGHTS
+from model.runtime import BACKEND_ENV, int8_path
+from tests.conftest import FIXTURE_WORDS, REPO, shape
+
+
+@pytest.fixture(scope="module")
+def shipped_backends() -> dict[str, Guesser]:
+    return {name: Guesser.load(backend=name) for name in ("torch", "onnx", "onnx-int8")}
+
+
+def drawings(count: int, seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    return [shape(FIXTURE_WORDS[i % len(FIXTURE_WORDS)], rng) for i in range(count)]
+
+
+def test_shipped_weights_run_on_the_int8_copy_made_from_them() -> None:
+    assert int8_path(DEFAULT_WEIGHTS).is_file()
+    assert Guesser.load().backend == "onnx-int8"
+
+
+def test_back_ends_agree_with_the_float_reference(shipped_backends: dict[str, Guesser]) -> None:
+    images = np.stack([shipped_backends["torch"].prepare(d) for d in drawings(48)])
+    probs = {name: g.probabilities_from_images(images) for name, g in shipped_backends.items()}
+    assert all(p.shape == (48, 345) for p in probs.values())
+    assert np.allclose(probs["onnx"].sum(axis=1), 1.0, atol=1e-5)
+    assert np.abs(probs["onnx"] - probs["torch"]).max() < 1e-4  # the same float network
+    int8_top1 = probs["onnx-int8"].argmax(1)
+    assert (int8_top1 == probs["torch"].argmax(1)).mean() >= 0.9
+    assert np.abs(probs["onnx-int8"] - probs["torch"]).sum(axis=1).mean() < 0.3
+
+
+def test_live_session_stage_and_commit_on_the_int8_path(shipped_backends: dict[str, Guesser]) -> None:
+    guesser = shipped_backends["onnx-int8"]
+    stroke = drawings(1)[0][0]
+    batched = guesser.session(top_k=3)
+    image = batched.stage(stroke)
+    assert image is not None and image.shape == (2, 48, 48)
+    staged = batched.commit(guesser.probabilities_from_images(np.stack([image, image]))[0])
+    assert staged == guesser.session(top_k=3).add_stroke(stroke)
+    assert staged == guesser.guess([stroke], top_k=3)
+
+
+def copy_checkpoint(source: Path, folder: Path) -> Path:
+    target = folder / "model.pt"
+    shutil.copy(source, target)
+    return target
+
+
+def test_an_int8_file_of_another_checkpoint_is_never_used(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    checkpoint = copy_checkpoint(tiny_checkpoint, tmp_path)
+    shutil.copy(int8_path(DEFAULT_WEIGHTS), int8_path(checkpoint))  # stale: made from the shipped weights
+    assert Guesser.load(checkpoint).backend == "onnx"  # auto: float export at load instead
+    with pytest.raises(CheckpointError, match="another checkpoint.*python -m model.export"):
+        Guesser.load(checkpoint, backend="onnx-int8")
+
+
+def test_a_corrupt_or_missing_int8_file(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    checkpoint = copy_checkpoint(tiny_checkpoint, tmp_path)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        Guesser.load(checkpoint, backend="onnx-int8")
+    int8_path(checkpoint).write_bytes(b"not an onnx model")
+    assert Guesser.load(checkpoint).backend == "onnx"
+    with pytest.raises(CheckpointError, match="cannot read"):
+        Guesser.load(checkpoint, backend="onnx-int8")
+
+
+def test_backend_names_and_the_environment_default(
+    tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(CheckpointError, match="unknown back-end 'gpu'"):
+        Guesser.load(tiny_checkpoint, backend="gpu")
+    monkeypatch.setenv(BACKEND_ENV, "torch")
+    assert Guesser.load(tiny_checkpoint).backend == "torch"
+    monkeypatch.setenv(BACKEND_ENV, "fast")
+    with pytest.raises(CheckpointError, match=BACKEND_ENV):
+        Guesser.load(tiny_checkpoint)
+
+
+def test_export_command_makes_a_matching_int8_copy(
+    tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
+) -> None:
+    checkpoint = copy_checkpoint(tiny_checkpoint, tmp_path)
+    command = [sys.executable, "-m", "model.export", "--checkpoint", str(checkpoint)]
+    command += ["--data", str(fixture_data), "--drawings", "48"]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=True, env=env)
+    assert "calibrated on 48 training drawings" in out.stdout
+    quantized = Guesser.load(checkpoint)
+    assert quantized.backend == "onnx-int8"
+    reference = Guesser.load(checkpoint, backend="torch")
+    sample = drawings(40, seed=5)
+    agree = [quantized.guess(d, top_k=1)[0].label == reference.guess(d, top_k=1)[0].label for d in sample]
+    assert np.mean(agree) >= 0.9
