@@ -9,7 +9,7 @@ lock around the migrations.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,23 +35,44 @@ class PostgresStore(SqlStore):
             import psycopg
         except ImportError:  # pragma: no cover - a dependency of the project
             raise StoreUnavailable("PostgreSQL needs psycopg: pip install 'psycopg[binary]'") from None
-        self.location = redact(url)
-        try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
-        except psycopg.Error as error:
-            raise StoreUnavailable(f"cannot connect to {self.location}: {str(error).strip()}") from None
-        super().__init__(conn, retention)
+        self.url, self.location, self.writing = url, redact(url), 0
+        super().__init__(self._connect(), retention)
         self.driver_error, self.integrity_error = psycopg.Error, psycopg.IntegrityError
         try:
             self.migrate()
         except BaseException:
-            conn.close()
+            self.conn.close()
             raise
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        try:
+            return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as error:
+            raise StoreUnavailable(f"cannot connect to {self.location}: {str(error).strip()}") from None
+
+    def reconnect_if_lost(self) -> None:
+        """After the server restarted or dropped the connection, the next operation reconnects
+        (the one that met the broken connection failed with `StoreUnavailable`)."""
+        if self.writing == 0 and (self.conn.closed or self.conn.broken):
+            self.conn = self._connect()
+
+    def run(self, text: str, params: Sequence[Any] = ()) -> Any:
+        with self.lock:
+            self.reconnect_if_lost()
+            return super().run(text, params)
 
     @contextmanager
     def write(self) -> Iterator[Any]:
-        with self.guard(), self.conn.transaction():
-            yield self.conn
+        with self.lock:
+            self.reconnect_if_lost()
+            self.writing += 1
+            try:
+                with self.guard(), self.conn.transaction():
+                    yield self.conn
+            finally:
+                self.writing -= 1
 
     def lock_schema(self) -> None:
         self.run("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))

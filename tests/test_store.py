@@ -530,3 +530,17 @@ def test_bot_transcripts_survive_a_restart_and_open_only_with_their_key(db_url):
         assert archive.get("sess1", "wrong key") is None and archive.get("nope", live.key) is None
         assert [s["id"] for s in archive.summaries()] == ["sess1"]
         assert live.key not in json.dumps(db.rows("SELECT * FROM transcripts"))
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_postgres_reconnects_after_losing_its_connection(db_url):
+    import psycopg
+
+    with open_store(db_url) as db:
+        db.create_game("g", "kontour", {}, hash_token("t"))
+        with psycopg.connect(db_url, autocommit=True) as admin:  # the server drops our connection
+            admin.execute("SELECT pg_terminate_backend(%s)", (db.conn.info.backend_pid,))
+        with pytest.raises(StoreUnavailable):
+            db.append_move("g", 0, 0.0, {"kind": "lost"})
+        db.append_move("g", 0, 0.0, {"kind": "after"})  # the next operation reconnects
+        assert [m.move["kind"] for m in db.load_game("g").moves] == ["after"]
