@@ -16,7 +16,14 @@ from vocab import UnknownCategoryError, UnknownWordError, build_stats, category_
 from vocab.inflections import Link
 from vocab.lexicon import load_lexicon, parse_dela
 from vocab.normalize import normalize
-from vocab.vocabulary import DATA_DIR, VocabularyError, WordEntry, read_vocabulary
+from vocab.vocabulary import (
+    DATA_DIR,
+    VocabularyError,
+    WordEntry,
+    extra_everyday,
+    extra_synonyms,
+    read_vocabulary,
+)
 
 CATEGORIES_TXT = Path("/work/shared/data/quickdraw/categories.txt")
 QUICKDRAW = CATEGORIES_TXT.parent
@@ -254,3 +261,30 @@ def test_importing_the_package_loads_nothing_heavy() -> None:
     assert vocab.match is vocab.matcher.match and "match" in dir(vocab)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         vocab.nope  # noqa: B018 - the attribute access is the test
+
+
+@pytest.mark.parametrize(
+    "group",
+    [
+        "{word: réfrigérateur, everyday: {frigo: ''}}",  # no reason
+        "{word: réfrigérateur, everyday: {frigo: yes}}",  # not a reason
+        "{everyday: {frigo: the everyday word for it}}",  # no headword
+        "{word: réfrigérateur, colour: blanc}",
+        "[réfrigérateur]",  # a group of one
+        "[chat, minou]",  # « chat » is a card word
+    ],
+)
+def test_extra_synonym_groups_are_checked(tmp_path: Path, group: str) -> None:
+    (tmp_path / "extra_synonyms.yaml").write_text(f"groups:\n  - {group}\n", encoding="utf-8")
+    with pytest.raises(VocabularyError):
+        extra_synonyms(tmp_path)
+
+
+def test_extra_everyday_forms_are_read(tmp_path: Path) -> None:
+    (tmp_path / "extra_synonyms.yaml").write_text(
+        "groups:\n  - {word: réfrigérateur, synonyms: [frigidaire], everyday: {Frigo: the everyday word}}\n",
+        encoding="utf-8",
+    )
+    assert extra_synonyms(tmp_path)["frigo"] == ("refrigerateur", "frigidaire", "frigo")
+    assert extra_everyday(tmp_path) == {"frigo"}
+    assert extra_everyday() == {"frigo", "frigidaire"}  # the shipped file

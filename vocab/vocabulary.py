@@ -251,6 +251,8 @@ def _extra_groups(data_dir: Path = DATA_DIR) -> tuple[dict[str, tuple[str, ...]]
     for group in groups:
         if isinstance(group, dict):  # {word: …, synonyms: […], everyday: {form: reason}}
             daily = group.get("everyday") or {}
+            if not isinstance(group.get("word"), str) or set(group) - {"word", "synonyms", "everyday"}:
+                raise VocabularyError(f"{path}: a group mapping has a word, synonyms, everyday: {group!r}")
             if not isinstance(daily, dict) or not all(len(str(r).split()) >= 3 for r in daily.values()):
                 raise VocabularyError(f"{path}: every everyday form needs a one-line reason: {group!r}")
             everyday.update(normalize(str(w)) for w in daily)
