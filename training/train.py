@@ -296,6 +296,7 @@ def use_bf16(setting: str, device: torch.device) -> bool:
 # -- training ------------------------------------------------------------------------------------
 def train(config: TrainConfig) -> dict:
     """Run one training; returns the final metrics (rank 0) and writes the checkpoint + card."""
+    check_config(config)
     rank, world, device = setup_distributed()
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -345,10 +346,6 @@ def train(config: TrainConfig) -> dict:
         lambda step: min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * progress(step))),
     )
     loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
-    if not 0.0 <= config.distill_weight <= 1.0 or config.distill_temperature <= 0 or config.mixup < 0:
-        raise ValueError("distill weight must be in [0, 1], distill temperature > 0, mixup ≥ 0")
-    if config.teacher and config.rotation_labels:
-        raise ValueError("distillation with rotation labels is not supported (the teachers see no turns)")
     teachers = load_teachers(config.teacher, data.classes, spec)
     bf16 = use_bf16(config.bf16, device)
     log: list[dict] = []
@@ -433,6 +430,15 @@ def train(config: TrainConfig) -> dict:
         dist.barrier()
         dist.destroy_process_group()
     return metrics
+
+
+def check_config(config: TrainConfig) -> None:
+    """Refuse settings that cannot train, before any data is read (``ValueError``)."""
+    if not 0.0 <= config.distill_weight <= 1.0 or config.distill_temperature <= 0 or config.mixup < 0:
+        raise ValueError("distill weight must be in [0, 1], distill temperature > 0, mixup ≥ 0")
+    if config.teacher and config.rotation_labels:
+        raise ValueError("distillation with rotation labels is not supported (the teachers see no turns)")
+    AugmentConfig(**config.augment)  # unknown augmentation keys raise TypeError
 
 
 def weight_average(network: nn.Module, decay: float) -> torch.optim.swa_utils.AveragedModel | None:
