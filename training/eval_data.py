@@ -47,7 +47,6 @@ class EvalData:
         )
 
 
-
 def load_eval_data(root: Path | str, split: str = "val") -> EvalData:
     """Read every Quick, Draw! file under ``root`` and keep one split (``train``, ``val``, ``dev``, ``all``).
 

@@ -119,8 +119,6 @@ class ModelOutputs:
     images: int = 0
 
 
-
-
 def _predict(model: ModelUnderTest, images: np.ndarray, batch_size: int) -> np.ndarray:
     """Probabilities for ``uint8`` rasters, ``batch_size`` at a time, with the output shape checked."""
     parts = []

@@ -45,4 +45,3 @@ class EvalSettings:
     def conditions(self) -> tuple[str, ...]:
         """Names of the rasterized conditions: ``f0.1`` … ``f1.0`` then ``kontour``."""
         return tuple(f"f{f:.1f}" for f in self.fractions) + (KONTOUR,)
-
