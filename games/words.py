@@ -51,15 +51,13 @@ class GameWords:
             return key
 
     def key_for(self, text: str | None) -> str | None:
-        """The category key a guess names (French word, synonym, or the key itself), or None."""
+        """The category key a guess names (French forms first: « crayon » is the pencil), or None."""
         if not text:
             return None
-        if text in self.known:
-            return text
         try:
             return vocab.category_for(text)
-        except KeyError:
-            return None
+        except (KeyError, ValueError):
+            return text if text in self.known else None
 
     def judge(self, key: str, text: str) -> bool:
         """Kontour judge: the French answer matcher."""

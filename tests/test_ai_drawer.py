@@ -62,6 +62,14 @@ def test_pace_follows_the_level_speed() -> None:
     assert plan[1].as_stroke()[2] == [0, 1000, 1500]
 
 
+def test_a_long_drawing_is_hurried_to_fit_max_s() -> None:
+    level = StrokePace(speed=10, pause_s=1.0, start_s=2.0, max_s=7.0)
+    plan = pace([[[0, 100], [0, 0]], [[0, 100], [50, 50]]], level, start=0.0)  # 10 + 1 + 10 s
+    assert plan[0].start == 2.0
+    assert plan[-1].end == pytest.approx(2.0 + 7.0)
+    assert plan[0].end - plan[0].start == pytest.approx(10 * 7 / 21)
+
+
 def test_choose_color_only_picks_drawable_words() -> None:
     shipped = ShippedLineDrawings()
     always_orange = DRAWER.model_copy(update={"orange_rate": 1.0})

@@ -156,15 +156,20 @@ class TimedStroke:
 
 def pace(drawing: Drawing, level: StrokePace, start: float) -> list[TimedStroke]:
     """Timestamps for each stroke: ``start_s`` to think, then each stroke at ``speed`` canvas
-    units per second, with ``pause_s`` between strokes."""
-    out: list[TimedStroke] = []
-    t = start + level.start_s
+    units per second, with ``pause_s`` between strokes; a drawing that would take longer than
+    ``max_s`` (after ``start_s``) is drawn proportionally faster, as a person hurries."""
+    strokes = []
     for stroke in drawing:
         points = tuple((float(x), float(y)) for x, y in zip(stroke[0], stroke[1], strict=True))
         length = sum(math.dist(a, b) for a, b in zip(points, points[1:], strict=False))
-        duration = max(0.15, length / level.speed)
-        out.append(TimedStroke(t, t + duration, points))
-        t += duration + level.pause_s
+        strokes.append((points, max(0.15, length / level.speed)))
+    total = sum(d for _, d in strokes) + level.pause_s * max(0, len(strokes) - 1)
+    hurry = min(1.0, level.max_s / total) if level.max_s is not None and total > 0 else 1.0
+    out: list[TimedStroke] = []
+    t = start + level.start_s
+    for points, duration in strokes:
+        out.append(TimedStroke(t, t + duration * hurry, points))
+        t += (duration + level.pause_s) * hurry
     return out
 
 

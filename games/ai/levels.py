@@ -60,6 +60,7 @@ class StrokePace(_Frozen):
     speed: float = Field(gt=0)  # canvas units (0-255) per second along a stroke
     pause_s: float = Field(ge=0)  # between two strokes
     start_s: float = Field(ge=0)  # before the first stroke
+    max_s: float | None = Field(default=None, gt=0)  # a longer drawing is drawn faster to fit
 
 
 class DrawerLevel(_Frozen):
