@@ -32,7 +32,10 @@ SHOTS = Path(os.environ.get("GRIFFON_SCREENSHOTS", "/tmp/griffon-screenshots"))
 @pytest.fixture(scope="module")
 def server(request: pytest.FixtureRequest):
     with play_server(
-        request, GRIFFON_PLAY_KONTOUR_TIMER_S="25", GRIFFON_PLAY_PICTOMANIA_ROUND_S="15"
+        request,
+        GRIFFON_PLAY_KONTOUR_TIMER_S="25",
+        GRIFFON_PLAY_PICTOMANIA_ROUND_S="15",
+        GRIFFON_GAMES_PER_CLIENT="10",  # every test plays from 127.0.0.1
     ) as running:
         yield running
 
@@ -40,7 +43,7 @@ def server(request: pytest.FixtureRequest):
 @pytest.fixture(scope="module")
 def fast(request: pytest.FixtureRequest):
     """6-second Kontour turns and a 1-point target: a game ends on the first word found."""
-    with play_server(request, GRIFFON_PLAY_KONTOUR_TARGET="1") as running:
+    with play_server(request, GRIFFON_PLAY_KONTOUR_TARGET="1", GRIFFON_GAMES_PER_CLIENT="10") as running:
         yield running
 
 
@@ -158,9 +161,9 @@ def shot(page, name: str) -> None:
 def test_kontour_draw_lines_see_the_ai_guess_and_resume_after_a_reload(page, server) -> None:
     from playwright.sync_api import expect
 
-    # Seed 10 deals « araignée » / « pelle »: a house cannot be guessed right, so the turn lasts
+    # Seed 7 deals « araignée » / « pelle »: a house cannot be guessed right, so the turn lasts
     # until its timer (a random deal could end it early and flake the test).
-    start(page, server, "kontour", seed=10)
+    start(page, server, "kontour", seed=7)
     page.click("#draw-card")
     expect(page.locator("button.word.blue")).to_contain_text("araignée")  # the page sent the seed
     page.click("button.word.blue")
@@ -280,7 +283,7 @@ def test_kontour_on_a_phone_both_ways_up_to_the_last_word(phone, fast) -> None:
     from playwright.sync_api import expect
 
     page = phone
-    start(page, fast, "kontour", seed=10)  # « araignée » for the person, then Plume's orange word
+    start(page, fast, "kontour", seed=7)  # « araignée » for the person, then Plume's orange word
     in_view(page, "#draw-card")
     page.dblclick("#draw-card")  # a double click draws once, with no « Pas maintenant ! »
     in_view(page, "button.word")
@@ -323,11 +326,12 @@ def test_kontour_on_a_phone_both_ways_up_to_the_last_word(phone, fast) -> None:
     expect(page.locator("#rules")).to_contain_text("6 secondes")  # this table's timer
     in_view(page, "#rules-close")
     page.click("#rules-close")
-    # Finding Plume's orange word ends the 1-point game: the last word comes first.
-    page.fill("#guess", "moulin à vent")
+    # Finding Plume's orange word ends the 1-point game (Plume 2, the person 1): the last word
+    # comes first.
+    page.fill("#guess", "Grande Muraille de Chine")
     page.press("#guess", "Enter")
     expect(page.get_by_test_id("game-over")).to_be_visible(timeout=20_000)
-    expect(page.get_by_test_id("last-word")).to_have_text("moulin à vent")
+    expect(page.get_by_test_id("last-word")).to_have_text("Grande Muraille de Chine")
     expect(page.get_by_test_id("game-over")).to_contain_text("Trouvé par vous")
     expect(page.get_by_test_id("game-over")).to_contain_text("Gagnant : Plume")
     in_view(page, "[data-testid=last-word]")

@@ -164,6 +164,10 @@ async function create(event) {
 
 // The server's refusal in French (its messages are for developers).
 function refusal(status, data) {
+  if (status === 429 && data.error === "too_many_games") {
+    return "vous avez déjà trop de parties ouvertes : terminez-en une ou fermez son onglet.";
+  }
+  if (status === 429) return "trop de parties créées, patientez un peu avant d'en lancer une autre.";
   if (data.error === "too_many_games") return "le serveur est complet, réessayez dans un moment.";
   if (data.error === "no_deck") return "aucun paquet de cartes n'est disponible sur ce serveur.";
   if (status === 422) {
@@ -172,7 +176,6 @@ function refusal(status, data) {
     if (message.includes("opponents") || message.includes("AI opponents")) return "nombre d'adversaires refusé.";
     return "demande refusée par le serveur.";
   }
-  if (status === 429) return "trop de demandes, patientez un peu.";
   return `erreur du serveur (${status}).`;
 }
 

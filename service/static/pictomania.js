@@ -137,7 +137,9 @@ export class PictomaniaView {
     const button = once({ class: "primary", id: "done", disabled: !playing || done || next === undefined },
       () => this.send({ kind: "done" }),
       done ? `Fini (jeton ${rnd.bonus[this.frame.you]})` : `J'ai fini${next !== undefined ? ` : jeton ${next}` : ""}`);
-    this.controls.replaceChildren(button, el("span", { class: "tokens" }, "Bonus : ", ...tokens));
+    const onMine = (rnd.stacks[this.frame.you] || []).length;
+    this.controls.replaceChildren(button, el("span", { class: "tokens" }, "Bonus : ", ...tokens),
+      el("span", { class: "small on-mine" }, `${plural(onMine, "mise")} sur votre dessin`));
   }
 
   renderCards(rnd, secret) {
