@@ -153,7 +153,7 @@ export class KontourView {
       }
     } else if (drawer === me && st.phase === "drawing") {
       parts.push(el("p", { class: "hint" }, "Appuyez, glissez, relâchez : un trait droit. " +
-        "Prolonger un trait ne compte pas. Réagissez aux propositions : « proche » ou « hors sujet »."));
+        "Prolonger un trait ne compte pas. Réagissez aux propositions\u00a0: «\u00a0proche\u00a0» ou «\u00a0hors sujet\u00a0»."));
     }
     this.controls.replaceChildren(...parts);
   }
