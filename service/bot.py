@@ -103,11 +103,9 @@ class BotRegistry:
     def related(self) -> Callable[[str], Any]:
         """Words related to a word: sharing a theme side of the Pictomania deck."""
         if self._related is None:
-            from games.ai import relations_from_groups
-            from vocab import pictomania_deck
+            from games.words import load_game_words  # the one relation map (games.words)
 
-            sides = [side.words for card in pictomania_deck() for side in card.sides]
-            self._related = relations_from_groups(sides)
+            self._related = load_game_words().related
         return self._related
 
     async def aclose(self) -> None:

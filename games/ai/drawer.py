@@ -188,7 +188,7 @@ class AIDrawer:
     source: DrawingSource
     related: Related = no_relations
     straight_lines: StraightLines | None = None
-    max_lines: int = 15
+    max_lines: int | None = None  # None: the rules' max_strokes (games/data/kontour.yaml)
     used: dict[str, set[int]] = field(default_factory=dict)
 
     def can_draw(self, key: str) -> bool:
@@ -225,7 +225,8 @@ class AIDrawer:
         if kontour:
             if self.straight_lines is None:
                 raise DrawerError("a Kontour drawer needs a straight_lines implementation")
-            lines = to_kontour_lines(drawing, self.max_lines, self.straight_lines)
+            limit = self.max_lines if self.max_lines is not None else _kontour_max_strokes()
+            lines = to_kontour_lines(drawing, limit, self.straight_lines)
             drawing = [s for s in lines if math.dist(*zip(s[0], s[1], strict=True)) >= MIN_LINE]
             return pace(drawing, self.level.kontour, start)
         return pace(drawing, self.level.pictomania, start)
