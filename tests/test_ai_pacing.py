@@ -10,6 +10,7 @@ figures are in docs/AI_PLAYERS.md (`griffon simulate ... --distributions`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -72,10 +73,15 @@ KONTOUR_RANGES = {
 ROUND_RANGES = {"easy": (65, 115), "normal": (55, 95), "hard": (35, 75)}
 
 
+@functools.cache
+def kontour(level: str) -> dict[str, Any]:
+    """One simulated 3-player game at `level` (shared by the tests below)."""
+    return simulate_kontour(Decoder(), KIT, load_level(level), games=1, seed=11, players=3).distributions()
+
+
 @pytest.mark.parametrize("level", ["easy", "normal", "hard"])
 def test_kontour_time_to_first_guess_and_to_find_per_level(level: str) -> None:
-    report = simulate_kontour(Decoder(), KIT, load_level(level), games=1, seed=11, players=3)
-    dist = report.distributions()
+    dist = kontour(level)
     first, find = dist["time_to_first_guess_s"], dist["time_to_find_s"]
     low, high = KONTOUR_RANGES[level]["first"]
     assert low <= first["median"] <= high, first
@@ -85,11 +91,7 @@ def test_kontour_time_to_first_guess_and_to_find_per_level(level: str) -> None:
 
 
 def test_the_levels_are_ordered_in_kontour() -> None:
-    medians = {
-        name: simulate_kontour(Decoder(), KIT, load_level(name), games=1, seed=11)
-        .distributions()["time_to_first_guess_s"]["median"]
-        for name in ("easy", "hard")
-    }
+    medians = {name: kontour(name)["time_to_first_guess_s"]["median"] for name in ("easy", "hard")}
     assert medians["easy"] > medians["hard"] + 3
 
 
