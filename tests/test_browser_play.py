@@ -240,6 +240,9 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:
         "Vous : 3"
     )
     shot(page, "pictomania-end")
+    page.reload()  # the page keeps every round's drawings for the summary
+    page.get_by_role("tab", name="Manche 1").click()
+    expect(recap.locator(".recap-item canvas.mini")).to_have_count(3)
     page.set_viewport_size(PORTRAIT)
     shot(page, "pictomania-end-phone")
     page.get_by_role("button", name="Nouvelle partie").click()

@@ -192,12 +192,24 @@ export class PictomaniaView {
     this.scores.replaceChildren(...rows);
   }
 
-  // A scored round's drawings, kept while the page is open: the server keeps only the current
-  // round's drawings, and the end-of-game summary shows every round.
+  // A scored round's drawings, kept by the page: the server keeps only the current round's
+  // drawings, and the end-of-game summary shows every round. Kept in sessionStorage too, so a
+  // reload keeps them (best effort: a full or disabled storage is ignored).
   keepRecap(st) {
+    const key = `griffon.recaps.${this.frame.id}`;
+    if (!this.recaps.size) {
+      try {
+        for (const [n, kept] of Object.entries(JSON.parse(sessionStorage.getItem(key) || "{}"))) {
+          this.recaps.set(Number(n), kept);
+        }
+      } catch { /* nothing kept */ }
+    }
     const result = st.results[st.results.length - 1];
     if (st.phase !== "playing" && result && result.number === st.round.number && !this.recaps.has(result.number)) {
-      this.recaps.set(result.number, { drawings: st.round.drawings, cards: st.round.cards });
+      this.recaps.set(result.number, { drawings: st.round.drawings });
+      try {
+        sessionStorage.setItem(key, JSON.stringify(Object.fromEntries(this.recaps)));
+      } catch { /* storage full or off: the recaps live as long as the page */ }
     }
   }
 
