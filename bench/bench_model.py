@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 
 from model import Guesser
+from model.guesser import CHUNK
 from model.raster import rasterize, rasterize_reference
 from model.strokes import (
     MAX_POINTS,
@@ -172,12 +174,30 @@ def backend_figures(
     return out
 
 
+def cpu_figures(guesser: Guesser, drawings: list) -> dict[str, float]:
+    """CPU time per drawing (less sensitive to other load than wall time) of preprocessing and of the
+    network in chunks of ``CHUNK``; guess_batch overlaps the two, one core each, so on two free
+    cores its throughput is bounded by the larger."""
+    start = time.process_time()
+    images = np.stack([guesser.prepare(d) for d in drawings])
+    prepare = (time.process_time() - start) / len(drawings)
+    start = time.process_time()
+    for i in range(0, len(images), CHUNK):
+        guesser.probabilities_from_images(images[i : i + CHUNK])
+    network = (time.process_time() - start) / len(drawings)
+    return {
+        "prepare_cpu_ms": prepare * 1000,
+        "network_cpu_ms": network * 1000,
+        "batched_ceiling_two_free_cores_per_s": 1 / max(prepare, network),
+    }
+
+
 def main(argv: list[str] | None = None) -> dict:
     """Run every recognizer benchmark and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--drawings", type=int, default=300)
     parser.add_argument("--batch", type=int, default=256, help="drawings per guess_batch call")
-    parser.add_argument("--threads", type=int, default=0, help="torch / ONNX Runtime threads (0 = default)")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
     parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated back-ends to compare")
     parser.add_argument("--slow", action="store_true", help="also time the legacy path on the canvas zigzag")
     parser.add_argument("--skip-training", action="store_true")
@@ -188,7 +208,8 @@ def main(argv: list[str] | None = None) -> dict:
     records = validation_records()
     drawings = sample_drawings(args.drawings, records)
     guesser = Guesser.load(backend="torch")
-    results: dict[str, Any] = {"drawings": len(drawings), "threads": torch.get_num_threads()}
+    results: dict[str, Any] = {"drawings": len(drawings), "torch_threads": torch.get_num_threads()}
+    results["load_average_at_start"] = os.getloadavg()[0]
 
     # preprocessing
     validated = [validate_drawing(d) for d in drawings]
@@ -243,6 +264,7 @@ def main(argv: list[str] | None = None) -> dict:
             session.add_stroke(stroke)
             per_stroke.append(time.perf_counter() - start)
     results["default_backend"] = live.backend
+    results.update(cpu_figures(live, drawings))
     results["session_stroke_p50_ms"] = percentile_ms(per_stroke, 50)
     results["session_stroke_p99_ms"] = percentile_ms(per_stroke, 99)
 
@@ -262,6 +284,7 @@ def main(argv: list[str] | None = None) -> dict:
     results["worst"] = worst
     if not args.skip_training:
         results["train_samples_per_s"] = training_throughput(guesser)
+    results["load_average_at_end"] = os.getloadavg()[0]
     report(results)
     if args.json:
         with open(args.json, "w") as handle:

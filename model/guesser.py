@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from model.strokes import (
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "griffon-default.pt"
 MAX_BATCH = 512
+CHUNK = 16  # rasters per network call in a batch: small enough to stay in cache
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Guesser:
         self.flip_tta = flip_tta
         self._index = {label: i for i, label in enumerate(self.labels)}
         self._lock = threading.Lock()
+        self._pipeline: ThreadPoolExecutor | None = None
 
     @classmethod
     def load(
@@ -155,15 +158,32 @@ class Guesser:
     def guess_batch(
         self, drawings: Sequence[Any], top_k: int = 3, candidates: Iterable[str] | None = None
     ) -> list[list[Guess]]:
-        """Guesses for many drawings in one forward pass (at most ``MAX_BATCH``)."""
+        """Guesses for many drawings (at most ``MAX_BATCH``), ``CHUNK`` rasters per network call.
+
+        The network classifies one chunk in a background thread while this thread prepares the
+        next (the network releases the GIL), so preprocessing and inference use one core each."""
         if top_k < 1:
             raise ValueError("top_k must be at least 1")
         if not 1 <= len(drawings) <= MAX_BATCH:
             raise ValueError(f"a batch holds 1 to {MAX_BATCH} drawings, got {len(drawings)}")
         chosen = self.candidate_indices(candidates)
-        images = np.stack([self.prepare(drawing) for drawing in drawings])
-        probs = self.probabilities_from_images(images)
-        return [self.rank(row, top_k, chosen) for row in probs]
+        return [self.rank(row, top_k, chosen) for row in self._pipelined(drawings)]
+
+    def _pipelined(self, drawings: Sequence[Any]) -> np.ndarray:
+        """Probabilities of every drawing, preparing chunk k + 1 while the network runs chunk k."""
+        if len(drawings) <= CHUNK:
+            return self.probabilities_from_images(np.stack([self.prepare(d) for d in drawings]))
+        if self._pipeline is None:
+            self._pipeline = ThreadPoolExecutor(1, thread_name_prefix="griffon-network")
+        parts: list[np.ndarray] = []
+        running: Future | None = None
+        for start in range(0, len(drawings), CHUNK):
+            images = np.stack([self.prepare(d) for d in drawings[start : start + CHUNK]])
+            if running is not None:
+                parts.append(running.result())
+            running = self._pipeline.submit(self.probabilities_from_images, images)
+        parts.append(running.result())
+        return np.concatenate(parts)
 
     def probabilities(self, drawing: Any, candidates: Iterable[str] | None = None) -> dict[str, float]:
         """Probability of every label (or of each candidate, renormalised) for one drawing."""

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from model import CheckpointError, Guesser
-from model.guesser import DEFAULT_WEIGHTS
+from model import CheckpointError, DrawingError, Guesser
+from model.guesser import CHUNK, DEFAULT_WEIGHTS
 from model.runtime import BACKEND_ENV, int8_path
 from tests.conftest import FIXTURE_WORDS, REPO, shape
 
@@ -106,3 +106,13 @@ def test_export_command_makes_a_matching_int8_copy(
     sample = drawings(40, seed=5)
     agree = [quantized.guess(d, top_k=1)[0].label == reference.guess(d, top_k=1)[0].label for d in sample]
     assert np.mean(agree) >= 0.9
+
+
+def test_batches_longer_than_a_chunk_keep_their_order(shipped_backends: dict[str, Guesser]) -> None:
+    guesser = shipped_backends["onnx-int8"]
+    sample = drawings(CHUNK * 2 + 3, seed=9)
+    batched = guesser.guess_batch(sample, top_k=2)
+    assert len(batched) == len(sample)
+    assert batched == [guesser.guess(d, top_k=2) for d in sample]
+    with pytest.raises(DrawingError):
+        guesser.guess_batch(sample[:CHUNK + 1] + [[[[1], [1]]]] + sample[:CHUNK])
