@@ -188,7 +188,7 @@ function fitOpponents() {
   for (const option of select.options) option.disabled = Number(option.value) < min;
   if (Number(select.value) < min) {
     select.value = String(min);
-    toast(`Pictomania se joue à 3 au moins : ${min} adversaires IA.`);
+    toast(`Pictomania se joue à 3 joueurs au moins : ${min} adversaires IA.`);
   }
 }
 

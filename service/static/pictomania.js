@@ -304,7 +304,7 @@ export class PictomaniaView {
       const bonus = result.bonus_points[p];
       const taken = result.bonus[p];
       const bonusText = bonus > 0 ? `+${bonus}` : bonus < 0 ? `−${-bonus} (mouton noir)`
-        : taken ? `0 (jeton ${taken} perdu : dessin non trouvé)` : "0";
+        : taken ? `0 (jeton ${taken} perdu : personne n'a deviné)` : "0";
       return el("tr", { class: p === me ? "me" : "" },
         el("td", {}, this.name(p)),
         el("td", {}, result.tokens_won[p].join(" + ") || "0"),
