@@ -1,7 +1,8 @@
 """The solo games of the service: creating them, finding them, expiring them, serving their sockets.
 
-`GameManager` holds at most ``settings.max_sessions`` games, at most ``games_per_client`` live
-and ``games_per_client_hour`` created per client; a game nobody has moved in for
+`GameManager` holds at most ``settings.max_sessions`` games, at most ``games_per_client`` open
+per client (a new game replaces the oldest one its player left) and ``games_per_client_hour``
+created per client; a game nobody has moved in for
 ``settings.idle_expiry_s`` (or that no socket joined within ``game_idle_timeout_s``) is closed by a
 sweeper task. `serve_socket` runs one WebSocket: it sends the game's frames and turns each
 incoming frame into a move (bounded size, rate-limited, guesses at a human pace, NaN, deep nesting
@@ -70,6 +71,7 @@ class GameManager:
         self.joined: set[str] = set()  # games a socket has joined at least once
         self.created = Buckets(settings.games_per_client_hour / 3600, settings.games_per_client_hour)
         self.guesses: dict[str, RateLimit] = {}  # game id -> the human's guess budget
+        self._closing: set[asyncio.Task[None]] = set()
         self.sweeper: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -124,16 +126,29 @@ class GameManager:
         return session
 
     def _check_client(self, client: str) -> None:
-        live = sum(1 for owner in self.owners.values() if owner == client)
-        if live >= self.settings.games_per_client:
-            raise RateLimited(f"you already have {live} games in progress (at most "
-                              f"{self.settings.games_per_client}); finish or leave one first",
-                              code="too_many_games", retry_after=60)
+        mine = [gid for gid, owner in self.owners.items() if owner == client]
+        if len(mine) >= self.settings.games_per_client:
+            left = [gid for gid in mine if not self.games[gid].listeners]
+            if not left:
+                raise RateLimited(f"you already have {len(mine)} games open (at most "
+                                  f"{self.settings.games_per_client}); finish or leave one first",
+                                  code="too_many_games", retry_after=60)
+            self._evict(left[0])  # the oldest game this client left: a new one replaces it
         bucket = self.created[client]
         if not bucket.allow(0.0) or bucket.tokens < 1:
             wait = bucket.retry_after()
             raise RateLimited(f"at most {self.settings.games_per_client_hour} new games per hour; "
                               f"retry in {wait:.0f} s", retry_after=wait)
+
+    def _evict(self, game_id: str) -> None:
+        session = self.games.pop(game_id)
+        self.owners.pop(game_id, None)
+        self.guesses.pop(game_id, None)
+        self.joined.discard(game_id)
+        log.info("game %s: closed (its player started another one)", game_id)
+        task = asyncio.create_task(session.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def _kontour(self, names: dict[str, str], common: dict[str, Any]) -> KontourSession:
         words = common["words"]
@@ -222,14 +237,14 @@ def read_frame(text: str) -> dict[str, Any]:
 def handle_text(session: GameSession, text: str, guesses: RateLimit | None = None) -> dict[str, Any] | None:
     """Apply one client frame; returns the frame to send back (error or pong), if any.
 
-    ``guesses`` bounds the human's guesses (a person types a word a second, not fifty)."""
+    ``guesses`` bounds the typed guesses (a person types a word a second, not fifty)."""
     try:
         data = read_frame(text)
         if data["type"] == "ping":
             return {"type": "pong", "now": round(session.now(), 3)}
         move = data.get("move")
-        if isinstance(move, dict) and move.get("kind") == "guess":
-            if isinstance(move.get("text"), str) and len(move["text"]) > MAX_GUESS_CHARS:
+        if isinstance(move, dict) and move.get("kind") == "guess" and isinstance(move.get("text"), str):
+            if len(move["text"]) > MAX_GUESS_CHARS:  # a typed word (Kontour), not a token placed
                 raise FrameError(f"a guess holds at most {MAX_GUESS_CHARS} characters")
             if guesses is not None and not guesses.allow():
                 return error_frame("rate_limited", "one guess at a time: wait a moment before the next")

@@ -329,13 +329,14 @@ def test_batcher_shares_forward_passes_and_bounds_its_queue() -> None:
 def test_game_creation_is_budgeted_per_client(tiny_checkpoint: Path) -> None:
     with in_process(model=tiny_checkpoint, games_per_client=2, games_per_client_hour=3) as app:
         kontour = {"game": "kontour", "opponents": 1}
-        created = [app.post("/v1/play", json=kontour) for _ in range(2)]
-        assert [r.status_code for r in created] == [201, 201]
-        assert_error(app.post("/v1/play", json=kontour), 429, "too_many_games",
-                     "you already have 2 games in progress (at most 2); finish or leave one first")
-        app.portal.call(app.app.state.play.remove, created[0].json()["game_id"])
-        assert app.post("/v1/play", json=kontour).status_code == 201  # a slot of its own again
-        app.portal.call(app.app.state.play.remove, created[1].json()["game_id"])
+        created = [app.post("/v1/play", json=kontour).json() for _ in range(2)]
+        with app.websocket_connect(created[0]["ws"]), app.websocket_connect(created[1]["ws"]):
+            assert_error(app.post("/v1/play", json=kontour), 429, "too_many_games",
+                         "you already have 2 games open (at most 2); finish or leave one first")
+        third = app.post("/v1/play", json=kontour)  # replaces the oldest game its player left
+        assert third.status_code == 201
+        games = app.app.state.play.games
+        assert created[0]["game_id"] not in games and created[1]["game_id"] in games
         refused = app.post("/v1/play", json=kontour)
         assert refused.status_code == 429 and refused.json()["error"] == "rate_limited"
         assert refused.json()["message"].startswith("at most 3 new games per hour; retry in ")

@@ -2,25 +2,30 @@
 
 A whole Kontour turn each way (the person draws while the AI guesses, then the AI draws at a
 human pace while the person guesses), a whole Pictomania game of two short rounds, moves out of
-turn, malformed frames, a reconnect that resumes, and the bounds (games, idle expiry, rates).
+turn, malformed frames, a reconnect that resumes, and the bounds (games, idle expiry, rates,
+frame size); the socket limits (idle timeout, sockets per game, guess rate) in process.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import httpx
 import pytest
+from starlette.websockets import WebSocketDisconnect
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.play_helpers import HAS_WEIGHTS, HOUSE, Player, has_event, new_game, play_server
+from tests.service_server import in_process
 
 
 @pytest.fixture(scope="module")
 def server(request: pytest.FixtureRequest):
-    with play_server(request) as running:
+    # Pictomania rounds of 12 s: the AI players start drawing several seconds into a round.
+    with play_server(request, GRIFFON_PLAY_PICTOMANIA_ROUND_S="12") as running:
         yield running
 
 
@@ -115,10 +120,10 @@ def test_a_full_kontour_turn_each_way(server) -> None:
     ended = p.until(has_event("turn_ended", drawer="joueur"), timeout=12)
     summary = next(e for e in ended["events"] if e["kind"] == "turn_ended")
     assert summary["word"] == card["orange"]
-    if HAS_WEIGHTS:  # the shipped recognizer sees the lines: the AI speaks
-        ai_guesses = [e for e in p.events("guess_made") if e["player"] == "ia1"]
-        assert ai_guesses, "the AI said nothing about six lines in 6 s"
-        assert all(e["text"] for e in ai_guesses)
+    assert HAS_WEIGHTS, "the play tests run the shipped recognizer (model/weights)"
+    ai_guesses = [e for e in p.events("guess_made") if e["player"] == "ia1"]
+    assert ai_guesses, "the AI said nothing about six lines in 6 s"
+    assert all(e["text"] for e in ai_guesses)
 
     # Rotation: the AI draws at a human pace, the person guesses and plays out of turn.
     p.until(has_event("drawing_started", drawer="ia1"), timeout=10)
@@ -155,7 +160,9 @@ def test_malformed_frames_get_typed_errors_and_the_game_goes_on(server) -> None:
         (move_frame({"kind": "stroke", "points": [["a", 1], [2, 3]]}), "invalid_move"),
         (move_frame({"kind": "guess", "text": "x" * 81}), "bad_frame"),
         (move_frame({"kind": "choose_word", "color": "red"}), "invalid_move"),
-        ("x" * 300_000, "frame_too_large"),
+        ('{"type": "move", "move": {"kind": "guess", "text": "\\ud800"}}', "bad_frame"),
+        ("[" * 5000 + "]" * 5000, "bad_frame"),
+        ('{"type": "ping", "n": ' + "9" * 5000 + "}", "bad_frame"),
     ]
     for text, code in cases:
         p.send(text)
@@ -168,7 +175,10 @@ def test_malformed_frames_get_typed_errors_and_the_game_goes_on(server) -> None:
     assert p.state["phase"] == "choose"
     p.send(json.dumps({"type": "ping"}))
     assert p.until(lambda f: f["type"] == "pong")["now"] > 0
-    p.close()
+    p.send("x" * 300_000)  # above the 256 KiB frame limit: uvicorn closes before buffering it
+    with pytest.raises(ConnectionClosed) as closed:
+        p.until(lambda f: False, timeout=5)
+    assert closed.value.rcvd.code == 1009
 
 
 def test_a_reconnect_resumes_the_game(server) -> None:
@@ -228,13 +238,12 @@ def test_a_full_pictomania_game_of_two_rounds(server) -> None:
     p.error("unknown_player")
     left = p.state["round"]["bonus_left"]
     p.move(kind="done")
-    taken = p.until(lambda f: has_event("bonus_taken", player="joueur")(f) or f["type"] == "error")
-    if taken["type"] == "state":
-        assert taken["state"]["round"]["bonus"]["joueur"] in left
-        p.move(kind="stroke", points=[[1, 1], [9, 9]])
-        p.error("already_done")
+    taken = p.until(has_event("bonus_taken", player="joueur"))
+    assert taken["state"]["round"]["bonus"]["joueur"] in left
+    p.move(kind="stroke", points=[[1, 1], [9, 9]])
+    p.error("already_done")
 
-    scored = p.until(has_event("round_scored"), timeout=12)
+    scored = p.until(has_event("round_scored"), timeout=16)
     result = next(e for e in scored["events"] if e["kind"] == "round_scored")["result"]
     for who in ("joueur", "ia1", "ia2"):
         expected = result["bonus_points"][who] + sum(result["tokens_won"][who]) - result["penalty"][who]
@@ -243,15 +252,15 @@ def test_a_full_pictomania_game_of_two_rounds(server) -> None:
     assert bet["correct"] == (result["secrets"]["ia1"]["number"] == 2)
     assert p.state["phase"] == "scored" and p.state["totals"] == result["score"]
     assert p.state["round"]["secrets"]["ia1"] is not None  # revealed once scored
-    assert [e for e in p.events("stroke_drawn") if e["player"] != "joueur"], "the AI drew nothing"
 
     p.move(kind="next_round")
     p.until(has_event("round_started", number=2))
     assert p.state["phase"] == "playing" and p.state["round"]["number"] == 2
-    ended = p.until(has_event("game_ended"), timeout=15)
+    ended = p.until(has_event("game_ended"), timeout=20)
     final = next(e for e in ended["events"] if e["kind"] == "game_ended")
     assert p.state["phase"] == "game_over" and final["winners"]
     assert max(final["totals"].values()) == final["totals"][final["winners"][0]]
+    assert [e for e in p.events("stroke_drawn") if e["player"] != "joueur"], "the AI drew nothing"
     p.move(kind="done")
     p.error("game_over")
     p.close()
@@ -260,24 +269,72 @@ def test_a_full_pictomania_game_of_two_rounds(server) -> None:
 # -- bounds -----------------------------------------------------------------------------------
 
 
-def test_game_slots_are_bounded_and_idle_games_expire(request: pytest.FixtureRequest) -> None:
-    with play_server(request, GRIFFON_MAX_SESSIONS="2", GRIFFON_IDLE_EXPIRY_S="2") as small:
-        games = [new_game(small, game="kontour", opponents=1) for _ in range(2)]
-        full = httpx.post(small.url + "/v1/play", json={"game": "kontour"}, timeout=10)
-        assert full.status_code == 503
-        message = "all 2 game slots are taken; retry later"
-        assert full.json() == {"error": "too_many_games", "message": message}
-        p = Player(small, games[0])
-        p.until(is_state)
-        started = time.monotonic()
-        with pytest.raises(ConnectionClosed) as closed:
-            while time.monotonic() - started < 10:
-                try:
-                    p.ws.recv(timeout=1)
-                except TimeoutError:
-                    pass
-        assert closed.value.rcvd.code == 4410
-        time.sleep(2.5)  # the other game, as idle, has gone too
-        late = Player(small, games[1])
-        assert late.until(lambda f: f["type"] == "error")["code"] == "unknown_game"
-        assert new_game(small, game="pictomania", opponents=2)["game_id"]
+def test_game_slots_are_bounded_and_idle_games_expire(tight_server) -> None:
+    small = tight_server  # 2 game slots, idle games expire after 2 s
+    games = [new_game(small, game="kontour", opponents=1) for _ in range(2)]
+    full = httpx.post(small.url + "/v1/play", json={"game": "kontour"}, timeout=10)
+    assert full.status_code == 503
+    message = "all 2 game slots are taken; retry later"
+    assert full.json() == {"error": "too_many_games", "message": message}
+    p = Player(small, games[0])
+    p.until(is_state)
+    started = time.monotonic()
+    with pytest.raises(ConnectionClosed) as closed:
+        while time.monotonic() - started < 10:
+            try:
+                p.ws.recv(timeout=1)
+            except TimeoutError:
+                pass
+    assert closed.value.rcvd.code == 4410
+    time.sleep(2.5)  # the other game, as idle, has gone too
+    late = Player(small, games[1])
+    assert late.until(lambda f: f["type"] == "error")["code"] == "unknown_game"
+    assert new_game(small, game="pictomania", opponents=2)["game_id"]
+
+
+# -- socket limits, in process --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def app(tiny_checkpoint: Path):
+    with in_process(model=tiny_checkpoint, game_idle_timeout_s=1.5, max_game_sockets=2,
+                    guess_rate=0.01, guess_burst=3) as client:
+        yield client
+
+
+def test_idle_game_socket_is_closed_4408_and_the_game_lives_on(app) -> None:
+    game = app.post("/v1/play", json={"game": "kontour", "opponents": 1}).json()
+    with app.websocket_connect(game["ws"]) as ws:
+        assert ws.receive_json()["type"] == "state"
+        frames = []
+        with pytest.raises(WebSocketDisconnect) as closed:
+            while True:
+                frames.append(ws.receive_json())
+        idle = {"type": "error", "code": "idle_timeout", "message": "no frame for 1.5 s: closing"}
+        assert frames[-1] == idle
+        assert closed.value.code == 4408
+    with app.websocket_connect(game["ws"]) as ws:  # the game itself is still there
+        assert ws.receive_json()["type"] == "state"
+
+
+def test_sockets_per_game_are_bounded(app) -> None:
+    game = app.post("/v1/play", json={"game": "kontour", "opponents": 1}).json()
+    with app.websocket_connect(game["ws"]) as one, app.websocket_connect(game["ws"]) as two:
+        assert one.receive_json()["type"] == two.receive_json()["type"] == "state"
+        with app.websocket_connect(game["ws"]) as three:
+            assert three.receive_json() == {"type": "error", "code": "too_many_sockets",
+                                            "message": "a game holds at most 2 sockets"}
+            with pytest.raises(WebSocketDisconnect) as closed:
+                three.receive_json()
+            assert closed.value.code == 4429
+
+
+def test_guesses_come_at_a_human_pace(app) -> None:
+    game = app.post("/v1/play", json={"game": "kontour", "opponents": 1}).json()
+    with app.websocket_connect(game["ws"]) as ws:
+        assert ws.receive_json()["type"] == "state"
+        codes = []
+        for _ in range(4):
+            ws.send_text(move_frame({"kind": "guess", "text": "chat"}))
+            codes.append(ws.receive_json()["code"])
+        assert "rate_limited" not in codes[:3] and codes[3] == "rate_limited", codes  # 3 at once, then wait
