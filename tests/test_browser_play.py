@@ -227,6 +227,7 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:
     shot(page, "pictomania-results")
     page.click("#next-round")
     expect(page.locator(".status")).to_have_text("Manche 2 / 2")
+    page.click("#done")  # the round ends when the AIs have taken the other bonus tokens
     # The end of the game: the winner, every round's score, and each round's drawings again.
     expect(page.locator(".results-box h2").first).to_have_text(
         re.compile("Victoire|Fin de partie"), timeout=25_000
