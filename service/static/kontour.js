@@ -1,7 +1,7 @@
 // Kontour: the person draws with a snapping straight-line tool (15 lines, 30 s) while the AI
 // players guess aloud, or guesses the AI's drawing by typing, with its « proche » / « hors sujet ».
 
-import { el, toast, once, Countdown, seconds, plural } from "./ui.js";
+import { el, toast, once, Countdown, seconds, plural, winnersText } from "./ui.js";
 import { Board } from "./board.js";
 
 const GESTURE_TEXT = { proche: "proche !", hors_sujet: "hors sujet" };
@@ -186,7 +186,6 @@ export class KontourView {
     this.final.dataset.shown = "1";
     const last = st.history[st.history.length - 1];
     const mini = el("canvas", { class: "mini", "aria-label": "le dernier dessin" });
-    const winners = st.winners.map((p) => (p === me ? "vous" : this.name(p))).join(", ");
     const ranking = [...st.players].sort((a, b) => st.scores[b] - st.scores[a]);
     const turns = st.history.map((t) => el("tr", {},
       el("td", {}, t.number), el("td", {}, t.drawer === me ? "Vous" : this.name(t.drawer)),
@@ -198,7 +197,7 @@ export class KontourView {
         el("h2", { class: `word ${last.color || ""}`, "data-testid": "last-word" }, this.fr(last.word)),
         el("p", {}, this.foundBy(last, me)))) : null,
       el("h2", {}, st.winners.includes(me) ? "Victoire !" : "Fin de partie"),
-      el("p", {}, `${st.winners.length > 1 ? "Gagnants" : "Gagnant"} : ${winners}`),
+      el("p", { class: "winners" }, winnersText(st.winners, me, (p) => this.name(p))),
       el("ol", { class: "ranking" }, ...ranking.map((p) => el("li", { class: p === me ? "me" : "" },
         el("span", {}, p === me ? "Vous" : this.name(p)), el("b", {}, plural(st.scores[p], "point"))))),
       el("details", { class: "turns" }, el("summary", {}, `Tous les tours (${st.history.length})`),

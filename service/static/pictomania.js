@@ -1,7 +1,7 @@
 // Pictomania: six cards on the table, everybody draws a secret word and bets numbered guess
 // cards on the others' drawings at the same time; bonus tokens for finishing; 5 scored rounds.
 
-import { el, toast, once, Countdown, seconds, plural } from "./ui.js";
+import { el, toast, once, Countdown, seconds, plural, winnersText } from "./ui.js";
 import { Board } from "./board.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -244,11 +244,10 @@ export class PictomaniaView {
 
   // The end of the game: the winner and every round's score.
   summary(st, me) {
-    const winners = st.winners.map((p) => this.name(p)).join(", ");
     const ranking = [...st.players].sort((a, b) => st.totals[b] - st.totals[a]);
     return [
       el("h2", {}, st.winners.includes(me) ? "Victoire !" : "Fin de partie"),
-      el("p", {}, `${st.winners.length > 1 ? "Gagnants" : "Gagnant"} : ${winners}`),
+      el("p", { class: "winners" }, winnersText(st.winners, me, (p) => this.name(p))),
       el("table", { class: "summary", "data-testid": "summary" },
         el("thead", {}, el("tr", {}, el("th", {}, "Joueur"),
           ...st.results.map((r) => el("th", { class: "score" }, `M${r.number}`)), el("th", { class: "score" }, "Total"))),

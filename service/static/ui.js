@@ -79,3 +79,11 @@ export function seconds(s) {
 export function plural(n, word) {
   return `${n} ${word}${Math.abs(n) > 1 ? "s" : ""}`;
 }
+
+// « Vous gagnez ! », « Gagnant : Plume », « Égalité : vous et Plume »… (`name(p)` for the others).
+export function winnersText(winners, me, name) {
+  const others = winners.filter((p) => p !== me).map(name);
+  if (!winners.includes(me)) return `${others.length > 1 ? "Gagnants" : "Gagnant"} : ${others.join(", ")}`;
+  if (!others.length) return "Vous gagnez la partie !";
+  return `Égalité en tête : vous et ${others.join(", ")} partagez la victoire.`;
+}
