@@ -112,3 +112,59 @@ def statistics_median(values: list[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+class PersonTable:
+    """A 4-player Pictomania round where `joueur` is a scripted person, the others the AI driver."""
+
+    def __init__(self, level: str) -> None:
+        from games.ai import PictomaniaDriver
+        from games.pictomania import PictomaniaRules
+        from games.words import synthetic_pictomania_deck
+
+        deck, config = synthetic_pictomania_deck(WORDS, PictomaniaConfig.load(rounds=1), seed=5)
+        self.rules = PictomaniaRules(config)
+        self.players = ["joueur", "ia1", "ia2", "ia3"]
+        self.state, _ = self.rules.setup(players=self.players, deck=deck, seed=5)
+        self.now = 0.0
+        self.driver = PictomaniaDriver(self.rules, self.players[1:], load_level(level), PICTO_KIT, 5,
+                                       self.state)
+
+    def apply(self, move: Any) -> list[Any]:
+        self.state, events = self.rules.apply(self.state, move, self.now)
+        self.driver.on_events(self.state, events, self.now)
+        return events
+
+
+@pytest.mark.parametrize("level", ["easy", "normal", "hard"])
+def test_a_person_who_draws_first_still_has_time_to_bet(level: str) -> None:
+    """The person draws 4 quick strokes in the first 12 s, then bets on the AI drawings one at a
+    time, each 8 s after the drawing is finished and after the previous bet (looking, choosing a
+    card): every bet lands before the AIs end the round."""
+    from games.pictomania import PictoStroke, PlaceGuess
+
+    table = PersonTable(level)
+    strokes = [3.0, 6.0, 9.0, 12.0]
+    finished_at: dict[str, float] = {}
+    bets: dict[str, int] = {}
+    last_bet = 0.0
+    while table.state.phase == "playing":
+        table.now = round(table.now + 0.25, 6)
+        table.driver.step(table, table.now)
+        for look in table.driver.looks():
+            table.driver.seen(look, Decoder().probabilities(look.drawing, look.candidates), table.now)
+        if table.state.phase != "playing":
+            break
+        if strokes and table.now >= strokes[0]:
+            strokes.pop(0)
+            y = 20.0 * len(strokes)
+            table.apply(PictoStroke(player="joueur", points=((10.0, y), (200.0, y))))
+        for ai in table.players[1:]:
+            if ai not in finished_at and table.driver.drawing_done(table.state, ai, table.now):
+                finished_at[ai] = table.now
+            if ai in finished_at and ai not in bets and table.now >= max(finished_at[ai], last_bet) + 8.0:
+                number = min(n for n in range(1, 8) if n not in bets.values())
+                table.apply(PlaceGuess(player="joueur", target=ai, number=number))
+                bets[ai], last_bet = number, table.now
+    assert set(bets) == {"ia1", "ia2", "ia3"}, (level, finished_at, table.now)
+    assert table.state.results[-1].reason == "bonus_tokens"  # the AIs ended it, not the timer

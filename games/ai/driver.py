@@ -385,6 +385,8 @@ class PictomaniaDriver:
                 self._new_round(state, now)
             elif e.kind == "stroke_drawn" and state.phase == "playing":
                 self.last_stroke[e.player] = now
+                if not any(ai != e.player for ai in self.ais):
+                    continue  # no AI player to look at it
                 self.seq[e.player] = self.seq.get(e.player, 0) + 1
                 drawing = _as_strokes(state.round.drawings[e.player])
                 ticket = (self.round_number, self.seq[e.player])
