@@ -85,5 +85,10 @@ export function winnersText(winners, me, name) {
   const others = winners.filter((p) => p !== me).map(name);
   if (!winners.includes(me)) return `${others.length > 1 ? "Gagnants" : "Gagnant"} : ${others.join(", ")}`;
   if (!others.length) return "Vous gagnez la partie !";
-  return `Égalité en tête : vous et ${others.join(", ")} partagez la victoire.`;
+  return `Égalité en tête : ${listing(["vous", ...others])} partagez la victoire.`;
+}
+
+// "a", "a et b", "a, b et c".
+export function listing(items) {
+  return items.length > 1 ? `${items.slice(0, -1).join(", ")} et ${items[items.length - 1]}` : items.join("");
 }
