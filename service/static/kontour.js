@@ -1,7 +1,7 @@
 // Kontour: the person draws with a snapping straight-line tool (15 lines, 30 s) while the AI
 // players guess aloud, or guesses the AI's drawing by typing, with its « proche » / « hors sujet ».
 
-import { el, toast, once, Countdown, seconds, plural, winnersText } from "./ui.js";
+import { el, toast, once, Countdown, seconds, plural, winnersText, listing } from "./ui.js";
 import { Board } from "./board.js";
 
 const GESTURE_TEXT = { proche: "proche !", hors_sujet: "hors sujet" };
@@ -174,7 +174,7 @@ export class KontourView {
 
   foundBy(turn, me) {
     const finders = turn.finders.map((p) => (p === me ? "vous" : this.name(p)));
-    return finders.length ? `Trouvé par ${finders.join(", ")}` : "Personne n'a trouvé.";
+    return finders.length ? `Trouvé par ${listing(finders)}` : "Personne n'a trouvé.";
   }
 
   // The game-over screen: the last word first (with its drawing), then the winner, the final

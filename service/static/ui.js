@@ -83,7 +83,7 @@ export function plural(n, word) {
 // « Vous gagnez ! », « Gagnant : Plume », « Égalité : vous et Plume »… (`name(p)` for the others).
 export function winnersText(winners, me, name) {
   const others = winners.filter((p) => p !== me).map(name);
-  if (!winners.includes(me)) return `${others.length > 1 ? "Gagnants" : "Gagnant"} : ${others.join(", ")}`;
+  if (!winners.includes(me)) return `${others.length > 1 ? "Gagnants" : "Gagnant"} : ${listing(others)}`;
   if (!others.length) return "Vous gagnez la partie !";
   return `Égalité en tête : ${listing(["vous", ...others])} partagez la victoire.`;
 }
