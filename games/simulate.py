@@ -98,6 +98,7 @@ class KontourTurnStat:
     tiebreak: bool = False
     first_guess_after_s: float | None = None  # from the word being chosen (drawing starts)
     found_after_choice_s: float | None = None  # from the word being chosen
+    lines_at_find: int | None = None  # lines drawn when the word was found
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float] | None:
@@ -157,6 +158,7 @@ class KontourReport:
             "time_to_find_s": _quantiles(
                 [t.found_after_choice_s for t in self.turns if t.found_after_choice_s is not None]
             ),
+            "lines_at_find": _quantiles([t.lines_at_find for t in self.turns if t.lines_at_find is not None]),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -222,17 +224,21 @@ def _play_kontour(
     first: dict[int, float] = {}
     found: dict[int, float] = {}
     chosen: dict[int, float] = {}
+    lines: dict[int, int] = {}
+    lines_now = 0
     number = 0
     for at, e in table.events:
         if e.kind == "turn_started":
-            number = e.number
+            number, lines_now = e.number, 0
+        elif e.kind == "stroke_added":
+            lines_now = e.count
         elif e.kind == "drawing_started":
             chosen[number] = at
         elif e.kind == "guess_made":
             said[number] = said.get(number, 0) + 1
             first.setdefault(number, at - chosen[number])
-            if e.accepted:
-                found.setdefault(number, at - chosen[number])
+            if e.accepted and number not in found:
+                found[number], lines[number] = at - chosen[number], lines_now
     for summary in table.state.history:
         report.turns.append(
             KontourTurnStat(
@@ -248,6 +254,7 @@ def _play_kontour(
                 tiebreak=summary.tiebreak,
                 first_guess_after_s=first.get(summary.number),
                 found_after_choice_s=found.get(summary.number),
+                lines_at_find=lines.get(summary.number),
             )
         )
     report.scores.append(dict(table.state.scores))

@@ -88,6 +88,8 @@ def test_kontour_time_to_first_guess_and_to_find_per_level(level: str) -> None:
     assert first["p10"] >= 4.0, first  # the first guess rarely comes before ~5 s
     low, high = KONTOUR_RANGES[level]["find"]
     assert find is not None and low <= find["median"] <= high, find
+    # nobody finds from fewer lines than the level reads before speaking (easy: 3)
+    assert dist["lines_at_find"]["p10"] >= load_level(level).kontour_guesser.min_strokes
 
 
 def test_the_levels_are_ordered_in_kontour() -> None:
