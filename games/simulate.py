@@ -56,6 +56,19 @@ def french_judge(to_french: ToFrench) -> Callable[[str, str], bool]:
     return lambda key, text: _fold(to_french(key)) == _fold(text)
 
 
+@dataclass(frozen=True)
+class _Sim:
+    """One simulated game's fixed parts: the rules, the recognizer, the AI kit and level, the
+    players, the game's seed."""
+
+    rules: Any
+    source: ProbabilitySource
+    kit: AIKit
+    level: AILevel
+    players: list[str]
+    seed: str
+
+
 class _SimTable:
     """The simulator's side of a driver: the state, a fake clock, and every event kept."""
 
@@ -198,28 +211,19 @@ def simulate_kontour(
     rules = KontourRules(config or KontourConfig.load(), judge=judge or french_judge(kit.to_french))
     report = KontourReport(level=level.name, games=games, seed=seed, players=players)
     for g in range(games):
-        _play_kontour(rules, source, kit, level, f"{seed}:{g}", g, players, cards, candidates, report)
+        sim = _Sim(rules, source, kit, level, [f"ai{i + 1}" for i in range(players)], f"{seed}:{g}")
+        _play_kontour(sim, g, cards, candidates, report)
     return report
 
 
 def _play_kontour(
-    rules: KontourRules,
-    source: ProbabilitySource,
-    kit: AIKit,
-    level: AILevel,
-    game_seed: str,
-    game: int,
-    n_players: int,
-    cards: Sequence[KontourCard],
-    candidates: list[str],
-    report: KontourReport,
+    sim: _Sim, game: int, cards: Sequence[KontourCard], candidates: list[str], report: KontourReport
 ) -> None:
-    ids = [f"ai{i + 1}" for i in range(n_players)]
-    state, _ = rules.setup(players=ids, deck=cards, seed=game_seed)
-    driver = KontourDriver(rules, ids, level, kit, game_seed, candidates, BETWEEN_TURNS_S)
-    table = _SimTable(rules, state, driver)
+    state, _ = sim.rules.setup(players=sim.players, deck=cards, seed=sim.seed)
+    driver = KontourDriver(sim.rules, sim.players, sim.level, sim.kit, sim.seed, candidates, BETWEEN_TURNS_S)
+    table = _SimTable(sim.rules, state, driver)
     while table.state.phase != "game_over" and len(table.state.history) < MAX_KONTOUR_TURNS:
-        table.tick(source, KONTOUR_TICK_S)
+        table.tick(sim.source, KONTOUR_TICK_S)
     said: dict[int, int] = {}
     first: dict[int, float] = {}
     found: dict[int, float] = {}
@@ -356,28 +360,19 @@ def simulate_pictomania(
         level=level.name, games=games, seed=seed, players=players, joint=joint
     )
     for g in range(games):
-        _play_pictomania(rules, source, kit, level, f"{seed}:{g}", players, deck, joint, report)
+        sim = _Sim(rules, source, kit, level, [f"ai{i + 1}" for i in range(players)], f"{seed}:{g}")
+        _play_pictomania(sim, deck, joint, report)
     return report
 
 
-def _play_pictomania(
-    rules: PictomaniaRules,
-    source: ProbabilitySource,
-    kit: AIKit,
-    level: AILevel,
-    game_seed: str,
-    n_players: int,
-    deck: Sequence[Any],
-    joint: bool,
-    report: PictomaniaReport,
-) -> None:
-    ids = [f"ai{i + 1}" for i in range(n_players)]
-    state, _ = rules.setup(players=ids, deck=deck, seed=game_seed)
-    driver = PictomaniaDriver(rules, ids, level, kit, game_seed, state, next_round_s=NEXT_ROUND_S,
-                              joint=joint)
-    table = _SimTable(rules, state, driver)
+def _play_pictomania(sim: _Sim, deck: Sequence[Any], joint: bool, report: PictomaniaReport) -> None:
+    ids = sim.players
+    state, _ = sim.rules.setup(players=ids, deck=deck, seed=sim.seed)
+    driver = PictomaniaDriver(sim.rules, ids, sim.level, sim.kit, sim.seed, state,
+                              next_round_s=NEXT_ROUND_S, joint=joint)
+    table = _SimTable(sim.rules, state, driver)
     while table.state.phase != "game_over":
-        table.tick(source, PICTOMANIA_TICK_S)
+        table.tick(sim.source, PICTOMANIA_TICK_S)
     placed: dict[tuple[int, str, str], float] = {}
     number, started = state.round.number, state.round.started_at  # round 1 started at setup
     for at, e in table.events:
