@@ -342,12 +342,14 @@ def test_kontour_on_a_phone_both_ways_up_to_the_last_word(phone, fast) -> None:
     shot(page, "phone-kontour-game-over")
 
 
-def test_pictomania_on_a_phone_both_ways_up(phone, server) -> None:
+@pytest.mark.parametrize("opponents", [2, 5])
+def test_pictomania_on_a_phone_both_ways_up(phone, server, opponents) -> None:
     from playwright.sync_api import expect
 
     page = phone
-    start(page, server, "pictomania", opponents=2, level="easy", seed=4)
+    start(page, server, "pictomania", opponents=opponents, level="easy", seed=4)
     expect(page.locator(".card")).to_have_count(6)
+    expect(page.locator(".opponent")).to_have_count(opponents)
     touch_line(page, (40, 40), (200, 180))
     needed = (
         "#board",
@@ -360,6 +362,6 @@ def test_pictomania_on_a_phone_both_ways_up(phone, server) -> None:
     )
     for size, name in ((PORTRAIT, "portrait"), (LANDSCAPE, "landscape")):
         page.set_viewport_size(size)
-        shot(page, f"phone-pictomania-{name}")
+        shot(page, f"phone-pictomania-{opponents}-{name}")
         for selector in needed:
             in_view(page, selector)

@@ -93,6 +93,7 @@ export class PictomaniaView {
       this.opponents.replaceChildren();
     }
     this.layout.style.setProperty("--opps", String(st.players.length - 1));
+    this.layout.dataset.opps = String(st.players.length - 1);
     const playing = st.phase === "playing";
     const done = rnd.done.includes(me);
     this.board.setLines(rnd.drawings[me] || [], false);
@@ -138,7 +139,7 @@ export class PictomaniaView {
       () => this.send({ kind: "done" }),
       done ? `Fini (jeton ${rnd.bonus[this.frame.you]})` : `J'ai fini${next !== undefined ? ` : jeton ${next}` : ""}`);
     const onMine = (rnd.stacks[this.frame.you] || []).length;
-    this.controls.replaceChildren(button, el("span", { class: "tokens" }, "Bonus : ", ...tokens),
+    this.controls.replaceChildren(button, el("span", { class: "tokens", title: "jetons bonus restants" }, el("span", { class: "label" }, "Bonus : "), ...tokens),
       el("span", { class: "small on-mine" }, `${plural(onMine, "mise")} sur votre dessin`));
   }
 
