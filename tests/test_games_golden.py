@@ -21,7 +21,7 @@ import pytest
 from games.core import LoggedMove, replay
 from games.kontour import KontourCard, KontourConfig, KontourRules, exact_judge
 from games.pictomania import PictomaniaConfig, PictomaniaRules
-from vocab import kontour_deck, pictomania_deck
+from vocab import PictomaniaCard, kontour_deck, pictomania_deck
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 KONTOUR_SETUP = {"players": ["ana", "bob", "cy"], "seed": 2026, "half": "top"}
@@ -65,6 +65,11 @@ def pictomania_outcome(state: Any) -> dict[str, Any]:
     }
 
 
+def picto_deck(golden: dict[str, Any]) -> list[PictomaniaCard]:
+    """The double-sided cards stored in the golden file (independent of later deck edits)."""
+    return [PictomaniaCard.model_validate(card) for card in golden["deck"]]
+
+
 def load(name: str) -> dict[str, Any]:
     return json.loads((GOLDEN / f"{name}.json").read_text(encoding="utf-8"))
 
@@ -83,7 +88,7 @@ def test_kontour_golden_log_replays_to_the_recorded_outcome() -> None:
 def test_pictomania_golden_log_replays_to_the_recorded_outcome() -> None:
     golden = load("pictomania")
     rules = PictomaniaRules(PictomaniaConfig.load(**golden["config"]))
-    setup = dict(golden["setup"], deck=list(pictomania_deck()))  # the real double-sided cards
+    setup = dict(golden["setup"], deck=picto_deck(golden))  # real double-sided cards, as recorded
     log = [LoggedMove.model_validate(m) for m in golden["moves"]]
     assert {m.move["kind"] for m in log} >= {"stroke", "guess", "done", "next_round"}
     state, events = replay(rules, setup, log)
@@ -105,7 +110,7 @@ def test_a_changed_move_changes_the_outcome(name: str) -> None:
         outcome = kontour_outcome
     else:
         rules = PictomaniaRules(PictomaniaConfig.load(**golden["config"]))
-        setup = dict(golden["setup"], deck=list(pictomania_deck()))
+        setup = dict(golden["setup"], deck=picto_deck(golden))
         outcome = pictomania_outcome
     try:
         state, _ = replay(rules, setup, [LoggedMove.model_validate(m) for m in moves])
@@ -177,7 +182,8 @@ def _record() -> None:  # pragma: no cover - a maintenance script
             rnd = table.state.round
             word = rnd.word(look.subject) if _as_strokes(rnd.drawings[look.subject]) == look.drawing else None
             table.driver.seen(look, oracle(word, look.drawing, look.candidates, rng), table.now)
-    payload = {"setup": PICTO_SETUP, "config": PICTO_CONFIG, "deck": "vocab.pictomania_deck()",
+    payload = {"setup": PICTO_SETUP, "config": PICTO_CONFIG,
+               "deck": [c.model_dump(mode="json") for c in pictomania_deck()],
                "moves": table.log, "expected": pictomania_outcome(table.state)}
     text = json.dumps(payload, separators=(",", ":"))
     (GOLDEN / "pictomania.json").write_text(text + "\n", encoding="utf-8")
