@@ -156,7 +156,8 @@ async function create(event) {
     if (!response.ok) throw new Error(refusal(response.status, data));
     play(data);
   } catch (error) {
-    showSetup(`Impossible de créer la partie : ${error.message}`);
+    const why = error instanceof TypeError ? "le serveur ne répond pas." : error.message; // fetch failed
+    showSetup(`Impossible de créer la partie : ${why}`);
   } finally {
     $("start").disabled = false;
   }
