@@ -117,20 +117,30 @@ def resample_corners(points: Stroke, spacing: float = 1.0) -> Stroke:
     """
     if len(points) < 2:
         return points.copy()
-    steps = np.linalg.norm(np.diff(points, axis=0), axis=1)
-    arc = np.concatenate([[0.0], np.cumsum(steps)])
+    delta = points[1:, :2] - points[:-1, :2]
+    arc = np.empty(len(points))  # arc length at each input point
+    arc[0] = 0.0
+    np.cumsum(np.sqrt((delta * delta).sum(axis=1)), out=arc[1:])
     length = float(arc[-1])
     if length <= spacing:
         return points[[0, -1]].copy()
     last = math.ceil(length / spacing) - 1  # index of the last regular sample, as np.arange counts
-    first_on = np.ceil(arc[:-1] / spacing)  # first and last sample index on each segment
-    last_on = np.minimum(np.floor(arc[1:] / spacing), last)
-    has = first_on <= last_on
-    ks = np.empty(2 * int(has.sum()))
-    ks[0::2], ks[1::2] = first_on[has], last_on[has]  # non-decreasing along the polyline
-    ks = ks[np.concatenate([[True], np.diff(ks) > 0])]
-    samples = np.append(ks * spacing, length)
-    return np.stack([np.interp(samples, arc, points[:, 0]), np.interp(samples, arc, points[:, 1])], 1)
+    scaled = arc if spacing == 1.0 else arc / spacing
+    bounds = np.empty((len(points) - 1, 2))  # first and last sample index on each segment
+    np.ceil(scaled[:-1], out=bounds[:, 0])
+    np.minimum(np.floor(scaled[1:]), last, out=bounds[:, 1])
+    ks = bounds[bounds[:, 0] <= bounds[:, 1]].ravel()  # non-decreasing along the polyline
+    keep = np.empty(len(ks) + 1, dtype=bool)  # drop repeats; always keep the end point
+    keep[0] = keep[-1] = True
+    np.greater(ks[1:], ks[:-1], out=keep[1:-1])
+    samples = np.empty(len(ks) + 1)
+    samples[:-1] = ks if spacing == 1.0 else ks * spacing
+    samples[-1] = length
+    samples = samples[keep]
+    out = np.empty((len(samples), 2))
+    out[:, 0] = np.interp(samples, arc, points[:, 0])
+    out[:, 1] = np.interp(samples, arc, points[:, 1])
+    return out
 
 
 RDP_SMALL = 32  # intervals this short are scanned in plain Python (cheaper than numpy's call overhead)
