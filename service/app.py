@@ -35,6 +35,7 @@ import asyncio
 import importlib
 import importlib.util
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -60,8 +61,9 @@ log = logging.getLogger("griffon.service")
 PLAY_MODULE = "service.play"
 HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+       "connect-src 'self'{sockets}; object-src 'none'; base-uri 'none'; form-action 'self'; "
        "frame-ancestors 'none'")
+HOST = re.compile(r"^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
 DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
             "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; img-src 'self' data: "
             "https://fastapi.tiangolo.com; object-src 'none'; frame-ancestors 'none'")
@@ -193,7 +195,7 @@ class BrowserGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        csp = DOCS_CSP if scope.get("path", "").startswith(DOCS_PATHS) else CSP
+        csp = DOCS_CSP if scope.get("path", "").startswith(DOCS_PATHS) else page_csp(scope)
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -219,6 +221,14 @@ class BrowserGuard:
             self.sockets[client] -= 1
             if self.sockets[client] <= 0:
                 del self.sockets[client]
+
+
+def page_csp(scope: Scope) -> str:
+    """The page's Content-Security-Policy; its own WebSockets named explicitly (``ws://host``),
+    as browsers older than CSP 3 do not count them as ``'self'``."""
+    host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+    sockets = f" ws://{host} wss://{host}" if HOST.match(host) else ""
+    return CSP.format(sockets=sockets)
 
 
 def _install_error_handlers(app: FastAPI) -> None:

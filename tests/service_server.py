@@ -74,18 +74,24 @@ class Server:
 
 @contextmanager
 def running_server(
-    env: Mapping[str, str] | None = None, startup_timeout: float = 120.0
+    env: Mapping[str, str] | None = None, startup_timeout: float = 120.0, repo: Path = REPO
 ) -> Iterator[Server]:
     """Run ``python -m service.serve_cli`` (the uvicorn set-up of ``griffon serve``: timeouts,
-    WebSocket size) with ``env`` added to the environment."""
+    WebSocket size) with ``env`` added to the environment.
+
+    ``repo``: another checkout to run instead (benchmarks compare before/after); one without
+    ``service/serve_cli.py``'s ``main`` is started with plain uvicorn, as it was then."""
     port = free_port()
-    environ = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    environ = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(repo)}
+    address = ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    if "def main(" in (repo / "service" / "serve_cli.py").read_text():
+        command = [sys.executable, "-m", "service.serve_cli", *address]
+    else:
+        command = [sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory", *address]
     with tempfile.NamedTemporaryFile("w+b", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
         process = subprocess.Popen(
-            [sys.executable, "-m", "service.serve_cli", "--host", "127.0.0.1", "--port", str(port),
-             "--log-level", "warning"],
-            cwd=REPO, env=environ, stdout=log_file, stderr=subprocess.STDOUT,
+            command, cwd=repo, env=environ, stdout=log_file, stderr=subprocess.STDOUT,
         )
     server = Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", process, log_path)
     try:
