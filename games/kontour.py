@@ -309,6 +309,7 @@ class TurnSummary(Model):
     found_after_s: float | None
     strokes: int
     tiebreak: bool
+    segments: tuple[Segment, ...] = ()  # the drawing as the turn ended
 
 
 class KontourState(Model):
@@ -608,6 +609,7 @@ class KontourRules(RulesBase[KontourState]):
             found_after_s=None if turn.found_at is None else turn.found_at - turn.started_at,
             strokes=turn.strokes,
             tiebreak=turn.tiebreak,
+            segments=turn.segments,
         )
         events: list[Event] = [
             TurnEnded(

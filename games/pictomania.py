@@ -16,9 +16,10 @@ cards of every round; at each round start it deals every player a distinct symbo
 0-based index into `round.cards`) and a distinct number 1-7: player P draws
 `round.cards[symbol].words[number - 1]`.
 
-Phases (`PHASES`): ``playing`` (strokes, guesses, `Done`; ends when the last bonus token is taken
-or the round timer runs out; scoring happens then) → ``scored`` (round results in
-`state.results`; `NextRound` starts the next one) → … → ``game_over`` after the last round.
+Phases (`PHASES`): ``playing`` (strokes, `Undo` / `Clear` of one's drawing, guesses, `Done`;
+ends when the last bonus token is taken or the round timer runs out; scoring happens then) →
+``scored`` (round results in `state.results`; `NextRound` starts the next one) → … →
+``game_over`` after the last round.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from games.core import (
     Move,
     NotAllowed,
     Phase,
+    RuleError,
     RulesBase,
     Tick,
     TimeOver,
@@ -96,6 +98,12 @@ class CardUsed(InvalidMove):
     code = "card_used"
 
 
+class NothingToUndo(RuleError):
+    """Pictomania: the player's drawing has no stroke to undo or clear."""
+
+    code = "nothing_to_undo"
+
+
 # --------------------------------------------------------------------------------------------
 # Moves
 
@@ -106,6 +114,20 @@ class PictoStroke(Move):
     kind: Literal["stroke"] = "stroke"
     player: str
     points: Polyline
+
+
+class Undo(Move):
+    """Remove the player's last stroke (`NothingToUndo` on an empty drawing)."""
+
+    kind: Literal["undo"] = "undo"
+    player: str
+
+
+class Clear(Move):
+    """Remove the player's whole drawing (`NothingToUndo` on an empty drawing)."""
+
+    kind: Literal["clear"] = "clear"
+    player: str
 
 
 class PlaceGuess(Move):
@@ -131,7 +153,9 @@ class NextRound(Move):
     player: str
 
 
-PictomaniaMove = Annotated[PictoStroke | PlaceGuess | Done | NextRound | Tick, Field(discriminator="kind")]
+PictomaniaMove = Annotated[
+    PictoStroke | Undo | Clear | PlaceGuess | Done | NextRound | Tick, Field(discriminator="kind")
+]
 _MOVE_ADAPTER: TypeAdapter[Any] = TypeAdapter(PictomaniaMove)
 
 
@@ -202,6 +226,7 @@ class RoundResult(Model):
     penalty: dict[str, int]  # subtracted for tokens not given away
     score: dict[str, int]
     reason: Literal["bonus_tokens", "time"]
+    drawings: dict[str, tuple[Polyline, ...]] = {}  # every player's drawing as the round ended
 
 
 class PictomaniaState(Model):
@@ -223,7 +248,7 @@ PHASES: dict[str, Phase] = {
     for p in (
         Phase(
             name="playing",
-            moves=("stroke", "guess", "done", "tick"),
+            moves=("stroke", "undo", "clear", "guess", "done", "tick"),
             description="everybody draws and guesses at once until the last bonus token or time",
         ),
         Phase(name="scored", moves=("next_round", "tick"), description="round revealed, scored"),
@@ -266,6 +291,19 @@ class StrokeDrawn(Event):
     kind: Literal["stroke_drawn"] = "stroke_drawn"
     player: str
     points: Polyline
+
+
+class StrokeUndone(Event):
+    """The player's last stroke was removed; `strokes_left` strokes remain."""
+
+    kind: Literal["stroke_undone"] = "stroke_undone"
+    player: str
+    strokes_left: int
+
+
+class DrawingCleared(Event):
+    kind: Literal["drawing_cleared"] = "drawing_cleared"
+    player: str
 
 
 class GuessPlaced(Event):
@@ -474,6 +512,8 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
     def handlers(self) -> dict[str, Any]:
         return {
             "stroke": self._stroke,
+            "undo": self._undo,
+            "clear": self._clear,
             "guess": self._guess,
             "done": self._done,
             "next_round": self._next_round,
@@ -505,6 +545,22 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
         drawings[move.player] = drawings[move.player] + (tuple(move.points),)
         new = state.replace(round=rnd.replace(drawings=drawings))
         return new, [StrokeDrawn(player=move.player, points=tuple(move.points))]
+
+    def _undo(self, state: PictomaniaState, move: Undo, now: float) -> tuple[PictomaniaState, list[Event]]:
+        rnd = state.round
+        drawing = rnd.drawings[move.player]
+        if not drawing:
+            raise NothingToUndo(f"{move.player}'s drawing has no stroke to undo", player=move.player)
+        drawings = {**rnd.drawings, move.player: drawing[:-1]}
+        new = state.replace(round=rnd.replace(drawings=drawings))
+        return new, [StrokeUndone(player=move.player, strokes_left=len(drawing) - 1)]
+
+    def _clear(self, state: PictomaniaState, move: Clear, now: float) -> tuple[PictomaniaState, list[Event]]:
+        rnd = state.round
+        if not rnd.drawings[move.player]:
+            raise NothingToUndo(f"{move.player}'s drawing is already empty", player=move.player)
+        drawings = {**rnd.drawings, move.player: ()}
+        return state.replace(round=rnd.replace(drawings=drawings)), [DrawingCleared(player=move.player)]
 
     def _guess(
         self, state: PictomaniaState, move: PlaceGuess, now: float
@@ -624,6 +680,7 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
             penalty=penalty,
             score=score,
             reason=reason,  # type: ignore[arg-type]
+            drawings=dict(rnd.drawings),
         )
 
     def _end_round(
@@ -666,12 +723,15 @@ __all__ = [
     "PHASES",
     "BonusTaken",
     "CardUsed",
+    "Clear",
     "Done",
+    "DrawingCleared",
     "GameEnded",
     "GameStarted",
     "GuessOutcome",
     "GuessPlaced",
     "NextRound",
+    "NothingToUndo",
     "PictoCard",
     "PictoRound",
     "PictoStroke",
@@ -688,4 +748,6 @@ __all__ = [
     "SecretDealt",
     "StackCard",
     "StrokeDrawn",
+    "StrokeUndone",
+    "Undo",
 ]

@@ -196,3 +196,35 @@ def test_a_number_card_is_used_once() -> None:
     assert ai.decide(1.0, done).number == 4
     second = ai.decide(2.0, done)
     assert second is None or second.number != 4
+
+
+def test_the_driver_rereads_a_drawing_after_an_undo_and_forgets_it_after_a_clear() -> None:
+    """The AI guessers read the person's drawing as it is after an undo (a new recognition of the
+    strokes left; a reading of the longer drawing that arrives late is dropped) and know nothing
+    of it once it is cleared."""
+    from games.pictomania import Clear, PictoStroke, Undo
+    from tests.test_ai_pacing import Decoder, PersonTable
+
+    table = PersonTable("hard")
+    ai = table.players[1]
+    blank = table.driver.brains[ai].marginals(0.0)["joueur"]
+    lines = [((10.0, 10.0), (100.0, 10.0)), ((10.0, 40.0), (210.0, 40.0)), ((10.0, 70.0), (130.0, 70.0))]
+    for i, line in enumerate(lines):
+        table.now = 1.0 + i
+        table.apply(PictoStroke(player="joueur", points=line))
+    [three] = [look for look in table.driver.looks() if look.subject == "joueur"]
+    assert len(three.drawing) == 3
+    table.now = 5.0
+    table.apply(Undo(player="joueur"))
+    [two] = [look for look in table.driver.looks() if look.subject == "joueur"]
+    assert len(two.drawing) == 2 and two.ticket[1] > three.ticket[1]
+    table.driver.seen(three, Decoder().probabilities(three.drawing, three.candidates), 6.0)  # stale
+    assert np.allclose(table.driver.brains[ai].marginals(6.0)["joueur"], blank)
+    table.driver.seen(two, Decoder().probabilities(two.drawing, two.candidates), 6.0)
+    read = table.driver.brains[ai].marginals(30.0)["joueur"]
+    assert not np.allclose(read, blank)  # the two strokes left say something
+    table.now = 31.0
+    table.apply(Clear(player="joueur"))
+    assert [look for look in table.driver.looks() if look.subject == "joueur"] == []
+    assert np.allclose(table.driver.brains[ai].marginals(31.0)["joueur"], blank)
+    assert not table.driver.drawing_done(table.state, "joueur", 32.0)  # a clear is drawing too

@@ -189,5 +189,25 @@ def _record() -> None:  # pragma: no cover - a maintenance script
     (GOLDEN / "pictomania.json").write_text(text + "\n", encoding="utf-8")
 
 
+def _refresh_expected() -> None:
+    """Rewrite only the expected outcomes, by replaying the stored move logs (for a change of the
+    state's shape, e.g. a new field: the recorded games stay the same)."""
+    golden = load("kontour")
+    rules = KontourRules(KontourConfig.load(**golden["config"]), judge=exact_judge)
+    log = [LoggedMove.model_validate(m) for m in golden["moves"]]
+    state, _ = replay(rules, dict(golden["setup"], deck=golden["deck"]), log)
+    golden["expected"] = kontour_outcome(state)
+    (GOLDEN / "kontour.json").write_text(json.dumps(golden, indent=1) + "\n", encoding="utf-8")
+    golden = load("pictomania")
+    rules_p = PictomaniaRules(PictomaniaConfig.load(**golden["config"]))
+    log = [LoggedMove.model_validate(m) for m in golden["moves"]]
+    state_p, _ = replay(rules_p, dict(golden["setup"], deck=picto_deck(golden)), log)
+    golden["expected"] = pictomania_outcome(state_p)
+    text = json.dumps(golden, separators=(",", ":"))
+    (GOLDEN / "pictomania.json").write_text(text + "\n", encoding="utf-8")
+
+
 if __name__ == "__main__":  # pragma: no cover
-    _record()
+    import sys
+
+    _refresh_expected() if "--expected" in sys.argv[1:] else _record()

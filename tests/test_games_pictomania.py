@@ -28,8 +28,10 @@ from games.core import (
 )
 from games.pictomania import (
     CardUsed,
+    Clear,
     Done,
     NextRound,
+    NothingToUndo,
     PictoCard,
     PictomaniaConfig,
     PictomaniaRules,
@@ -37,6 +39,7 @@ from games.pictomania import (
     PictoStroke,
     PlaceGuess,
     Secret,
+    Undo,
 )
 
 THEMES = ["animal", "fruit", "tool", "vehicle", "body", "weather", "house", "sport"]
@@ -155,6 +158,72 @@ def test_strokes_are_stored_on_the_players_board():
     assert state.round.drawings["a"] == (((0, 0), (5, 9), (12, 3)), ((1, 1),))
     assert state.round.drawings["b"] == ()
     assert events[0].kind == "stroke_drawn" and events[0].to is None
+
+
+def test_undo_removes_the_last_stroke_and_clear_the_whole_drawing():
+    r = rules()
+    state = table(r, {"a": (0, 1), "b": (1, 2), "c": (2, 3)})
+    first, second, third = ((0, 0), (5, 9)), ((1, 1),), ((7, 7), (8, 8))
+    state, _ = play(r, state, [(1.0, PictoStroke(player="a", points=first)),
+                               (2.0, PictoStroke(player="a", points=second)),
+                               (2.5, PictoStroke(player="b", points=third))])
+    state, events = r.apply(state, Undo(player="a"), 3.0)
+    assert state.round.drawings["a"] == (first,)
+    assert state.round.drawings["b"] == (third,)  # only the mover's drawing changes
+    assert [e.to_dict() for e in events] == [
+        {"kind": "stroke_undone", "to": None, "player": "a", "strokes_left": 1}
+    ]
+    state, _ = r.apply(state, PictoStroke(player="a", points=second), 4.0)  # drawing goes on
+    state, events = r.apply(state, Clear(player="a"), 5.0)
+    assert state.round.drawings["a"] == () and state.round.drawings["b"] == (third,)
+    assert [e.to_dict() for e in events] == [{"kind": "drawing_cleared", "to": None, "player": "a"}]
+    state, _ = r.apply(state, PictoStroke(player="a", points=third), 6.0)
+    assert state.round.drawings["a"] == (third,)
+
+
+def test_undo_or_clear_of_an_empty_drawing_is_a_typed_error_and_changes_nothing():
+    r = rules()
+    state = table(r, {"a": (0, 1), "b": (1, 2), "c": (2, 3)})
+    for move in (Undo(player="a"), Clear(player="a")):
+        with pytest.raises(NothingToUndo) as err:
+            r.apply(state, move, 1.0)
+        assert err.value.code == "nothing_to_undo" and err.value.details == {"player": "a"}
+    state, _ = r.apply(state, PictoStroke(player="a", points=[(0, 0)]), 2.0)
+    state, _ = r.apply(state, Undo(player="a"), 3.0)
+    with pytest.raises(NothingToUndo):
+        r.apply(state, Undo(player="a"), 4.0)
+    assert r.parse_move({"kind": "undo", "player": "a"}) == Undo(player="a")
+    assert r.parse_move({"kind": "clear", "player": "a"}) == Clear(player="a")
+
+
+def test_undo_and_clear_only_while_playing_and_not_once_done():
+    r = rules()
+    state = table(r, {"a": (0, 1), "b": (1, 2), "c": (2, 3)})
+    state, _ = play(r, state, [(1.0, PictoStroke(player="a", points=[(0, 0)])), (2.0, Done(player="a"))])
+    for move in (Undo(player="a"), Clear(player="a")):
+        with pytest.raises(AlreadyDone):
+            r.apply(state, move, 3.0)
+    state, _ = r.apply(state, Done(player="b"), 4.0)  # the last bonus token: scored
+    assert state.phase == "scored"
+    with pytest.raises(WrongPhase, match="scored"):
+        r.apply(state, Undo(player="c"), 5.0)
+    with pytest.raises(TimeOver):  # after the round timer
+        r.apply(table(r, {"a": (0, 1), "b": (1, 2), "c": (2, 3)}), Clear(player="a"), 500.0)
+
+
+def test_the_round_result_keeps_every_drawing_as_the_round_ended():
+    r = rules()
+    state = table(r, {"a": (0, 1), "b": (1, 2), "c": (2, 3)})
+    state, _ = play(r, state, [(1.0, PictoStroke(player="a", points=[(0, 0), (9, 9)])),
+                               (2.0, PictoStroke(player="a", points=[(3, 3)])),
+                               (3.0, Undo(player="a")),
+                               (4.0, PictoStroke(player="c", points=[(5, 5)])),
+                               (5.0, Done(player="b")), (6.0, Done(player="c"))])
+    result = state.results[0]
+    assert result.drawings == {"a": (((0, 0), (9, 9)),), "b": (), "c": (((5, 5),),)}
+    state, _ = r.apply(state, NextRound(player="a"), 7.0)
+    assert state.round.drawings["a"] == () and state.results[0].drawings["a"] == (((0, 0), (9, 9)),)
+    assert r.view(state, "b").results[0].drawings == result.drawings  # public once scored
 
 
 def test_one_irrevocable_guess_per_opponent_in_placement_order():

@@ -384,15 +384,28 @@ class PictomaniaDriver:
             if e.kind == "round_started" and e.number != self.round_number:
                 self._new_round(state, now)
             elif e.kind == "stroke_drawn" and state.phase == "playing":
-                self.last_stroke[e.player] = now
-                if not any(ai != e.player for ai in self.ais):
-                    continue  # no AI player to look at it
-                self.seq[e.player] = self.seq.get(e.player, 0) + 1
-                drawing = _as_strokes(state.round.drawings[e.player])
-                ticket = (self.round_number, self.seq[e.player])
-                self.pending[e.player] = Look(e.player, drawing, self.candidates, ticket)
+                self._reread(state, e.player, now)
+            elif e.kind in ("stroke_undone", "drawing_cleared") and state.phase == "playing":
+                for ai in self.ais:  # that reading is of a drawing that no longer exists
+                    if ai != e.player:
+                        self.brains[ai].forget(e.player)
+                self._reread(state, e.player, now)
             elif e.kind == "round_ended":
                 self.scored_at, self.pending = now, {}
+
+    def _reread(self, state: PictomaniaState, player: str, now: float) -> None:
+        """`player`'s drawing changed: ask for a reading of its strokes as they are now (none
+        for an empty drawing; any reading still on its way is stale)."""
+        self.last_stroke[player] = now
+        if not any(ai != player for ai in self.ais):
+            return  # no AI player to look at it
+        self.seq[player] = self.seq.get(player, 0) + 1
+        drawing = _as_strokes(state.round.drawings[player])
+        if not drawing:
+            self.pending.pop(player, None)
+            return
+        ticket = (self.round_number, self.seq[player])
+        self.pending[player] = Look(player, drawing, self.candidates, ticket)
 
     # -- recognition -----------------------------------------------------------------------------
     def looks(self) -> list[Look]:

@@ -165,6 +165,11 @@ class PictomaniaGuesser:
         noisy = perturb(restricted, self.rng, self.level.noise, self.level.temperature)
         self._seen.setdefault(opponent, []).append((now + self.level.reaction_s, noisy))
 
+    def forget(self, opponent: str) -> None:
+        """Drop every reading of `opponent`'s drawing (it was undone or cleared: the next
+        reading, of the strokes left, replaces them)."""
+        self._seen.pop(opponent, None)
+
     def marginals(self, now: float) -> dict[str, np.ndarray]:
         """``P(number)`` (7 values, index 0 = number 1) for every opponent, as seen at `now`."""
         lik = np.ones((len(self.opponents), len(self.cards), N_NUMBERS))
