@@ -328,8 +328,8 @@ def test_transcripts_need_their_key_and_listing_is_off_by_default(tight: Server)
         async with await connect(tight) as ws:
             room = Room(ws)
             welcome = await room.start(candidates=WORDS)
-            for i in range(40):  # far more than the 2,048 bytes a transcript keeps here
-                await room.send({"type": "player_guess", "player": "ana" * 30, "text": f"mot {i}" * 20})
+            for i in range(12):  # ~300 bytes each: more than the 2,048 bytes a transcript keeps here
+                await room.send({"type": "player_guess", "player": "ana" * 30, "text": f"mot {i} " * 25})
                 await asyncio.sleep(0.21)  # under the 5 frames/s of this server
             await room.ask({"type": "ping"})
             return welcome
