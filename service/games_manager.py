@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Callable
 from typing import Any, Literal
 
 from fastapi import WebSocket, WebSocketDisconnect
@@ -63,8 +64,13 @@ class UnknownGame(KeyError):
 class GameManager:
     """All live solo games of one app."""
 
-    def __init__(self, settings: Settings, play: PlaySettings, recognize: Recognize, labels: frozenset[str]):
-        self.settings, self.play, self.recognize, self.labels = settings, play, recognize, labels
+    def __init__(
+        self, settings: Settings, play: PlaySettings, recognizer: Callable[[str], Recognize],
+        labels: frozenset[str],
+    ) -> None:
+        """``recognizer(key)`` gives each game its recognizer (``key``: the game's share of the
+        preprocessing pool)."""
+        self.settings, self.play, self.recognizer, self.labels = settings, play, recognizer, labels
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
         self.owners: dict[str, str] = {}  # game id -> client that created it
@@ -106,13 +112,14 @@ class GameManager:
             HUMAN: name,
             **{f"ia{i + 1}": self.play.ai_names[i % len(self.play.ai_names)] for i in range(opponents)},
         }
+        game_id = secrets.token_urlsafe(9)
         common: dict[str, Any] = dict(
-            game_id=secrets.token_urlsafe(9),
+            game_id=game_id,
             token=secrets.token_urlsafe(18),
             level=load_level(level),
             seed=seed,
             words=load_words(self.play.drawings),
-            recognize=self.recognize,
+            recognize=self.recognizer(f"game:{game_id}"),
             labels=self.labels,
             play=self.play,
         )
@@ -229,8 +236,9 @@ def read_frame(text: str) -> dict[str, Any]:
         raise FrameError(error.message) from None
     if not isinstance(data, dict):
         raise FrameError("a frame must be a JSON object with a 'type'")
-    if data.get("type") not in ("move", "ping"):
-        raise FrameError("unknown frame type (expected 'move' or 'ping')", got=str(data.get("type"))[:40])
+    if data.get("type") not in ("move", "ping", "sync"):
+        got = str(data.get("type"))[:40]
+        raise FrameError("unknown frame type (expected 'move', 'ping' or 'sync')", got=got)
     return data
 
 
@@ -242,6 +250,8 @@ def handle_text(session: GameSession, text: str, guesses: RateLimit | None = Non
         data = read_frame(text)
         if data["type"] == "ping":
             return {"type": "pong", "now": round(session.now(), 3)}
+        if data["type"] == "sync":  # the page missed an update: the whole state again
+            return session.frame([])
         move = data.get("move")
         if isinstance(move, dict) and move.get("kind") == "guess" and isinstance(move.get("text"), str):
             if len(move["text"]) > MAX_GUESS_CHARS:  # a typed word (Kontour), not a token placed

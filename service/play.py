@@ -6,6 +6,7 @@ shared model). The game logic lives in `service.games_*`; the routes only transl
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -26,6 +27,7 @@ from service.games_manager import (
     UnknownGame,
     serve_socket,
 )
+from service.games_session import Recognize
 from service.games_settings import PlaySettings
 from service.shared import ClientDep, Shared
 
@@ -57,18 +59,21 @@ class GameCreated(BaseModel):
     ws: str
 
 
-def make_recognizer(shared: Shared):
-    """``await recognize(drawing, candidates)`` through the shared batched inference (the games'
-    recognitions share one key of the fair preprocessing pool)."""
+def make_recognizer(shared: Shared) -> Callable[[str], Recognize]:
+    """``recognizer(key)`` -> ``await recognize(drawing, candidates)`` through the shared batched
+    inference; each game has its own ``key`` (its turn in the fair preprocessing pool, its budget)."""
     guesser, inference = shared.guesser, shared.inference
 
-    async def recognize(drawing: list[Any], candidates: list[str]) -> dict[str, float]:
-        chosen = guesser.candidate_indices(candidates)
-        image = await inference.run_cpu(guesser.prepare, drawing, key="games")
-        probs = (await inference.probabilities(image[None]))[0]
-        return guesser.as_dict(probs, chosen)
+    def recognizer(key: str) -> Recognize:
+        async def recognize(drawing: list[Any], candidates: Sequence[str]) -> dict[str, float]:
+            chosen = guesser.candidate_indices(list(candidates))
+            image = await inference.run_cpu(guesser.prepare, drawing, key=key)
+            probs = (await inference.probabilities(image[None]))[0]
+            return guesser.as_dict(probs, chosen)
 
-    return recognize
+        return recognize
+
+    return recognizer
 
 
 async def startup(app: FastAPI) -> None:
