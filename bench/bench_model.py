@@ -297,7 +297,10 @@ def report(results: dict[str, Any]) -> None:
     plain = {k: v for k, v in results.items() if not isinstance(v, dict)}
     width = max(len(k) for k in plain)
     for key, value in plain.items():
-        print(f"{key:<{width}}  {value:,.2f}" if isinstance(value, float) else f"{key:<{width}}  {value}")
+        if key.endswith("top1"):
+            print(f"{key:<{width}}  {value * 100:.2f} %")
+        else:
+            print(f"{key:<{width}}  {value:,.2f}" if isinstance(value, float) else f"{key:<{width}}  {value}")
     print(f"{'raster speed-up (OpenCV / reference)':<{width}}  "
           f"{results['raster_per_s'] / results['raster_reference_per_s']:.1f}×")
     print(f"{'simplify speed-up (now / legacy)':<{width}}  "

@@ -116,3 +116,14 @@ def test_batches_longer_than_a_chunk_keep_their_order(shipped_backends: dict[str
     assert batched == [guesser.guess(d, top_k=2) for d in sample]
     with pytest.raises(DrawingError):
         guesser.guess_batch(sample[:CHUNK + 1] + [[[[1], [1]]]] + sample[:CHUNK])
+
+
+def test_mirrored_test_time_augmentation_on_onnx_matches_torch(tiny_checkpoint: Path) -> None:
+    sample = np.stack([Guesser.load(tiny_checkpoint, backend="torch").prepare(d) for d in drawings(6)])
+    plain, mirrored = (
+        {b: Guesser.load(tiny_checkpoint, backend=b, flip_tta=f).probabilities_from_images(sample)
+         for b in ("torch", "onnx")}
+        for f in (False, True)
+    )
+    assert np.abs(mirrored["onnx"] - mirrored["torch"]).max() < 1e-4
+    assert np.abs(mirrored["onnx"] - plain["onnx"]).max() > 1e-3  # the mirror changed something
