@@ -133,6 +133,11 @@ class GameManager:
         return session
 
     def _check_client(self, client: str) -> None:
+        bucket = self.created[client]
+        if not bucket.allow(0.0) or bucket.tokens < 1:
+            wait = bucket.retry_after()
+            raise RateLimited(f"at most {self.settings.games_per_client_hour} new games per hour; "
+                              f"retry in {wait:.0f} s", retry_after=wait)
         mine = [gid for gid, owner in self.owners.items() if owner == client]
         if len(mine) >= self.settings.games_per_client:
             left = [gid for gid in mine if not self.games[gid].listeners]
@@ -141,11 +146,6 @@ class GameManager:
                                   f"{self.settings.games_per_client}); finish or leave one first",
                                   code="too_many_games", retry_after=60)
             self._evict(left[0])  # the oldest game this client left: a new one replaces it
-        bucket = self.created[client]
-        if not bucket.allow(0.0) or bucket.tokens < 1:
-            wait = bucket.retry_after()
-            raise RateLimited(f"at most {self.settings.games_per_client_hour} new games per hour; "
-                              f"retry in {wait:.0f} s", retry_after=wait)
 
     def _evict(self, game_id: str) -> None:
         session = self.games.pop(game_id)
