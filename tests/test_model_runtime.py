@@ -127,3 +127,12 @@ def test_mirrored_test_time_augmentation_on_onnx_matches_torch(tiny_checkpoint: 
     )
     assert np.abs(mirrored["onnx"] - mirrored["torch"]).max() < 1e-4
     assert np.abs(mirrored["onnx"] - plain["onnx"]).max() > 1e-3  # the mirror changed something
+
+
+def test_without_onnx_runtime_auto_falls_back_to_torch(
+    tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
+    assert Guesser.load(tiny_checkpoint).backend == "torch"
+    with pytest.raises(CheckpointError, match="needs onnxruntime"):
+        Guesser.load(tiny_checkpoint, backend="onnx")
