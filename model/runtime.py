@@ -21,9 +21,13 @@ import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    import onnxruntime
 
 BACKENDS = ("auto", "onnx-int8", "onnx", "torch")
 BACKEND_ENV = "GRIFFON_MODEL_BACKEND"
@@ -88,11 +92,11 @@ def export_onnx(network: torch.nn.Module, channels: int, size: int) -> bytes:
     return buffer.getvalue()
 
 
-def onnx_session(model: bytes | str | Path, threads: int | None = None):  # noqa: ANN201
+def onnx_session(model: bytes | str | Path, threads: int | None = None) -> onnxruntime.InferenceSession:
     """An ONNX Runtime CPU session for a model (bytes or a file).
 
-    ``threads``: intra-op threads (default 1: this small network gains nothing from a second
-    thread at any batch size on 2 cores, and the other core is left to preprocessing). Threads
+    ``threads``: intra-op threads (default 1: on 2 cores a second thread gained nothing for this
+    small network, at batch 1 or in chunks of 16, and the other core is left to preprocessing). Threads
     sleep instead of spinning between calls, so an idle pool does not steal CPU."""
     import onnxruntime as ort  # noqa: PLC0415 - imported only when an ONNX back-end is used
 
@@ -105,7 +109,7 @@ def onnx_session(model: bytes | str | Path, threads: int | None = None):  # noqa
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-def onnx_runner(session, chunk: int = CHUNK) -> Runner:  # noqa: ANN001
+def onnx_runner(session: onnxruntime.InferenceSession, chunk: int = CHUNK) -> Runner:
     """Logits from an ONNX Runtime session, ``chunk`` rasters per call (a large batch at once
     spills the activations out of the CPU cache: 35–60 % more CPU per drawing at 256)."""
 
@@ -118,7 +122,7 @@ def onnx_runner(session, chunk: int = CHUNK) -> Runner:  # noqa: ANN001
     return run
 
 
-def onnx_source(session) -> str | None:  # noqa: ANN001
+def onnx_source(session: onnxruntime.InferenceSession) -> str | None:
     """The checkpoint sha256 recorded in an ONNX model made by ``python -m model.export``."""
     return session.get_modelmeta().custom_metadata_map.get(SOURCE_KEY)
 
