@@ -119,3 +119,22 @@ def test_the_access_log_leaves_out_query_strings() -> None:
                                ("127.0.0.1:5000", "GET", "/v1/play/abc?token=SECRET", "1.1", 101), None)
     assert drop_query_strings(record) is True
     assert "SECRET" not in record.getMessage() and "/v1/play/abc" in record.getMessage()
+
+
+def test_websockets_per_address_are_capped(tiny_checkpoint) -> None:
+    from starlette.websockets import WebSocketDisconnect
+
+    from tests.service_server import in_process
+
+    with in_process(model=tiny_checkpoint, max_client_connections=2) as app:
+        with app.websocket_connect("/v1/bot") as one, app.websocket_connect("/v1/bot") as two:
+            for ws in (one, two):
+                ws.send_json({"type": "ping"})
+                assert ws.receive_json() == {"type": "pong"}
+            with pytest.raises(WebSocketDisconnect) as refused:
+                with app.websocket_connect("/v1/bot"):
+                    pass
+            assert refused.value.code == 4403
+        with app.websocket_connect("/v1/bot") as again:  # the count goes down when they close
+            again.send_json({"type": "ping"})
+            assert again.receive_json() == {"type": "pong"}
