@@ -2,8 +2,14 @@
 
 One update path (`GameSession.apply`): the move (the human's, from a WebSocket frame, or an AI's)
 goes through `rules.apply(state, move, now)`; the new state is stored, the AI players hear about
-the events, and the human gets their own `rules.view` with the events they may see. A refused move
-raises `RuleError`; for the human it becomes an error frame and the game goes on.
+the events, and the human gets what changed in their own `rules.view` with the events they may
+see. A refused move raises `RuleError`; for the human it becomes an error frame and the game goes on.
+
+Frames: a socket gets the whole view once (``{"type": "state", "seq"}``: on connect, and when the
+page asks with ``{"type": "sync"}``), then one ``{"type": "update", "seq"}`` per move carrying only
+what the move changed, so a move costs the size of the move, not of the game (a Pictomania drawing
+of 300 strokes is not sent again with each stroke). `apply_update` is the reference merge (the
+page's is `service/static/app.js`); docs/PLAY.md states the format.
 
 Time: `now` is seconds since the game was created, read from the event loop's monotonic clock and
 passed into the pure engines and the AI driver. A task (`run`) wakes every `tick_s` and calls
@@ -18,6 +24,7 @@ synchronous code between two awaits, so no lock is needed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import secrets
@@ -27,8 +34,8 @@ from typing import Any
 from games.ai.driver import KontourDriver, Look, PictomaniaDriver
 from games.ai.levels import AILevel
 from games.core import Event, InvalidMove, Move, RuleError, events_for
-from games.kontour import KontourRules, KontourState
-from games.pictomania import PictomaniaRules, PictomaniaState
+from games.kontour import KontourConfig, KontourRules, KontourState
+from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
 from service.games_decks import Words
 from service.games_settings import PlaySettings
 
@@ -40,7 +47,9 @@ Recognize = Callable[[list[Any], Sequence[str]], Awaitable[dict[str, float]]]
 HUMAN = "joueur"
 COORD_MIN, COORD_MAX = -64.0, 320.0  # the page draws on a 0-255 canvas; a little slack outside
 MAX_GUESS_CHARS = 80
+MAX_OPPONENTS = 5  # what `POST /v1/play` accepts
 SEND_QUEUE = 64  # frames waiting for a slow socket; beyond, the socket is dropped
+DRAWING_EVENTS = ("stroke_drawn", "stroke_undone", "drawing_cleared")  # Pictomania drawings change only so
 
 
 class FrameError(RuleError):
@@ -96,6 +105,10 @@ class GameSession:
         self.tasks: set[asyncio.Task[Any]] = set()
         self.driver: asyncio.Task[None] | None = None
         self.moves = 0
+        self.seq = 0  # updates so far: every frame carries it, the page asks for a full state on a gap
+        self.fr_sent: set[str] = set()  # French words the sockets already have
+        self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
+        self.waiting: dict[str, Look] = {}  # the newest look of a drawing asked while it was read
 
     def check_token(self, token: str) -> bool:
         """Whether `token` is this game's player token (constant-time comparison)."""
@@ -139,12 +152,15 @@ class GameSession:
 
     # -- the one update path -----------------------------------------------------------------------
     def apply(self, move: Move) -> list[Event]:
-        """Apply a move now, store the state, let the AIs react, send the human their view."""
+        """Apply a move now (the rules check it), store the state, let the AIs react, send the
+        human what changed in their view."""
         now = self.now()
-        self.state, events = self.rules.apply(self.state, move, now)
+        before = self.state
+        self.state, events = self.rules.apply(before, move, now)
         self.moves += 1
+        self.seq += 1
         self.on_events(events, now)
-        self.broadcast(events)
+        self.broadcast(before, events)
         return events
 
     def human_move(self, data: Any) -> None:
@@ -172,11 +188,24 @@ class GameSession:
         """Let the AI players hear what happened; start the recognitions they ask for."""
         self.ai.on_events(self.state, events, now)
         for look in self.ai.looks():
-            self._spawn(self._recognize(look))
+            if look.subject in self.reading:  # read the newest strokes once this reading is back
+                self.waiting[look.subject] = look
+            else:
+                self.reading.add(look.subject)
+                self._spawn(self._recognize(look))
 
     async def _recognize(self, look: Look) -> None:
-        probs = await self._probabilities(look.drawing, look.candidates)
-        self.ai.seen(look, probs, self.now())
+        while True:
+            try:
+                probs = await self._probabilities(look.drawing, look.candidates)
+                self.ai.seen(look, probs, self.now())
+            finally:
+                newer = self.waiting.pop(look.subject, None)
+                if newer is None:
+                    self.reading.discard(look.subject)
+            if newer is None:
+                return
+            look = newer
 
     # -- what the human sees ---------------------------------------------------------------------
     def attach(self) -> asyncio.Queue[dict[str, Any] | None]:
@@ -189,21 +218,24 @@ class GameSession:
     def detach(self, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
         self.listeners.discard(queue)
 
-    def broadcast(self, events: list[Event]) -> None:
-        """Send the human's view and their events to every socket of the game."""
+    def broadcast(self, before: Any, events: list[Event]) -> None:
+        """Send what the last move changed (from state `before`) to every socket of the game."""
         if not self.listeners:
             return
-        frame = self.frame(events_for(events, HUMAN))
+        frame = self.update(before, events_for(events, HUMAN))
         for queue in list(self.listeners):
             if not _offer(queue, frame):
                 self.listeners.discard(queue)
                 _offer(queue, None, force=True)
 
     def frame(self, events: list[Event]) -> dict[str, Any]:
-        """The state frame: the human's view, the events, the time left, French words."""
+        """The full state frame: the human's view, the events, the time left, French words."""
         view = self.rules.view(self.state, HUMAN)
+        fr = self.keys_shown(view, events)
+        self.fr_sent |= fr
         return {
             "type": "state",
+            "seq": self.seq,
             "game": self.kind,
             "id": self.id,
             "you": HUMAN,
@@ -213,9 +245,36 @@ class GameSession:
             "time_left": round(self.time_left(), 3),
             "config": self.client_config(),
             "state": view.to_dict(),
-            "events": [e.to_dict() for e in events],
-            "fr": {k: self.words.french(k) for k in sorted(self.keys_shown(view, events))},
+            "events": [self.event_dict(e) for e in events],
+            "fr": {k: self.words.french(k) for k in sorted(fr)},
         }
+
+    def update(self, before: Any, events: list[Event]) -> dict[str, Any]:
+        """The update frame of one move: its events, the view's fields that may have changed
+        (``set``), the new items of its append-only lists (``append``) and the French words not
+        sent yet. Its size does not depend on the length of the game."""
+        view = self.rules.view(self.state, HUMAN)
+        new_keys = self.keys_shown(view, events) - self.fr_sent
+        self.fr_sent |= new_keys
+        changed, appended = self.delta(before, view)
+        return {
+            "type": "update",
+            "seq": self.seq,
+            "now": round(self.now(), 3),
+            "time_left": round(self.time_left(), 3),
+            "events": [self.event_dict(e) for e in events],
+            "set": changed,
+            "append": appended,
+            "fr": {k: self.words.french(k) for k in sorted(new_keys)},
+        }
+
+    def delta(self, before: Any, view: Any) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+        """(fields of the view to replace, new items of its append-only lists)."""
+        raise NotImplementedError
+
+    def event_dict(self, event: Event) -> dict[str, Any]:
+        """An event as sent to the page."""
+        return event.to_dict()
 
     def time_left(self) -> float:
         raise NotImplementedError
@@ -282,7 +341,14 @@ class KontourSession(GameSession):
             "target_score": cfg.target_score,
             "gestures": list(cfg.gestures),
             "drawer_points": cfg.drawer_points,
+            "opponents": accepted_opponents(),
         }
+
+    def delta(self, before: KontourState, view: KontourState) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+        """Everything but the history (15 lines at most a turn), and the turns that ended."""
+        done = len(before.history)
+        new = [h.to_dict() for h in view.history[done:]]
+        return view.model_dump(mode="json", exclude={"history"}), ({"history": new} if new else {})
 
     def keys_shown(self, view: KontourState, events: list[Event]) -> set[str]:
         keys = {h.word for h in view.history if h.word}
@@ -324,10 +390,79 @@ class PictomaniaSession(GameSession):
             "round_timer_s": cfg.round_timer_s,
             "words_per_card": cfg.words_per_card,
             "tokens": list(cfg.tokens(len(self.state.players))),
+            "unclaimed_penalty": cfg.unclaimed_penalty,
+            "cards_per_round": cfg.cards_per_round,
+            "opponents": accepted_opponents(),
         }
+
+    def delta(
+        self, before: PictomaniaState, view: PictomaniaState
+    ) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+        """Everything but the drawings and the past rounds' results. Within a round the drawings
+        change only through the events `DRAWING_EVENTS` (the page applies them); a new round
+        sends its (fresh) drawings whole. A result scored in this update comes without its
+        drawings when the page holds them as ``round.drawings``."""
+        changed = view.model_dump(mode="json", exclude={"results": True, "round": {"drawings"}})
+        same_round = before.round.number == view.round.number
+        if not same_round:
+            changed["round"]["drawings"] = view.round.to_dict()["drawings"]
+        done = len(before.results)
+        lean = {"drawings"} if same_round else None  # the round just scored is still the state's round
+        new = [r.model_dump(mode="json", exclude=lean if r.number == view.round.number else None)
+               for r in view.results[done:]]
+        return changed, ({"results": new} if new else {})
+
+    def event_dict(self, event: Event) -> dict[str, Any]:
+        """`round_scored` without the drawings (the page has them in the state)."""
+        if event.kind == "round_scored":
+            return event.model_dump(mode="json", exclude={"result": {"drawings"}})
+        return event.to_dict()
 
     def keys_shown(self, view: PictomaniaState, events: list[Event]) -> set[str]:
         keys = {w for card in view.round.cards for w in card.words}
         for result in view.results:
             keys |= set(result.words.values())
         return keys
+
+
+@functools.cache
+def accepted_opponents() -> dict[str, dict[str, int]]:
+    """How many AI opponents each game accepts (from the rules configs' player counts, within the
+    1-5 the service offers)."""
+    out = {}
+    for game, cfg in (("kontour", KontourConfig.load()), ("pictomania", PictomaniaConfig.load())):
+        out[game] = {"min": max(1, cfg.min_players - 1), "max": min(MAX_OPPONENTS, cfg.max_players - 1)}
+    return out
+
+
+def apply_update(full: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """The reference merge of an update frame into the last full frame (what the page does):
+    returns the new full frame, with the update's events. `ValueError` when `update` does not
+    follow `full` (a gap: ask for a full state with ``{"type": "sync"}``)."""
+    if update["seq"] != full["seq"] + 1:
+        raise ValueError(f"update {update['seq']} does not follow state {full['seq']}")
+    old = full["state"]
+    state = {**old, **update["set"]}
+    for field, items in update["append"].items():
+        state[field] = [*old.get(field, []), *items]
+    if "round" in update["set"] and "drawings" not in update["set"]["round"]:
+        drawings = dict(old["round"]["drawings"])
+        for e in update["events"]:
+            if e["kind"] == "stroke_drawn":
+                drawings[e["player"]] = [*drawings.get(e["player"], []), e["points"]]
+            elif e["kind"] == "stroke_undone":
+                drawings[e["player"]] = drawings.get(e["player"], [])[: e["strokes_left"]]
+            elif e["kind"] == "drawing_cleared":
+                drawings[e["player"]] = []
+        state["round"] = {**update["set"]["round"], "drawings": drawings}
+    for result in state.get("results", []) if "results" in update["append"] else []:
+        result.setdefault("drawings", state["round"]["drawings"])
+    return {
+        **full,
+        "seq": update["seq"],
+        "now": update["now"],
+        "time_left": update["time_left"],
+        "events": update["events"],
+        "state": state,
+        "fr": {**full["fr"], **update["fr"]},
+    }

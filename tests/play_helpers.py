@@ -13,6 +13,7 @@ import httpx
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
+from service.games_session import apply_update
 from tests.service_server import Server, running_server
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights" / "griffon-default.pt"
@@ -77,8 +78,10 @@ class Player:
             frame = json.loads(self.ws.recv(timeout=timeout))
         except TimeoutError:
             return None
+        if frame["type"] == "update":  # merged into the last full state, as the page does
+            frame = {**apply_update(self.frame, frame), "type": "update"}
         self.frames.append(frame)
-        if frame["type"] == "state":
+        if frame["type"] in ("state", "update"):
             self.frame, self.state = frame, frame["state"]
         return frame
 
@@ -99,7 +102,8 @@ class Player:
 
     def events(self, kind: str) -> list[dict[str, Any]]:
         """Every event of `kind` received so far."""
-        return [e for f in self.frames if f["type"] == "state" for e in f["events"] if e["kind"] == kind]
+        frames = [f for f in self.frames if f["type"] in ("state", "update")]
+        return [e for f in frames for e in f["events"] if e["kind"] == kind]
 
     def close(self) -> None:
         self.ws.close()
@@ -109,7 +113,7 @@ def has_event(kind: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:
     """A frame test: a state frame carrying an event of `kind` with these fields."""
 
     def test(frame: dict[str, Any]) -> bool:
-        return frame["type"] == "state" and any(
+        return frame["type"] in ("state", "update") and any(
             e["kind"] == kind and all(e.get(k) == v for k, v in fields.items()) for e in frame["events"]
         )
 

@@ -200,11 +200,28 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:
     start(page, server, "pictomania", opponents=2)
     expect(page.locator(".card")).to_have_count(6)
     expect(page.get_by_test_id("secret")).to_contain_text("Votre mot")
-    page.mouse.move(*to_page(page, 40, 60))
-    page.mouse.down()
-    for i in range(1, 20):
-        page.mouse.move(*to_page(page, 40 + i * 9, 60 + (i % 4) * 15))
-    page.mouse.up()
+    tools = page.locator(".draw-tools")
+    expect(page.locator("#undo")).to_be_disabled()  # nothing drawn yet
+
+    def zigzag() -> None:
+        page.mouse.move(*to_page(page, 40, 60))
+        page.mouse.down()
+        for i in range(1, 20):
+            page.mouse.move(*to_page(page, 40 + i * 9, 60 + (i % 4) * 15))
+        page.mouse.up()
+
+    # Two strokes, « Annuler » takes the last back, « Effacer » the rest; then draw again.
+    zigzag()
+    drag(page, (60, 150), (200, 170))
+    expect(tools).to_have_attribute("data-strokes", "2")
+    page.click("#undo")
+    expect(tools).to_have_attribute("data-strokes", "1")
+    page.click("#clear")
+    expect(tools).to_have_attribute("data-strokes", "0")
+    expect(page.locator("#undo")).to_be_disabled()
+    expect(page.locator("#clear")).to_be_disabled()
+    zigzag()
+    expect(tools).to_have_attribute("data-strokes", "1")
     page.locator(".opponent[data-player=ia1] .pick[data-number='3']").click()
     expect(page.locator(".opponent[data-player=ia1] .bet")).to_contain_text("3")
     expect(page.locator(".opponent[data-player=ia2] .pick[data-number='3']")).to_be_disabled()
@@ -241,7 +258,7 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:
         "Vous : 3"
     )
     shot(page, "pictomania-end")
-    page.reload()  # the page keeps every round's drawings for the summary
+    page.reload()  # every round's drawings come back from the server for the summary
     page.get_by_role("tab", name="Manche 1").click()
     expect(recap.locator(".recap-item canvas.mini")).to_have_count(3)
     page.set_viewport_size(PORTRAIT)

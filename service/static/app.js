@@ -10,8 +10,10 @@ const STORE = "griffon.game";
 const GONE = new Set([4403, 4404, 4410]); // bad token, unknown game, game closed: do not retry
 
 const $ = (id) => document.getElementById(id);
-// Fewest AI opponents the server accepts per game (POST /v1/play: Pictomania needs 3 players).
-const MIN_OPPONENTS = { kontour: 1, pictomania: 2 };
+const LIMITS = "griffon.opponents";
+// The AI opponents each game accepts come with every game's config (from the rules files); the
+// page keeps the last ones it was sent. Before any game on this browser: the rules' defaults.
+const FIRST_VISIT_OPPONENTS = { kontour: { min: 1, max: 5 }, pictomania: { min: 2, max: 5 } };
 const NAME_REFUSED = /[<>&"]/; // the server refuses these characters in a name
 const rules = new RulesPanel();
 
@@ -46,13 +48,33 @@ class Connection {
     this.ping = setInterval(() => this.send({ type: "ping" }), 20000);
   }
 
+  // A full state (`seq`) then updates `seq + 1`, `seq + 2`…: each is merged into the last frame.
+  // A gap (a frame lost) asks the server for the whole state again.
+  receive(frame) {
+    if (frame.type === "state") {
+      this.syncing = false;
+      this.full = frame;
+      this.handlers.frame(frame);
+    } else if (frame.type === "update") {
+      if (!this.full || this.syncing || frame.seq <= this.full.seq) return; // stale, or awaiting the state
+      if (frame.seq !== this.full.seq + 1) {
+        this.syncing = this.send({ type: "sync" });
+        return;
+      }
+      this.full = applyUpdate(this.full, frame);
+      this.handlers.frame(this.full);
+    } else {
+      this.handlers.frame(frame);
+    }
+  }
+
   open() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const url = `${scheme}://${location.host}/v1/play/${encodeURIComponent(this.game.game_id)}` +
       `?token=${encodeURIComponent(this.game.token)}`;
     this.ws = new WebSocket(url);
-    this.ws.onopen = () => { this.retry = 0; this.handlers.status("ok"); };
-    this.ws.onmessage = (m) => this.handlers.frame(JSON.parse(m.data));
+    this.ws.onopen = () => { this.retry = 0; this.syncing = false; this.handlers.status("ok"); };
+    this.ws.onmessage = (m) => this.receive(JSON.parse(m.data));
     this.ws.onclose = (e) => {
       if (this.closed) return;
       if (GONE.has(e.code)) { this.handlers.gone(e.code); return; }
@@ -81,6 +103,33 @@ class Connection {
   }
 }
 
+// An update frame merged into the last full frame (docs/PLAY.md; the reference is
+// service.games_session.apply_update): `set` replaces fields, `append` extends lists, and within
+// a Pictomania round the drawings change through the stroke events.
+function applyUpdate(full, update) {
+  const old = full.state;
+  const state = { ...old, ...update.set };
+  for (const [field, items] of Object.entries(update.append)) state[field] = [...(old[field] || []), ...items];
+  if (update.set.round && !("drawings" in update.set.round)) {
+    const drawings = { ...old.round.drawings };
+    for (const e of update.events) {
+      if (e.kind === "stroke_drawn") drawings[e.player] = [...(drawings[e.player] || []), e.points];
+      else if (e.kind === "stroke_undone") drawings[e.player] = (drawings[e.player] || []).slice(0, e.strokes_left);
+      else if (e.kind === "drawing_cleared") drawings[e.player] = [];
+    }
+    state.round = { ...update.set.round, drawings };
+  }
+  for (const result of update.append.results || []) {
+    if (!("drawings" in result)) result.drawings = state.round.drawings; // the round just scored
+  }
+  return { ...full, seq: update.seq, now: update.now, time_left: update.time_left, events: update.events,
+    state, fr: { ...full.fr, ...update.fr } };
+}
+
+function opponentLimits() {
+  try { return JSON.parse(localStorage.getItem(LIMITS) || "null") || FIRST_VISIT_OPPONENTS; } catch { return FIRST_VISIT_OPPONENTS; }
+}
+
 let connection = null;
 let view = null;
 
@@ -107,8 +156,11 @@ function play(game) {
   root.replaceChildren(el("p", { class: "loading" }, "Connexion à la partie…"));
   connection = new Connection(game, {
     frame: (frame) => {
-      if (frame.type === "state") {
+      if (frame.type === "state" || frame.type === "update") {
         rules.setConfig(frame.game, frame.config);
+        if (frame.config.opponents) {
+          try { localStorage.setItem(LIMITS, JSON.stringify(frame.config.opponents)); } catch { /* storage off */ }
+        }
         if (!view || view.kind !== frame.game) {
           const View = frame.game === "kontour" ? KontourView : PictomaniaView;
           if (view) view.close();
@@ -185,11 +237,14 @@ function refusal(status, data) {
 function fitOpponents() {
   const game = new FormData($("new-game")).get("game");
   const select = $("opponents");
-  const min = MIN_OPPONENTS[game] || 1;
-  for (const option of select.options) option.disabled = Number(option.value) < min;
-  if (Number(select.value) < min) {
-    select.value = String(min);
-    toast(`Pictomania se joue à 3 joueurs au moins : ${min} adversaires IA.`);
+  const { min, max } = opponentLimits()[game] || { min: 1, max: 5 };
+  for (const option of select.options) option.disabled = Number(option.value) < min || Number(option.value) > max;
+  const chosen = Number(select.value);
+  if (chosen < min || chosen > max) {
+    select.value = String(chosen < min ? min : max);
+    const name = game === "kontour" ? "Kontour" : "Pictomania";
+    toast(chosen < min ? `${name} se joue à ${min + 1} joueurs au moins : ${min} adversaires IA.`
+      : `${name} se joue à ${max + 1} joueurs au plus : ${max} adversaires IA.`);
   }
 }
 

@@ -58,7 +58,10 @@ export class KontourView {
       this.turnNumber = turn.number;
       this.gestures.clear();
     }
-    if (turn) this.lastDrawing = turn.segments;
+    const ended = frame.state.history[frame.state.history.length - 1];
+    // The latest drawing: the turn's, else the last ended turn's (kept by the server: a reload
+    // or another device shows it too).
+    this.lastDrawing = turn ? turn.segments : (ended && ended.segments) || this.lastDrawing;
     for (const e of frame.events) this.event(e, frame.you);
     this.timer.set(frame.time_left, frame.config.timer_s);
     this.render();

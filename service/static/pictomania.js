@@ -42,13 +42,13 @@ export class PictomaniaView {
     this.timer = new Countdown();
     this.minis = new Map();
     this.roundNumber = null;
-    this.recaps = new Map(); // round number -> every player's drawing, kept for the summary
     this.shownRecap = null;  // which recap the results screen shows (its key)
     this.title = el("div", { class: "status" });
     this.secret = el("div", { class: "secret", "data-testid": "secret" });
     this.clock = el("div", { class: "clock", "data-testid": "timer" });
     this.bar = el("div", { class: "bar" }, el("span"));
     const canvas = el("canvas", { id: "board", "aria-label": "votre dessin" });
+    this.tools = el("div", { class: "draw-tools" });
     this.overlay = el("div", { class: "overlay results", hidden: true });
     this.controls = el("div", { class: "controls" });
     this.cards = el("div", { class: "cards" });
@@ -58,7 +58,7 @@ export class PictomaniaView {
       el("div", { class: "stage" },
         el("div", { class: "topline" }, this.title, this.secret, this.clock),
         this.bar,
-        el("div", { class: "board-wrap" }, canvas),
+        el("div", { class: "board-wrap" }, canvas, this.tools),
         this.controls),
       el("aside", { class: "side" },
         el("section", { class: "panel cards-panel" }, el("h3", {}, "Les cartes"), this.cards),
@@ -104,7 +104,7 @@ export class PictomaniaView {
       ? [el("span", { class: "label" }, "Votre mot : "), symbol(secret.symbol), el("b", {}, ` ${secret.number} · `),
         el("b", { class: "word" }, this.fr(rnd.cards[secret.symbol].words[secret.number - 1]))]
       : []));
-    this.keepRecap(st);
+    this.renderTools(rnd, playing, done);
     this.renderControls(rnd, playing, done);
     this.renderCards(rnd, secret);
     this.renderOpponents(st, me, playing, done);
@@ -130,6 +130,20 @@ export class PictomaniaView {
     this.clock.textContent = playing ? seconds(left) : "";
     this.clock.classList.toggle("urgent", playing && left < 15);
     this.bar.firstChild.style.width = `${playing ? this.timer.share() * 100 : 0}%`;
+  }
+
+  // « Annuler » takes back the last stroke, « Effacer » the whole drawing (the canvas redraws
+  // from the state the server sends back).
+  renderTools(rnd, playing, done) {
+    const strokes = (rnd.drawings[this.frame.you] || []).length;
+    const off = !playing || done || strokes === 0;
+    this.tools.replaceChildren(
+      once({ id: "undo", class: "tool", disabled: off, title: "annuler le dernier trait" },
+        () => this.send({ kind: "undo" }), "Annuler"),
+      once({ id: "clear", class: "tool", disabled: off, title: "effacer tout le dessin" },
+        () => this.send({ kind: "clear" }), "Effacer"));
+    this.tools.hidden = !playing || done;
+    this.tools.dataset.strokes = String(strokes);
   }
 
   renderControls(rnd, playing, done) {
@@ -193,27 +207,6 @@ export class PictomaniaView {
     this.scores.replaceChildren(...rows);
   }
 
-  // A scored round's drawings, kept by the page: the server keeps only the current round's
-  // drawings, and the end-of-game summary shows every round. Kept in sessionStorage too, so a
-  // reload keeps them (best effort: a full or disabled storage is ignored).
-  keepRecap(st) {
-    const key = `griffon.recaps.${this.frame.id}`;
-    if (!this.recaps.size) {
-      try {
-        for (const [n, kept] of Object.entries(JSON.parse(sessionStorage.getItem(key) || "{}"))) {
-          this.recaps.set(Number(n), kept);
-        }
-      } catch { /* nothing kept */ }
-    }
-    const result = st.results[st.results.length - 1];
-    if (st.phase !== "playing" && result && result.number === st.round.number && !this.recaps.has(result.number)) {
-      this.recaps.set(result.number, { drawings: st.round.drawings });
-      try {
-        sessionStorage.setItem(key, JSON.stringify(Object.fromEntries(this.recaps)));
-      } catch { /* storage full or off: the recaps live as long as the page */ }
-    }
-  }
-
   renderResults(st, me) {
     const result = st.results[st.results.length - 1];
     const show = st.phase !== "playing" && result && result.number === st.round.number;
@@ -273,16 +266,16 @@ export class PictomaniaView {
       ...(bets.length ? bets : [el("span", { class: "small" }, "aucune")]));
   }
 
-  // Every drawing of a round with its word and the bets placed on it, in order.
+  // Every drawing of a round with its word and the bets placed on it, in order. The drawings
+  // come with the round's result from the server (a reload or another device shows them too).
   recap(result, st, me) {
-    const kept = this.recaps.get(result.number);
     const items = st.players.map((p) => {
       const secret = result.secrets[p];
       const outcomes = result.outcomes[p];
       let canvas = null;
-      if (kept) {
+      if (result.drawings) {
         canvas = el("canvas", { class: "mini" });
-        new Board(canvas, { mode: "view", width: 4 }).setLines(kept.drawings[p] || [], false);
+        new Board(canvas, { mode: "view", width: 4 }).setLines(result.drawings[p] || [], false);
       }
       return el("div", { class: `recap-item${p === me ? " me" : ""}`, "data-player": p },
         el("div", { class: "recap-head" }, el("b", {}, this.name(p)),

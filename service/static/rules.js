@@ -6,7 +6,8 @@ import { el, plural } from "./ui.js";
 
 const DEFAULTS = {
   kontour: { timer_s: 30, max_strokes: 15, target_score: 10, drawer_points: { blue: 1, orange: 2 } },
-  pictomania: { rounds: 5, round_timer_s: 120, words_per_card: 7, tokens: [3, 2] },
+  pictomania: { rounds: 5, round_timer_s: 120, words_per_card: 7, tokens: [3, 2], cards_per_round: 6,
+    unclaimed_penalty: "all" },
 };
 
 function duration(s) {
@@ -55,7 +56,7 @@ function pictomania(cfg) {
     el("p", { class: "lead" }, "Tout le monde dessine en même temps son mot secret, et devine " +
       `au plus vite les dessins des autres. ${plural(c.rounds, "manche")}, le plus haut total gagne.`),
     el("ul", {},
-      item("Les cartes", `des cartes de ${c.words_per_card} mots numérotés sont sur la table, ` +
+      item("Les cartes", `${c.cards_per_round} cartes de ${c.words_per_card} mots numérotés sont sur la table, ` +
         "chacune avec son symbole (rond, carré…). Votre mot secret, c'est un symbole et un numéro. " +
         "Deux joueurs n'ont jamais le même numéro."),
       item("Miser", "sous le dessin d'un adversaire, choisissez le numéro du mot que vous y reconnaissez. " +
@@ -67,8 +68,11 @@ function pictomania(cfg) {
         "bonus restant ; vous ne pouvez plus rien faire. La manche s'arrête au dernier jeton bonus, " +
         `ou au bout de ${duration(c.round_timer_s)}.`),
       item("Le score", "+ les jetons gagnés sur les dessins des autres ; + votre jeton bonus, " +
-        "seulement si quelqu'un a deviné votre dessin ; − vos propres jetons que personne n'a " +
-        "gagnés : dessinez clairement !"),
+        "seulement si quelqu'un a deviné votre dessin ; " + (c.unclaimed_penalty === "lowest"
+          ? "− le plus petit de vos propres jetons que personne n'a gagnés"
+          : "− vos propres jetons que personne n'a gagnés") + " : dessinez clairement !"),
+      item("Se reprendre", "« Annuler » efface votre dernier trait, « Effacer » tout votre dessin, " +
+        "tant que vous n'avez pas fini."),
       item("Le mouton noir", "celui qui a le plus de mauvaises mises, seul en tête, voit son jeton " +
         "bonus compter en moins.")),
   ];
