@@ -1,0 +1,144 @@
+"""The play socket's frames in process: a full state on connect, then one update per move whose size
+is the move's, not the game's (a 300-stroke Pictomania drawing is not sent again with each stroke),
+and the page's merge of the updates (`apply_update`, mirrored by `service/static/app.js`) rebuilds
+exactly the state the server would send whole."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from games.ai.levels import load_level
+from games.pictomania import Done, NextRound, PictomaniaRules
+from service.games_decks import load_words, pictomania_deck
+from service.games_manager import game_configs, handle_text
+from service.games_session import HUMAN, PictomaniaSession, accepted_opponents, apply_update
+from service.games_settings import PlaySettings
+
+POINTS = 300  # points a stroke (the socket accepts 1,000; the bench sends those)
+
+
+async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
+    """A recognizer that reads nothing (these tests measure frames, not the model)."""
+    return {c: 1 / len(candidates) for c in candidates}
+
+
+def pictomania_session(seed: int = 3) -> PictomaniaSession:
+    """A 3-player game (the person and two AIs) whose driver is not started: only the moves the
+    test makes happen (through the session's one update path)."""
+    play = PlaySettings()
+    words = load_words(None)
+    _, config = game_configs(play)
+    deck, config = pictomania_deck(words, config, seed)
+    rules = PictomaniaRules(config)
+    names = {HUMAN: "Ana", "ia1": "Plume", "ia2": "Fusain"}
+    state, _ = rules.setup(players=list(names), deck=deck, seed=seed)
+    return PictomaniaSession(
+        rules, state, game_id="g", token="t", names=names, level=load_level("normal"), seed=seed,
+        words=words, recognize=uniform, labels=frozenset(), play=play,
+    )
+
+
+def stroke(i: int, n: int = POINTS) -> str:
+    points = [[20 + (k % 200), 20 + (i + k) % 200] for k in range(n)]
+    return json.dumps({"type": "move", "move": {"kind": "stroke", "points": points}})
+
+
+def move(**fields: Any) -> str:
+    return json.dumps({"type": "move", "move": fields})
+
+
+def drain(queue: asyncio.Queue[Any]) -> list[dict[str, Any]]:
+    frames = []
+    while not queue.empty():
+        frames.append(queue.get_nowait())
+    return frames
+
+
+def test_the_update_after_a_stroke_does_not_grow_with_the_drawing() -> None:
+    async def run() -> tuple[int, int, int, int]:
+        session = pictomania_session()
+        queue = session.attach()
+        full = drain(queue)[0]
+        assert full["type"] == "state" and full["seq"] == 0
+        sizes = {}
+        for i in range(1, 301):
+            assert handle_text(session, stroke(i)) is None
+            [update] = drain(queue)
+            assert update["type"] == "update" and update["seq"] == i
+            sizes[i] = len(json.dumps(update))
+            await asyncio.sleep(0)  # let the AIs' recognitions run
+        whole = len(json.dumps(session.frame([])))
+        await session.close()
+        return sizes[10], sizes[300], whole, len(session.state.round.drawings[HUMAN])
+
+    at10, at300, whole, strokes = asyncio.run(run())
+    assert strokes == 300
+    assert abs(at300 - at10) < 100, (at10, at300)  # the same size: the new stroke and a few figures
+    assert at300 < whole / 30, (at300, whole)  # the old frame re-sent the whole drawing each time
+
+
+def test_merging_every_update_rebuilds_the_state_the_server_would_send_whole() -> None:
+    """Strokes, an undo, a clear, bets, tokens, the round's end and the next round: the merged
+    state equals a fresh full frame, results (with their drawings) included."""
+
+    async def run() -> None:
+        session = pictomania_session(seed=5)
+        queue = session.attach()
+        page = drain(queue)[0]
+        script = [stroke(1, 5), stroke(2, 7), move(kind="undo"), stroke(3, 4), move(kind="clear"),
+                  stroke(4, 6), stroke(5, 3), move(kind="undo"), move(kind="guess", target="ia1", number=2),
+                  move(kind="done")]
+        for text in script:
+            assert handle_text(session, text) is None, text
+        session.apply(Done(player="ia1"))  # the last bonus token: the round is scored
+        assert session.state.phase == "scored"
+        session.apply(NextRound(player=HUMAN))
+        assert handle_text(session, stroke(6, 8)) is None
+        for frame in drain(queue):
+            page = apply_update(page, frame)
+        whole = session.frame([])
+        assert page["state"] == whole["state"]
+        assert whole["fr"].items() <= page["fr"].items()  # the page also keeps past rounds' words
+        result = page["state"]["results"][0]
+        assert result["drawings"][HUMAN] == [[[20.0 + k, 20.0 + (4 + k) % 200] for k in range(6)]]
+        assert page["state"]["round"]["drawings"][HUMAN] == [[[20 + k, 20 + (6 + k) % 200] for k in range(8)]]
+        await session.close()
+
+    asyncio.run(run())
+
+
+def test_a_gap_is_detected_and_a_sync_frame_gets_the_whole_state() -> None:
+    async def run() -> None:
+        session = pictomania_session()
+        queue = session.attach()
+        page = drain(queue)[0]
+        handle_text(session, stroke(1, 3))
+        handle_text(session, stroke(2, 3))
+        first, second = drain(queue)
+        with pytest.raises(ValueError, match="does not follow"):
+            apply_update(page, second)  # the first one was lost
+        again = handle_text(session, json.dumps({"type": "sync"}))
+        assert again is not None and again["type"] == "state" and again["seq"] == 2
+        assert len(again["state"]["round"]["drawings"][HUMAN]) == 2
+        assert apply_update(apply_update(page, first), second)["state"] == again["state"]
+        await session.close()
+
+    asyncio.run(run())
+
+
+def test_the_config_names_what_the_page_needs() -> None:
+    async def run() -> dict[str, Any]:
+        session = pictomania_session()
+        config = session.frame([])["config"]
+        await session.close()
+        return config
+
+    config = asyncio.run(run())
+    assert config["unclaimed_penalty"] in ("all", "lowest") and config["cards_per_round"] == 6
+    assert config["opponents"] == accepted_opponents()
+    assert accepted_opponents()["pictomania"]["min"] == 2  # 3 players at least (rules file)
+    assert accepted_opponents()["kontour"] == {"min": 1, "max": 5}
