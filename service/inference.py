@@ -7,9 +7,9 @@ when it is full a caller gets :class:`Overloaded` at once (the HTTP layer turns 
 instead of an ever-growing delay. CPU preprocessing (validation, simplification, rasterising:
 ``Guesser.prepare``, ``GuessSession.stage``) runs in a small thread pool via :meth:`run_cpu`,
 shared fairly: each caller names a ``key`` (a client, a bot session); when every thread is busy,
-waiting keys are served in turn (round robin), so a key with a long backlog delays another key
-by at most the jobs already running. Each key also has a budget of CPU seconds (``cpu_share``
-seconds per second, ``cpu_burst_s`` at once): a key in debt gets
+waiting keys are served in turn (round robin) and no key holds every thread, so a key with a
+long backlog delays another key by at most the jobs already running. Each key also has a budget
+of CPU seconds (``cpu_share`` seconds per second, ``cpu_burst_s`` at once): a key in debt gets
 :class:`service.errors.RateLimited` before any work.
 
 >>> inference = BatchInference(guesser, max_batch=64, max_queue=512)
@@ -26,7 +26,7 @@ import asyncio
 import queue
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -108,7 +108,9 @@ class BatchInference:
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(preprocess_threads, thread_name_prefix="griffon-prep")
         self._slots = preprocess_threads
+        self._per_key = max(1, preprocess_threads - 1)  # one key never takes every thread
         self._busy = 0
+        self._running: Counter[str] = Counter()
         self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
         self.cpu = Buckets(cpu_share, cpu_burst_s)
         self._worker: threading.Thread | None = None
@@ -183,12 +185,12 @@ class BatchInference:
 
         loop = asyncio.get_running_loop()
         job = self._pool.submit(timed)
-        job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._release))
+        job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._release, key))
         return await asyncio.wrap_future(job)
 
     async def _acquire(self, key: str) -> None:
-        if self._busy < self._slots and not self._waiting:
-            self._busy += 1
+        if self._busy < self._slots and not self._waiting and self._running[key] < self._per_key:
+            self._take(key)
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(key, deque()).append(turn)
@@ -196,10 +198,14 @@ class BatchInference:
             await turn
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():
-                self._release()  # the slot was handed over just as the caller left
+                self._release(key)  # the slot was handed over just as the caller left
             else:
                 self._discard(key, turn)
             raise
+
+    def _take(self, key: str) -> None:
+        self._busy += 1
+        self._running[key] += 1
 
     def _discard(self, key: str, turn: asyncio.Future[None]) -> None:
         waiters = self._waiting.get(key)
@@ -208,19 +214,23 @@ class BatchInference:
             if not waiters:
                 del self._waiting[key]
 
-    def _release(self) -> None:
-        """A slot is free: hand it to the next key in turn (round robin), else keep it free."""
+    def _release(self, key: str) -> None:
+        """A slot is free: hand it to the next key in turn (round robin) that may take one more."""
         self._busy -= 1
-        while self._waiting:
-            key, waiters = next(iter(self._waiting.items()))
-            turn = waiters.popleft()
-            del self._waiting[key]
-            if waiters:
-                self._waiting[key] = waiters  # back of the line
-            if not turn.done():
-                self._busy += 1
-                turn.set_result(None)
+        self._running[key] -= 1
+        if self._running[key] <= 0:
+            del self._running[key]
+        while self._busy < self._slots:
+            chosen = next((k for k in self._waiting if self._running[k] < self._per_key), None)
+            if chosen is None:
                 return
+            waiters = self._waiting.pop(chosen)
+            turn = waiters.popleft()
+            if waiters:
+                self._waiting[chosen] = waiters  # back of the line
+            if not turn.done():
+                self._take(chosen)
+                turn.set_result(None)
 
     # -- worker ---------------------------------------------------------------------------------
     def _gather(self, first: _Job) -> tuple[list[_Job], bool]:

@@ -71,3 +71,30 @@ def test_the_preprocessing_pool_serves_keys_in_turn_and_bills_cpu_time() -> None
 
     asyncio.run(scenario())
     assert order.index("b0") <= 2, order
+
+
+def test_one_key_never_holds_every_preprocessing_thread() -> None:
+    import threading
+
+    from service.inference import BatchInference
+
+    lock, running, most = threading.Lock(), [0], [0]
+
+    def job() -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+
+    async def scenario() -> None:
+        pool = BatchInference(object(), preprocess_threads=2)
+        await asyncio.gather(*(pool.run_cpu(job, key="a") for _ in range(5)))
+        assert most[0] == 1  # the second thread stays free for other clients
+        most[0] = 0
+        await asyncio.gather(*(pool.run_cpu(job, key=k) for k in "abab"))
+        assert most[0] == 2  # two clients: both threads work
+        await pool.aclose()
+
+    asyncio.run(scenario())
