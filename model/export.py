@@ -7,8 +7,9 @@ the settings tried, the one that agreed best with the float model on training dr
 calibration set: 99.80 % of top-1 answers, vs 99.47 % for plain min–max). Calibration drawings
 come from the *training* split of the Quick, Draw! folder (``--data``, else ``$GRIFFON_DATA``, else
 ``../shared/data/quickdraw``), never from validation, sampled with a fixed seed, so the same
-checkpoint and data give the same file. The file records the checkpoint's sha256;
-``Guesser.load`` uses it only beside that very checkpoint.
+checkpoint and data give the same file. The file records the sha256 of the checkpoint's weights;
+``Guesser.load`` uses it only beside a checkpoint holding those very weights (a new temperature or
+model card does not make it stale; retraining does).
 
 This is a build step (it reads the training data through ``training.data``); loading the result
 needs only ``model/`` and ``onnxruntime``.
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from model.guesser import DEFAULT_WEIGHTS, Guesser
-from model.runtime import INPUT, SOURCE_KEY, export_onnx, file_sha256, int8_path
+from model.runtime import INPUT, SOURCE_KEY, export_onnx, int8_path, weights_sha256
 from model.strokes import DrawingError
 
 CALIBRATION_DRAWINGS = 1024
@@ -105,7 +106,7 @@ def quantize(
         )
     model = onnx.load(str(out))
     for key, value in {
-        SOURCE_KEY: file_sha256(checkpoint),
+        SOURCE_KEY: weights_sha256(guesser.network),
         "griffon.source_name": checkpoint.name,
         "griffon.calibration": f"{len(images)} training-split drawings, {method}"
         + (", first convolution and classifier in float" if keep_ends_float else ""),

@@ -5,8 +5,8 @@ The checkpoint stays the single source of truth. ONNX Runtime runs either
 - ``onnx-int8``: a statically quantized copy of the checkpoint (int8 weights per channel, uint8
   activations, QDQ format), shipped beside it as ``<checkpoint>.int8.onnx`` and made by
   ``python -m model.export`` from the checkpoint and calibration drawings of the training split.
-  The file records the sha256 of the checkpoint it was made from; a file that does not match
-  the checkpoint it sits beside is ignored (never silently used);
+  The file records the sha256 of the weights it was made from; a file that does not match the
+  weights of the checkpoint it sits beside is ignored (never silently used);
 - ``onnx``: the float network exported in memory when the checkpoint is loaded (about a second).
 
 ``auto`` picks ``onnx-int8`` when a matching file exists, else ``onnx``, else ``torch`` (when
@@ -32,12 +32,12 @@ if TYPE_CHECKING:
 BACKENDS = ("auto", "onnx-int8", "onnx", "torch")
 BACKEND_ENV = "GRIFFON_MODEL_BACKEND"
 INPUT, OUTPUT = "images", "logits"
-SOURCE_KEY = "griffon.source_sha256"
+SOURCE_KEY = "griffon.weights_sha256"
 CHUNK = 16  # rasters per network call: small enough for the activations to stay in the CPU cache
 OPSET = 17
 
 Runner = Callable[[np.ndarray], np.ndarray]  # float32 rasters (n, c, h, w) -> logits (n, classes)
-_EXPORTED: dict[tuple[str, int, int], bytes] = {}  # float ONNX exports by checkpoint sha256
+_EXPORTED: dict[tuple[str, int, int], bytes] = {}  # float ONNX exports by weights sha256
 
 
 class BackendError(RuntimeError):
@@ -50,9 +50,16 @@ def int8_path(checkpoint: Path | str) -> Path:
     return checkpoint.with_name(f"{checkpoint.stem}.int8.onnx")
 
 
-def file_sha256(path: Path | str) -> str:
-    """sha256 of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def weights_sha256(network: torch.nn.Module) -> str:
+    """sha256 of a network's weights (every tensor's name, shape and float32 values, in order).
+
+    What an exported copy must match: rewriting a checkpoint's temperature, metrics or card leaves
+    it unchanged; retraining changes it."""
+    digest = hashlib.sha256()
+    for name, tensor in network.state_dict().items():
+        digest.update(f"{name}:{tuple(tensor.shape)}".encode())
+        digest.update(tensor.detach().float().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
 
 def default_backend() -> str:
@@ -123,7 +130,7 @@ def onnx_runner(session: onnxruntime.InferenceSession, chunk: int = CHUNK) -> Ru
 
 
 def onnx_source(session: onnxruntime.InferenceSession) -> str | None:
-    """The checkpoint sha256 recorded in an ONNX model made by ``python -m model.export``."""
+    """The weights sha256 recorded in an ONNX model made by ``python -m model.export``."""
     return session.get_modelmeta().custom_metadata_map.get(SOURCE_KEY)
 
 
@@ -150,7 +157,7 @@ def select_runner(
             except Exception as error:  # noqa: BLE001 - ONNX Runtime raises its own types
                 if backend == "onnx-int8":
                     raise BackendError(f"cannot read {quantized}: {error}") from error
-        if session is not None and onnx_source(session) == file_sha256(checkpoint):
+        if session is not None and onnx_source(session) == weights_sha256(network):
             return "onnx-int8", onnx_runner(session)
         if backend == "onnx-int8":
             state = "was made from another checkpoint" if session is not None else "does not exist"
@@ -158,7 +165,7 @@ def select_runner(
                 f"{quantized} {state}; run: python -m model.export --checkpoint {checkpoint}"
             )
     try:
-        key = (file_sha256(checkpoint), channels, size)
+        key = (weights_sha256(network), channels, size)
         if key not in _EXPORTED:  # a process that loads one checkpoint many times exports it once
             _EXPORTED[key] = export_onnx(network, channels, size)
         return "onnx", onnx_runner(onnx_session(_EXPORTED[key]))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from model import CheckpointError, DrawingError, Guesser
 from model.guesser import CHUNK, DEFAULT_WEIGHTS
@@ -106,6 +107,14 @@ def test_export_command_makes_a_matching_int8_copy(
     sample = drawings(40, seed=5)
     agree = [quantized.guess(d, top_k=1)[0].label == reference.guess(d, top_k=1)[0].label for d in sample]
     assert np.mean(agree) >= 0.9
+    payload = torch.load(checkpoint, weights_only=True)
+    payload["temperature"] = 2.0  # recalibrated: the same weights, the copy stays valid
+    torch.save(payload, checkpoint)
+    assert Guesser.load(checkpoint).backend == "onnx-int8"
+    first = next(iter(payload["state_dict"]))
+    payload["state_dict"][first] = payload["state_dict"][first] + 0.01  # new weights: the copy is stale
+    torch.save(payload, checkpoint)
+    assert Guesser.load(checkpoint).backend == "onnx"
 
 
 def test_batches_longer_than_a_chunk_keep_their_order(shipped_backends: dict[str, Guesser]) -> None:
