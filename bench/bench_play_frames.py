@@ -1,0 +1,163 @@
+"""Pictomania play frames: what one move costs the server, with full-state frames and with updates.
+
+1. **In process** (`frames`): a game whose person has drawn 10, 100, 300 strokes of 1,000 points;
+   the time to build and JSON-encode the frame sent after one more stroke, and its bytes: the
+   whole state (``session.frame``, what every move sent before the update frames) against the
+   update (``session.update``). Median of 7.
+2. **Real server** (`server`): ``python -m service.serve_cli`` on 127.0.0.1 (the shipped model),
+   one Pictomania game against 2 AIs; one socket sends 150 strokes of 1,000 points in 4 s (under
+   the 60 frames/s limit) and reads every frame, while ``/healthz`` is polled every 50 ms until
+   the 150 strokes are acknowledged (at most 60 s). Figures: ``/healthz`` p50 / max, time until the
+   last stroke came back, bytes received, server RSS before and 3 s after.
+   ``--repo PATH`` runs another checkout (e.g. ``git archive b289e8d``: full-state frames) there.
+
+``python -m bench.bench_play_frames [--only frames,server] [--repo PATH]`` (bounded, local).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
+
+from tests.service_server import REPO, running_server
+from tests.test_play_frames import drain, pictomania_session, stroke
+
+CHECKPOINTS = (10, 100, 300)
+SERVER_STROKES, SEND_S, POINTS = 150, 4.0, 1_000
+
+
+def timed(build: Any, repeat: int = 7) -> tuple[float, int]:
+    """(median ms, bytes) of building and encoding one frame."""
+    times, size = [], 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        size = len(json.dumps(build()))
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times), size
+
+
+def bench_frames() -> None:
+    """Frame build time and bytes at 10 / 100 / 300 strokes, full state against update."""
+
+    async def run() -> None:
+        session = pictomania_session()
+        queue = session.attach()
+        head = ("strokes", "full ms", "full bytes", "update ms", "update bytes", "time ratio")
+        print("{:>8} {:>9} {:>11} {:>10} {:>13} {:>11}".format(*head))
+        drawn = 0
+        for n in CHECKPOINTS:
+            while drawn < n - 1:
+                drawn += 1
+                session.human_move(json.loads(stroke(drawn, POINTS))["move"])
+                await asyncio.sleep(0)
+            drain(queue)
+            before = session.state
+            move = dict(json.loads(stroke(n, POINTS))["move"], player="joueur")
+            events = session.apply(session.parse(move))
+            drawn = n
+            drain(queue)
+            full_ms, full_b = timed(lambda: session.frame(events))  # noqa: B023
+            upd_ms, upd_b = timed(lambda: session.update(before, events))  # noqa: B023
+            ratio = full_ms / upd_ms
+            print(f"{n:>8} {full_ms:>9.2f} {full_b:>11,} {upd_ms:>10.3f} {upd_b:>13,} {ratio:>10.0f}x")
+        await session.close()
+
+    asyncio.run(run())
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process (MB), from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def person_strokes(frame: dict[str, Any]) -> int:
+    """How many of the person's strokes a frame acknowledges."""
+    return sum(e["kind"] == "stroke_drawn" and e["player"] == "joueur" for e in frame.get("events", []))
+
+
+async def flood(url: str, ws_url: str) -> dict[str, float]:
+    async with httpx.AsyncClient(timeout=30) as http:
+        body = {"game": "pictomania", "opponents": 2, "seed": 3}
+        game = (await http.post(url + "/v1/play", json=body)).json()
+        latencies: list[float] = []
+        received = {"bytes": 0, "frames": 0, "mine": 0}
+        done = asyncio.Event()
+
+        async def poll() -> None:
+            while not done.is_set():
+                t0 = time.perf_counter()
+                await http.get(url + "/healthz")
+                latencies.append(time.perf_counter() - t0)
+                await asyncio.sleep(0.05)
+
+        async with websockets.connect(ws_url + game["ws"], max_size=None) as ws:
+            start = time.perf_counter()
+
+            async def read() -> None:
+                async for message in ws:
+                    received["bytes"] += len(message)
+                    received["frames"] += 1
+                    received["mine"] += person_strokes(json.loads(message))
+                    if received["mine"] >= SERVER_STROKES:
+                        done.set()
+                        return
+
+            poller, reader = asyncio.create_task(poll()), asyncio.create_task(read())
+            for i in range(SERVER_STROKES):
+                await ws.send(stroke(i, POINTS))
+                await asyncio.sleep(SEND_S / SERVER_STROKES)
+            sent_s = time.perf_counter() - start
+            try:
+                await asyncio.wait_for(done.wait(), 60)
+            except TimeoutError:
+                pass
+            back_s = time.perf_counter() - start
+            done.set()
+            reader.cancel()
+            await poller
+    return {"sent_s": sent_s, "back_s": back_s, "acked": received["mine"], "frames": received["frames"],
+            "mb": received["bytes"] / 1e6, "p50": statistics.median(latencies) * 1000,
+            "max": max(latencies) * 1000, "polls": len(latencies)}
+
+
+def bench_server(repo: Path) -> None:
+    """/healthz latency and RSS while one socket sends 150 strokes of 1,000 points in 4 s."""
+    with running_server({"GRIFFON_GAMES_PER_CLIENT": "10"}, repo=repo) as server:
+        pid = server.process.pid
+        time.sleep(1.0)
+        before = rss_mb(pid)
+        r = asyncio.run(flood(server.url, server.ws_url))
+        time.sleep(3.0)
+        after = rss_mb(pid)
+    print(f"checkout {repo}: {SERVER_STROKES} strokes of {POINTS} points sent in {r['sent_s']:.1f} s; "
+          f"{r['acked']:.0f} acknowledged after {r['back_s']:.1f} s; {r['frames']:.0f} frames, "
+          f"{r['mb']:.1f} MB received")
+    print(f"  /healthz: p50 {r['p50']:.1f} ms, max {r['max']:.0f} ms ({r['polls']:.0f} polls); "
+          f"server RSS {before:.0f} MB before, {after:.0f} MB 3 s after")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="frames,server", help="frames, server (comma-separated)")
+    parser.add_argument("--repo", type=Path, default=REPO, help="checkout to run the server from")
+    args = parser.parse_args(argv)
+    chosen = args.only.split(",")
+    if "frames" in chosen:
+        bench_frames()
+    if "server" in chosen:
+        bench_server(args.repo)
+
+
+if __name__ == "__main__":
+    main()
