@@ -108,7 +108,6 @@ class GameSession:
         self.seq = 0  # updates so far: every frame carries it, the page asks for a full state on a gap
         self.fr_sent: set[str] = set()  # French words the sockets already have
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
-        self.waiting: dict[str, Look] = {}  # the newest look of a drawing asked while it was read
 
     def check_token(self, token: str) -> bool:
         """Whether `token` is this game's player token (constant-time comparison)."""
@@ -187,25 +186,22 @@ class GameSession:
     def on_events(self, events: list[Event], now: float) -> None:
         """Let the AI players hear what happened; start the recognitions they ask for."""
         self.ai.on_events(self.state, events, now)
-        for look in self.ai.looks():
-            if look.subject in self.reading:  # read the newest strokes once this reading is back
-                self.waiting[look.subject] = look
-            else:
-                self.reading.add(look.subject)
-                self._spawn(self._recognize(look))
+        self._read()
+
+    def _read(self) -> None:
+        """Start the recognitions the AIs asked for; one at a time per drawing: a drawing that
+        changes while it is read is read again (its newest strokes only) when the reading is back."""
+        for look in self.ai.looks(busy=self.reading):
+            self.reading.add(look.subject)
+            self._spawn(self._recognize(look))
 
     async def _recognize(self, look: Look) -> None:
-        while True:
-            try:
-                probs = await self._probabilities(look.drawing, look.candidates)
-                self.ai.seen(look, probs, self.now())
-            finally:
-                newer = self.waiting.pop(look.subject, None)
-                if newer is None:
-                    self.reading.discard(look.subject)
-            if newer is None:
-                return
-            look = newer
+        try:
+            probs = await self._probabilities(look.drawing, look.candidates)
+            self.ai.seen(look, probs, self.now())
+        finally:
+            self.reading.discard(look.subject)
+        self._read()
 
     # -- what the human sees ---------------------------------------------------------------------
     def attach(self) -> asyncio.Queue[dict[str, Any] | None]:

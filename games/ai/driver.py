@@ -13,7 +13,8 @@ only from `random.Random`s seeded by the game's seed. The caller provides:
   inference in the service. Results that arrive after a newer look of the same drawing, or after
   the turn / round ended, are dropped.
 
-The loop of a caller: every tick, ``driver.step(table, now)``, then answer ``driver.looks()``.
+The loop of a caller: every tick, ``driver.step(table, now)``, then answer ``driver.looks()``
+(``looks(busy)`` keeps back the drawings whose last reading has not come back yet).
 Pacing (reading, typing, drawing, betting times) comes from the AI level (`games/data/ai_levels.yaml`);
 docs/AI_PLAYERS.md states the model and its measured figures.
 """
@@ -21,7 +22,7 @@ docs/AI_PLAYERS.md states the model and its measured figures.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -240,9 +241,11 @@ class KontourDriver:
             self.gestures.append((now + self.level.drawer.gesture_s, kind, text))
 
     # -- recognition -----------------------------------------------------------------------------
-    def looks(self) -> list[Look]:
-        """The recognitions needed now (each asked once)."""
-        out, self.pending = self.pending, []
+    def looks(self, busy: Collection[str] = ()) -> list[Look]:
+        """The recognitions needed now (each asked once); those of a drawing in `busy` (still
+        being read) wait for a later call."""
+        out = [look for look in self.pending if look.subject not in busy]
+        self.pending = [look for look in self.pending if look.subject in busy]
         return out
 
     def seen(self, look: Look, probs: dict[str, float] | None, now: float) -> None:
@@ -286,7 +289,7 @@ class PictomaniaDriver:
         self.brains: dict[str, PictomaniaGuesser] = {}
         self.last_stroke: dict[str, float] = {}
         self.seq: dict[str, int] = {}
-        self.pending: dict[str, Look] = {}
+        self.pending: dict[str, tuple[tuple[int, int], tuple[Any, ...]]] = {}  # ticket, polylines
         self.candidates: tuple[str, ...] = ()
         self.round_number = 0
         self.scored_at: float | None = None
@@ -400,18 +403,21 @@ class PictomaniaDriver:
         if not any(ai != player for ai in self.ais):
             return  # no AI player to look at it
         self.seq[player] = self.seq.get(player, 0) + 1
-        drawing = _as_strokes(state.round.drawings[player])
-        if not drawing:
+        polylines = state.round.drawings[player]
+        if not polylines:
             self.pending.pop(player, None)
             return
-        ticket = (self.round_number, self.seq[player])
-        self.pending[player] = Look(player, drawing, self.candidates, ticket)
+        self.pending[player] = ((self.round_number, self.seq[player]), polylines)
 
     # -- recognition -----------------------------------------------------------------------------
-    def looks(self) -> list[Look]:
-        """The recognitions needed now: the latest drawing of each player who drew since."""
-        out = list(self.pending.values())
-        self.pending = {}
+    def looks(self, busy: Collection[str] = ()) -> list[Look]:
+        """The recognitions needed now: the latest drawing of each player who drew since. A
+        drawing in `busy` (still being read) waits for a later call, and is converted to the
+        model's stroke format only when it is handed out."""
+        out = []
+        for subject in [p for p in self.pending if p not in busy]:
+            ticket, polylines = self.pending.pop(subject)
+            out.append(Look(subject, _as_strokes(polylines), self.candidates, ticket))
         return out
 
     def seen(self, look: Look, probs: dict[str, float] | None, now: float) -> None:
