@@ -5,6 +5,7 @@ that a phone (390 x 844, both ways up) shows everything a turn needs without scr
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -265,6 +266,46 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:
     shot(page, "pictomania-end-phone")
     page.get_by_role("button", name="Nouvelle partie").click()
     expect(page.locator("#setup")).to_be_visible()
+
+
+def test_a_lost_update_frame_makes_the_page_ask_for_the_whole_state(page, server) -> None:
+    """The socket is relayed through Playwright, which drops the server's third update: the page
+    sees the gap in `seq`, sends a sync frame, and shows every stroke once the state is back."""
+    from playwright.sync_api import expect
+
+    sent: list[dict] = []
+    updates = {"seen": 0}
+
+    def relay(ws) -> None:
+        upstream = ws.connect_to_server()
+
+        def from_page(message) -> None:
+            sent.append(json.loads(message))
+            upstream.send(message)
+
+        def from_server(message) -> None:
+            frame = json.loads(message)
+            if frame["type"] == "update" and any(
+                e["kind"] == "stroke_drawn" and e["player"] == "joueur" for e in frame["events"]
+            ):
+                updates["seen"] += 1
+                if updates["seen"] == 3:
+                    return  # lost on the way
+            ws.send(message)
+
+        ws.on_message(from_page)
+        upstream.on_message(from_server)
+
+    page.route_web_socket(re.compile(r"/v1/play/"), relay)
+    start(page, server, "pictomania", opponents=2, level="easy", seed=4)
+    expect(page.locator(".card")).to_have_count(6)
+    tools = page.locator(".draw-tools")
+    for i in range(4):
+        drag(page, (30, 40 + 40 * i), (220, 50 + 40 * i))
+        if i < 2:
+            expect(tools).to_have_attribute("data-strokes", str(i + 1))
+    expect(tools).to_have_attribute("data-strokes", "4")
+    assert [f for f in sent if f["type"] == "sync"], "the page did not ask for the state"
 
 
 def test_the_rules_panel_in_both_games_and_the_setup_form(page, server) -> None:

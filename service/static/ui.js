@@ -25,6 +25,7 @@ const ERRORS = {
   already_found: "Vous avez déjà trouvé.",
   already_guessed: "Vous avez déjà misé sur ce dessin.",
   card_used: "Ce numéro est déjà joué.",
+  nothing_to_undo: "Votre dessin est déjà vide.",
   already_done: "Vous avez fini cette manche.",
   time_over: "Temps écoulé.",
   game_over: "La partie est terminée.",
