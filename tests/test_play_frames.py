@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from games.ai.levels import load_level
+from games.core import Tick
+from games.kontour import Guess, KontourRules
 from games.pictomania import Done, NextRound, PictomaniaRules
-from service.games_decks import load_words, pictomania_deck
+from service.games_decks import kontour_candidates, kontour_deck, load_words, pictomania_deck
 from service.games_manager import game_configs, handle_text
-from service.games_session import HUMAN, PictomaniaSession, accepted_opponents, apply_update
+from service.games_session import HUMAN, KontourSession, PictomaniaSession, accepted_opponents, apply_update
 from service.games_settings import PlaySettings
 
 POINTS = 300  # points a stroke (the socket accepts 1,000; the bench sends those)
@@ -142,3 +144,42 @@ def test_the_config_names_what_the_page_needs() -> None:
     assert config["opponents"] == accepted_opponents()
     assert accepted_opponents()["pictomania"]["min"] == 2  # 3 players at least (rules file)
     assert accepted_opponents()["kontour"] == {"min": 1, "max": 5}
+
+
+def test_kontour_updates_carry_the_turn_and_the_ended_turns_only() -> None:
+    """Kontour uses the same frames: the merged state equals the whole one after a turn the person
+    drew (its segments kept in the history) and a turn that ran out."""
+
+    async def run() -> None:
+        play = PlaySettings()
+        words = load_words(None)
+        config, _ = game_configs(play)
+        rules = KontourRules(config.replace(timer_s=0.3), judge=words.judge)
+        cards, half = kontour_deck(words, 5)
+        names = {HUMAN: "Ana", "ia1": "Plume", "griffon": "Griffon"}
+        state, _ = rules.setup(players=[HUMAN, "ia1"], deck=cards, seed=5, half=half)
+        session = KontourSession(
+            rules, state, kontour_candidates(cards, half, words.drawable), game_id="k", token="t",
+            names=names, level=load_level("normal"), seed=5, words=words, recognize=uniform,
+            labels=frozenset(), play=play,
+        )
+        queue = session.attach()
+        page = drain(queue)[0]
+        for text in (move(kind="draw_card"), move(kind="choose_word", color="blue"),
+                     move(kind="stroke", points=[[50, 110], [50, 230]]),
+                     move(kind="stroke", points=[[50, 230], [200, 230]])):
+            assert handle_text(session, text) is None, text
+        session.apply(Guess(player="ia1", text="zzz"))
+        await asyncio.sleep(0.4)
+        session.apply(Tick())  # the turn ran out
+        updates = drain(queue)
+        assert all(f["type"] == "update" and "history" not in f["set"] for f in updates)
+        for frame in updates:
+            page = apply_update(page, frame)
+        assert page["state"] == session.frame([])["state"]
+        [turn] = page["state"]["history"]
+        assert [(s["x0"], s["y0"], s["x1"], s["y1"]) for s in turn["segments"]] == [
+            (50, 110, 50, 230), (50, 230, 200, 230)]
+        await session.close()
+
+    asyncio.run(run())
