@@ -27,7 +27,6 @@ import asyncio
 import functools
 import logging
 import math
-import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
@@ -38,6 +37,7 @@ from games.kontour import KontourConfig, KontourRules, KontourState
 from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
 from service.games_decks import Words
 from service.games_settings import PlaySettings
+from store import hash_token, token_matches
 
 log = logging.getLogger("griffon.play")
 
@@ -96,6 +96,8 @@ class GameSession:
         play: PlaySettings,
     ) -> None:
         self.id, self.token, self.names, self.level, self.seed = game_id, token, names, level, seed
+        self.token_hash = hash_token(token)  # a game resumed from the database knows only this
+        self.journal: Any = None  # service.persistence.Journal: the move log in the database
         self.words, self.recognize, self.labels, self.play = words, recognize, labels, play
         self.ais = [p for p in names if p != HUMAN]
         self.loop = asyncio.get_running_loop()
@@ -106,12 +108,12 @@ class GameSession:
         self.driver: asyncio.Task[None] | None = None
         self.moves = 0
         self.seq = 0  # updates so far: every frame carries it, the page asks for a full state on a gap
-        self.fr_sent: set[str] = set()  # French words the sockets already have
+        self.fr_sent: set[str] = set()  # French words sent so far (a full frame sends them all)
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
 
     def check_token(self, token: str) -> bool:
         """Whether `token` is this game's player token (constant-time comparison)."""
-        return secrets.compare_digest(token.encode(), self.token.encode())
+        return token_matches(token, self.token_hash)
 
     # -- clock, tasks, lifetime -------------------------------------------------------------------
     def now(self) -> float:
@@ -156,6 +158,8 @@ class GameSession:
         now = self.now()
         before = self.state
         self.state, events = self.rules.apply(before, move, now)
+        if self.journal is not None:  # stored before anyone sees it (service.persistence)
+            self.journal.record(self, move, now, events)
         self.moves += 1
         self.seq += 1
         self.on_events(events, now)
@@ -227,8 +231,7 @@ class GameSession:
     def frame(self, events: list[Event]) -> dict[str, Any]:
         """The full state frame: the human's view, the events, the time left, French words."""
         view = self.rules.view(self.state, HUMAN)
-        fr = self.keys_shown(view, events)
-        self.fr_sent |= fr
+        self.fr_sent |= self.keys_shown(view, events)  # every word shown so far: sockets share updates
         return {
             "type": "state",
             "seq": self.seq,
@@ -242,7 +245,7 @@ class GameSession:
             "config": self.client_config(),
             "state": view.to_dict(),
             "events": [self.event_dict(e) for e in events],
-            "fr": {k: self.words.french(k) for k in sorted(fr)},
+            "fr": {k: self.words.french(k) for k in sorted(self.fr_sent)},
         }
 
     def update(self, before: Any, events: list[Event]) -> dict[str, Any]:
