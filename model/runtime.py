@@ -4,7 +4,7 @@ The checkpoint stays the single source of truth. ONNX Runtime runs either
 
 - ``onnx-int8``: a statically quantized copy of the checkpoint (int8 weights per channel, uint8
   activations, QDQ format), shipped beside it as ``<checkpoint>.int8.onnx`` and made by
-  ``python -m model.export`` from the checkpoint and calibration drawings of the training split.
+  ``python -m training.export`` from the checkpoint and calibration drawings of the training split.
   The file records the sha256 of the weights it was made from; a file that does not match the
   weights of the checkpoint it sits beside is ignored (never silently used);
 - ``onnx``: the float network exported in memory when the checkpoint is loaded (about a second).
@@ -130,7 +130,7 @@ def onnx_runner(session: onnxruntime.InferenceSession, chunk: int = CHUNK) -> Ru
 
 
 def onnx_source(session: onnxruntime.InferenceSession) -> str | None:
-    """The weights sha256 recorded in an ONNX model made by ``python -m model.export``."""
+    """The weights sha256 recorded in an ONNX model made by ``python -m training.export``."""
     return session.get_modelmeta().custom_metadata_map.get(SOURCE_KEY)
 
 
@@ -162,7 +162,7 @@ def select_runner(
         if backend == "onnx-int8":
             state = "was made from another checkpoint" if session is not None else "does not exist"
             raise BackendError(
-                f"{quantized} {state}; run: python -m model.export --checkpoint {checkpoint}"
+                f"{quantized} {state}; run: python -m training.export --checkpoint {checkpoint}"
             )
     try:
         key = (weights_sha256(network), channels, size)

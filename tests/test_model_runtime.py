@@ -66,7 +66,7 @@ def test_an_int8_file_of_another_checkpoint_is_never_used(tiny_checkpoint: Path,
     checkpoint = copy_checkpoint(tiny_checkpoint, tmp_path)
     shutil.copy(int8_path(DEFAULT_WEIGHTS), int8_path(checkpoint))  # stale: made from the shipped weights
     assert Guesser.load(checkpoint).backend == "onnx"  # auto: float export at load instead
-    with pytest.raises(CheckpointError, match="another checkpoint.*python -m model.export"):
+    with pytest.raises(CheckpointError, match="another checkpoint.*python -m training.export"):
         Guesser.load(checkpoint, backend="onnx-int8")
 
 
@@ -96,7 +96,7 @@ def test_export_command_makes_a_matching_int8_copy(
     tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
 ) -> None:
     checkpoint = copy_checkpoint(tiny_checkpoint, tmp_path)
-    command = [sys.executable, "-m", "model.export", "--checkpoint", str(checkpoint)]
+    command = [sys.executable, "-m", "training.export", "--checkpoint", str(checkpoint)]
     command += ["--data", str(fixture_data), "--drawings", "48"]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=True, env=env)

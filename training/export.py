@@ -1,4 +1,4 @@
-"""Make the int8 ONNX copy of a checkpoint: ``python -m model.export [--checkpoint PATH]``.
+"""Make the int8 ONNX copy of a checkpoint: ``python -m training.export [--checkpoint PATH]``.
 
 The float network is exported to ONNX, then statically quantized with ONNX Runtime's tools
 (int8 weights per output channel, uint8 activations, QDQ format; activation ranges at the 99.999th
@@ -110,7 +110,7 @@ def quantize(
         "griffon.source_name": checkpoint.name,
         "griffon.calibration": f"{len(images)} training-split drawings, {method}"
         + (", first convolution and classifier in float" if keep_ends_float else ""),
-        "griffon.command": "python -m model.export",
+        "griffon.command": "python -m training.export",
     }.items():
         entry = model.metadata_props.add()
         entry.key, entry.value = key, value
