@@ -9,6 +9,11 @@ Shared objects, created once at start-up (lifespan), reach routes as typed depen
   the ``vocab.Vocabulary``, the :class:`service.inference.BatchInference` (batched inference,
   fair preprocessing pool) and the per-client point budgets.
 - :class:`service.bot.BotRegistry` (``BotsDep``): live bot sessions and transcripts.
+- ``app.state.store``: the database (:mod:`store`; ``GRIFFON_DATABASE_URL``, else
+  ``GRIFFON_DATA_DIR/griffon.db``), opened by ``create_app`` itself, so that a corrupt or
+  unreachable database stops ``griffon serve`` at once with its message (no traceback) and is
+  never overwritten. Pruned at start and hourly (``GRIFFON_RETAIN_*``); bot transcripts are
+  saved to it (:class:`store.transcripts.TranscriptArchive`).
 
 Extension point: if a module ``service.play`` exists, its ``router`` (a FastAPI ``APIRouter``)
 is included as is, so the solo games plug in without editing this file. It may also define
@@ -56,6 +61,8 @@ from service.errors import ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.settings import Settings
 from service.shared import Shared
+from store import Store, StoreError, StoreSettings, open_store
+from store.transcripts import TranscriptArchive
 
 log = logging.getLogger("griffon.service")
 PLAY_MODULE = "service.play"
@@ -69,6 +76,7 @@ DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.j
             "https://fastapi.tiangolo.com; object-src 'none'; frame-ancestors 'none'")
 DOCS_PATHS = ("/docs", "/redoc")
 CLOSE_FORBIDDEN_ORIGIN = 4403
+PRUNE_EVERY_S = 3600.0
 
 
 def error_body(code: str, message: str) -> dict[str, str]:
@@ -299,28 +307,48 @@ async def _start_shared(settings: Settings) -> Shared:
     return Shared(settings, loaded["guesser"], loaded["vocabulary"], inference, time.time())
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The whole service; ``settings`` default to the ``GRIFFON_*`` environment."""
+async def prune_forever(store: Store, every_s: float = PRUNE_EVERY_S) -> None:
+    """Apply the retention rules now and then every ``every_s`` (off the event loop)."""
+    while True:
+        try:
+            report = await asyncio.to_thread(store.prune)
+            if report.games or report.transcripts or report.drawings:
+                log.info("database pruned: %s", report)
+        except StoreError as error:
+            log.warning("database prune failed: %s", error)
+        await asyncio.sleep(every_s)
+
+
+def create_app(settings: Settings | None = None, store_settings: StoreSettings | None = None) -> FastAPI:
+    """The whole service; ``settings`` and ``store_settings`` default to the ``GRIFFON_*``
+    environment. Raises a `store.StoreError` when the database cannot be used (bad file, bad URL,
+    server down): the server must not start without it."""
     from service import api, bot
 
     settings = settings or Settings.from_env()
     play = _play_module()
+    store = open_store(store_settings or StoreSettings.from_env())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         started = time.perf_counter()
         app.state.shared = await _start_shared(settings)
-        app.state.bots = bot.BotRegistry(settings)
+        archive = TranscriptArchive(store)
+        app.state.bots = bot.BotRegistry(settings, archive)
+        pruner = asyncio.create_task(prune_forever(store), name="db-prune")
         log.info("griffon service ready in %.1f s", time.perf_counter() - started)
         if play is not None and hasattr(play, "startup"):
             await play.startup(app)
         try:
             yield
         finally:
+            pruner.cancel()
             if play is not None and hasattr(play, "shutdown"):
                 await play.shutdown(app)
             await app.state.bots.aclose()
+            await asyncio.to_thread(archive.close)  # the last transcripts reach the database
             await app.state.shared.inference.aclose()
+            store.close()
 
     app = FastAPI(
         title="Griffon",
@@ -329,6 +357,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.store = store
     _install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
     app.add_middleware(  # error responses carry CORS headers too

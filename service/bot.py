@@ -5,6 +5,9 @@ guesses; the bot answers with ``guess`` frames when its policy speaks (see
 ``docs/BOT_PROTOCOL.md``). ``GET /v1/bot/sessions/{id}?key=...`` shows what one saw and said, to
 whoever holds the key the room got in ``welcome``; ``GET /v1/bot/sessions`` lists sessions (live,
 then the last ``transcripts_kept`` finished ones) only when ``list_bot_sessions`` is on.
+With a database (:class:`store.transcripts.TranscriptArchive`), each transcript is also saved at
+every round end and when the session ends, off the event loop, and read back from there once it
+is no longer in memory (after a restart): retention is the database's (``GRIFFON_RETAIN_TRANSCRIPTS_*``).
 
 Close codes: 1000 after ``bye``; 4408 idle for ``bot_idle_timeout_s``; 4429 a client that keeps
 flooding past the rate limit; 4503 the server already holds ``max_bot_sessions`` bots.
@@ -47,6 +50,7 @@ from service.errors import NotFound
 from service.ratelimit import RateLimit
 from service.settings import Settings
 from service.shared import Shared, SharedDep
+from store.transcripts import TranscriptArchive
 
 log = logging.getLogger("griffon.bot")
 router = APIRouter(tags=["bot"])
@@ -57,8 +61,9 @@ FLOOD_FACTOR = 4  # frames rejected in a row, in bursts, before the connection i
 class BotRegistry:
     """Live bot sessions and the transcripts of finished ones (the newest ``transcripts_kept``)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, archive: TranscriptArchive | None = None) -> None:
         self.settings = settings
+        self.archive = archive  # transcripts in the database: they survive a restart
         self.live: dict[str, BotSession] = {}
         self.finished: OrderedDict[str, Transcript] = OrderedDict()
         self._related: Any = None
@@ -88,6 +93,18 @@ class BotRegistry:
         self.finished[session.id] = session.transcript
         while len(self.finished) > self.settings.transcripts_kept:
             self.finished.popitem(last=False)
+        self.save(session)
+
+    def save(self, session: BotSession) -> None:
+        """Queue the session's transcript for the database (at each round end and at the end)."""
+        if self.archive is not None:
+            self.archive.save(session.transcript)
+
+    async def stored(self, session_id: str, key: str) -> Frame | None:
+        """A transcript no longer in memory (e.g. from before a restart), read from the database."""
+        if self.archive is None or not key:
+            return None
+        return await asyncio.to_thread(self.archive.get, session_id[:64], key)
 
     def transcript(self, session_id: str, key: str) -> Transcript | None:
         """The transcript of a live or finished session, if ``key`` is its key."""
@@ -117,8 +134,9 @@ class BotRegistry:
 class Connection:
     """Reads frames, enforces limits, dispatches to the session, runs the speaking ticker."""
 
-    def __init__(self, ws: WebSocket, session: BotSession, settings: Settings) -> None:
-        self.ws, self.session, self.settings = ws, session, settings
+    def __init__(self, ws: WebSocket, session: BotSession, settings: Settings,
+                 registry: BotRegistry | None = None) -> None:
+        self.ws, self.session, self.settings, self.registry = ws, session, settings, registry
         self.limit = RateLimit(settings.max_message_rate, settings.max_message_burst)
         self.rejected = 0
         self.last_rate_error = float("-inf")
@@ -227,7 +245,10 @@ class Connection:
             case Verdict():
                 return s.on_verdict(frame)
             case RoundEnd():
-                return s.on_round_end(frame)
+                frames = s.on_round_end(frame)
+                if self.registry is not None:
+                    self.registry.save(s)
+                return frames
             case Bye():
                 await self.send({"type": "bye"})
                 await self.close(1000, "bye")
@@ -263,7 +284,7 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
         await ws.close(CLOSE_FULL, "server full")
         return
     try:
-        await Connection(ws, session, registry.settings).run()
+        await Connection(ws, session, registry.settings, registry).run()
     except WebSocketDisconnect:
         pass
     finally:
@@ -288,6 +309,9 @@ async def bot_transcript(
     """What one bot session saw and said, turn by turn (``?key=`` or ``X-Griffon-Key``: its key)."""
     transcript = registry.transcript(session_id, key or x_griffon_key)
     if transcript is None:
+        stored = await registry.stored(session_id, key or x_griffon_key)
+        if stored is not None:
+            return stored
         kept = registry.settings.transcripts_kept
         raise NotFound(f"no bot session {session_id[:40]!r} readable with this key (the last {kept} "
                        "finished sessions are kept)", code="unknown_session")

@@ -9,6 +9,11 @@ incoming frame into a move (bounded size, rate-limited, guesses at a human pace,
 and lone surrogates refused); anything wrong gets a typed error frame and the socket stays open.
 A socket silent for ``game_idle_timeout_s`` is closed (4408; the page pings every 20 s), one that
 does not read its frames is closed with 1013 (the page reconnects); 4410 means the game is over.
+
+With a database (``store``), every game is stored as its setup and its move log
+(:mod:`service.persistence`): `resume` brings the unfinished ones back when the server starts, with
+the same id and token. A game the sweeper closes or a new game replaces is marked ``expired``;
+shutting the server down leaves games ``playing``, to be resumed.
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ from fastapi import WebSocket, WebSocketDisconnect
 
 from games.ai.levels import load_level
 from games.core import RuleError
-from games.kontour import KontourConfig, KontourRules
-from games.pictomania import PictomaniaConfig, PictomaniaRules
+from games.kontour import KontourCard, KontourConfig, KontourRules
+from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
 from service.bot_protocol import FrameError as ProtocolError
 from service.bot_protocol import error_frame, load_json
 from service.errors import RateLimited
@@ -40,8 +45,11 @@ from service.games_session import (
     Recognize,
 )
 from service.games_settings import PlaySettings
+from service.persistence import DrawingSaver, Journal, replay_into
 from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
+from store import Store, StoreError, hash_token
+from vocab.decks import PictomaniaCard as VocabCard
 
 log = logging.getLogger("griffon.play")
 SWEEP_EVERY_S = 5.0
@@ -66,11 +74,13 @@ class GameManager:
 
     def __init__(
         self, settings: Settings, play: PlaySettings, recognizer: Callable[[str], Recognize],
-        labels: frozenset[str],
+        labels: frozenset[str], store: Store | None = None,
     ) -> None:
         """``recognizer(key)`` gives each game its recognizer (``key``: the game's share of the
-        preprocessing pool)."""
+        preprocessing pool); ``store``: where games are kept (None: in memory only)."""
         self.settings, self.play, self.recognizer, self.labels = settings, play, recognizer, labels
+        self.store = store
+        self.drawings = DrawingSaver(store) if store is not None else None
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
         self.owners: dict[str, str] = {}  # game id -> client that created it
@@ -85,11 +95,13 @@ class GameManager:
         self.sweeper = asyncio.create_task(self._sweep_forever(), name="play-sweeper")
 
     async def aclose(self) -> None:
-        """Close every game (at shutdown)."""
+        """Close every game (at shutdown; stored games stay ``playing``, to be resumed)."""
         if self.sweeper is not None:
             self.sweeper.cancel()
         for game_id in list(self.games):
             await self.remove(game_id)
+        if self.drawings is not None:
+            await asyncio.to_thread(self.drawings.close)
 
     def create(
         self,
@@ -99,11 +111,13 @@ class GameManager:
         name: str,
         seed: int | None = None,
         client: str = "?",
+        learn: bool = False,
     ) -> GameSession:
-        """A new game against `opponents` AI players for `client`.
+        """A new game against `opponents` AI players for `client` (`learn`: the person agreed
+        that their drawings be kept).
 
         Raises `TooManyGames` (every slot taken), `RateLimited` (the client's budget),
-        `DeckSetupError`."""
+        `DeckSetupError`, `store.StoreError` (the database refused the new game)."""
         if len(self.games) >= self.settings.max_sessions:
             raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
         self._check_client(client)
@@ -112,25 +126,81 @@ class GameManager:
             HUMAN: name,
             **{f"ia{i + 1}": self.play.ai_names[i % len(self.play.ai_names)] for i in range(opponents)},
         }
-        game_id = secrets.token_urlsafe(9)
-        common: dict[str, Any] = dict(
-            game_id=game_id,
-            token=secrets.token_urlsafe(18),
-            level=load_level(level),
-            seed=seed,
-            words=load_words(self.play.drawings),
-            recognize=self.recognizer(f"game:{game_id}"),
-            labels=self.labels,
-            play=self.play,
-        )
-        session = (self._kontour if game == "kontour" else self._pictomania)(names, common)
-        self.games[session.id] = session
+        game_id, token = secrets.token_urlsafe(9), secrets.token_urlsafe(18)
+        deal = self._kontour_setup if game == "kontour" else self._pictomania_setup
+        setup = deal(names, seed) | {"level": level, "learn": learn}
+        session = self._build(game_id, game, setup, token)
+        if self.store is not None:
+            self.store.create_game(game_id, game, setup, hash_token(token))
+        self._add(session)
         self.owners[session.id] = client
         self.created[client].allow()
-        self.guesses[session.id] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
         session.start()
         log.info("game %s: %s with %d AI (%s), seed %d", session.id, game, opponents, level, seed)
         return session
+
+    def _add(self, session: GameSession) -> None:
+        self.games[session.id] = session
+        self.guesses[session.id] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
+
+    def _build(self, game_id: str, kind: str, setup: dict[str, Any], token: str) -> GameSession:
+        """The session of a game from its setup (the same code for a new and a resumed game)."""
+        words = load_words(self.play.drawings)
+        common: dict[str, Any] = dict(
+            game_id=game_id,
+            token=token,
+            level=load_level(setup["level"]),
+            seed=setup["seed"],
+            words=words,
+            recognize=self.recognizer(f"game:{game_id}"),
+            labels=self.labels,
+            play=self.play,
+            names=dict(setup["names"]),
+        )
+        if kind == "kontour":
+            rules = KontourRules(KontourConfig.from_dict(setup["config"]), judge=words.judge)
+            cards = [KontourCard.from_dict(c) for c in setup["deck"]]
+            state, _ = rules.setup(players=setup["players"], deck=cards, seed=setup["seed"],
+                                   half=setup["half"])
+            session: GameSession = KontourSession(rules, state, list(setup["candidates"]), **common)
+        elif kind == "pictomania":
+            card = VocabCard if setup.get("deck_type") == "vocab" else PictoCard
+            deck = [card.model_validate(c) for c in setup["deck"]]
+            picto = PictomaniaRules(PictomaniaConfig.from_dict(setup["config"]))
+            state, _ = picto.setup(players=setup["players"], deck=deck, seed=setup["seed"])
+            session = PictomaniaSession(picto, state, **common)
+        else:
+            raise ValueError(f"unknown game kind {kind!r}")
+        if self.store is not None:
+            session.journal = Journal(self.store, game_id, kind, setup, self.drawings)
+        return session
+
+    def resume(self) -> tuple[int, int]:
+        """Bring back the stored games still in progress (at start): each is rebuilt from its
+        setup and replayed; one that cannot be is marked ``abandoned`` and logged, never blocks
+        the start. Returns (resumed, abandoned)."""
+        if self.store is None:
+            return 0, 0
+        resumed = abandoned = 0
+        for stored in self.store.load_unfinished_games(limit=self.settings.max_sessions):
+            try:
+                session = self._build(stored.id, stored.kind, stored.setup, token="")
+                session.token_hash = stored.token_hash
+                replay_into(session, stored)
+            except Exception:  # noqa: BLE001 - a log the rules refuse, a setup of an older Griffon...
+                log.exception("game %s: cannot be resumed; marked abandoned", stored.id)
+                with contextlib.suppress(StoreError):
+                    self.store.finish_game(stored.id, "abandoned")
+                abandoned += 1
+                continue
+            self._add(session)
+            self.joined.add(session.id)  # its player has idle_expiry_s to come back
+            session.start()
+            session._read()  # the AI players read the drawings as they are
+            resumed += 1
+        if resumed or abandoned:
+            log.info("games resumed from the database: %d (%d abandoned)", resumed, abandoned)
+        return resumed, abandoned
 
     def _check_client(self, client: str) -> None:
         bucket = self.created[client]
@@ -149,6 +219,7 @@ class GameManager:
 
     def _evict(self, game_id: str) -> None:
         session = self.games.pop(game_id)
+        self._end(session, "expired")
         self.owners.pop(game_id, None)
         self.guesses.pop(game_id, None)
         self.joined.discard(game_id)
@@ -157,21 +228,27 @@ class GameManager:
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
-    def _kontour(self, names: dict[str, str], common: dict[str, Any]) -> KontourSession:
-        words = common["words"]
-        rules = KontourRules(self.kontour_config, judge=words.judge)
-        cards, half = kontour_deck(words, common["seed"])
-        names[rules.config.neutral_drawer] = "Griffon"
-        players = [HUMAN, *(p for p in names if p not in (HUMAN, rules.config.neutral_drawer))]
-        state, _ = rules.setup(players=players, deck=cards, seed=common["seed"], half=half)
-        candidates = kontour_candidates(cards, half, self.labels)
-        return KontourSession(rules, state, candidates, names=names, **common)
+    def _kontour_setup(self, names: dict[str, str], seed: int) -> dict[str, Any]:
+        """A new Kontour game's setup: players, names, the dealt deck, the rules config."""
+        cards, half = kontour_deck(load_words(self.play.drawings), seed)
+        config = self.kontour_config
+        names = {**names, config.neutral_drawer: "Griffon"}
+        players = [HUMAN, *(p for p in names if p not in (HUMAN, config.neutral_drawer))]
+        return {
+            "players": players, "names": names, "seed": seed, "half": half,
+            "deck": [c.to_dict() for c in cards], "candidates": kontour_candidates(cards, half, self.labels),
+            "config": config.to_dict(),
+        }
 
-    def _pictomania(self, names: dict[str, str], common: dict[str, Any]) -> PictomaniaSession:
-        deck, config = pictomania_deck(common["words"], self.pictomania_config, common["seed"])
-        rules = PictomaniaRules(config)
-        state, _ = rules.setup(players=list(names), deck=deck, seed=common["seed"])
-        return PictomaniaSession(rules, state, names=names, **common)
+    def _pictomania_setup(self, names: dict[str, str], seed: int) -> dict[str, Any]:
+        """A new Pictomania game's setup: players, names, the deck, the rules config."""
+        deck, config = pictomania_deck(load_words(self.play.drawings), self.pictomania_config, seed)
+        vocab = bool(deck) and all(isinstance(c, VocabCard) for c in deck)
+        return {
+            "players": list(names), "names": names, "seed": seed,
+            "deck": [c.model_dump(mode="json") for c in deck], "deck_type": "vocab" if vocab else "picto",
+            "config": config.to_dict(),
+        }
 
     def get(self, game_id: str) -> GameSession:
         """The live game with that id; raises `UnknownGame`."""
@@ -198,8 +275,14 @@ class GameManager:
                    if g.last_activity < limit or (gid not in self.joined and g.t0 < unjoined)]
         for game_id in expired:
             log.info("game %s: expired (idle)", game_id)
+            self._end(self.games[game_id], "expired")
             await self.remove(game_id)
         return expired
+
+    def _end(self, session: GameSession, status: str) -> None:
+        """A game leaves the server for good: the database stops resuming it."""
+        if session.journal is not None:
+            session.journal.end(status)
 
     async def _sweep_forever(self) -> None:
         while True:

@@ -30,6 +30,7 @@ from service.games_manager import (
 from service.games_session import Recognize
 from service.games_settings import PlaySettings
 from service.shared import ClientDep, Shared
+from store import StoreError
 
 STATIC = Path(__file__).parent / "static"
 MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
@@ -47,6 +48,8 @@ class NewGame(BaseModel):
     level: Literal["easy", "normal", "hard"] = "normal"
     name: str = Field(default="Vous", min_length=1, max_length=24, pattern=r"^[^<>&\"]+$")
     seed: int | None = Field(default=None, ge=0, le=2**31, description="same seed, same deal")
+    learn: bool = Field(default=False, description="the person agrees that their finished drawings be "
+                        "kept (word, strokes, game conditions; nothing about them) to train the model")
 
 
 class GameCreated(BaseModel):
@@ -81,8 +84,10 @@ async def startup(app: FastAPI) -> None:
     shared: Shared = app.state.shared
     play = PlaySettings.from_env()
     labels = frozenset(shared.guesser.labels)
-    app.state.play = GameManager(shared.settings, play, make_recognizer(shared), labels)
-    app.state.play.start()
+    manager = GameManager(shared.settings, play, make_recognizer(shared), labels, app.state.store)
+    app.state.play = manager
+    manager.start()
+    manager.resume()  # the games in progress when the server stopped (service.persistence)
 
 
 def get_games(connection: HTTPConnection) -> GameManager:
@@ -122,11 +127,15 @@ async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCre
     if body.game == "pictomania" and body.opponents < 2:
         raise ServiceError("Pictomania needs at least 2 AI opponents (3 players)", code="invalid_request")
     try:
-        game = games.create(body.game, body.opponents, body.level, body.name, body.seed, client=client)
+        game = games.create(body.game, body.opponents, body.level, body.name, body.seed, client=client,
+                            learn=body.learn)
     except TooManyGames as error:
         raise Unavailable(str(error), code="too_many_games", retry_after=30) from None
     except DeckSetupError as error:
         raise Unavailable(str(error), code="no_deck") from None
+    except StoreError as error:
+        raise Unavailable(f"the game could not be stored: {error}", code="database_unavailable",
+                          retry_after=30) from None
     ws = f"/v1/play/{game.id}?token={game.token}"
     return GameCreated(game_id=game.id, token=game.token, player="joueur", game=body.game, ws=ws)
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# Servers and apps started by the tests keep their database in a throw-away folder, never ./var.
+os.environ.setdefault("GRIFFON_DATA_DIR", tempfile.mkdtemp(prefix="griffon-test-var-"))
 FIXTURE_WORDS = ("circle", "square", "triangle", "line")
 
 

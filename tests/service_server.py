@@ -7,12 +7,16 @@
 
 ``running_server`` waits until ``/healthz`` answers 200 (the model is loaded), and stops the
 process (SIGTERM, then SIGKILL) on exit; the server's output is kept in ``server.log()`` for
-failure messages. Pytest fixtures can wrap it with any scope.
+failure messages. Pytest fixtures can wrap it with any scope. Each server (and each
+``in_process`` app) gets a database of its own in a new temporary folder, unless ``env`` names
+one (``GRIFFON_DATA_DIR`` or ``GRIFFON_DATABASE_URL``: a restart test starts a second server on
+the first one's data).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -82,7 +86,11 @@ def running_server(
     ``repo``: another checkout to run instead (benchmarks compare before/after); one without
     ``service/serve_cli.py``'s ``main`` is started with plain uvicorn, as it was then."""
     port = free_port()
-    environ = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(repo)}
+    env = dict(env or {})
+    own_data = "GRIFFON_DATA_DIR" not in env and "GRIFFON_DATABASE_URL" not in env
+    if own_data:
+        env["GRIFFON_DATA_DIR"] = tempfile.mkdtemp(prefix="griffon-test-db-")
+    environ = {**os.environ, **env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(repo)}
     address = ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     if "def main(" in (repo / "service" / "serve_cli.py").read_text():
         command = [sys.executable, "-m", "service.serve_cli", *address]
@@ -100,6 +108,8 @@ def running_server(
     finally:
         _stop(process)
         log_path.unlink(missing_ok=True)
+        if own_data:
+            shutil.rmtree(env["GRIFFON_DATA_DIR"], ignore_errors=True)
 
 
 def _wait_ready(server: Server, timeout: float) -> None:
@@ -137,7 +147,9 @@ def in_process(**settings: object) -> Iterator[object]:
 
     from service.app import create_app
     from service.settings import Settings
+    from store import StoreSettings
 
-    app = create_app(Settings(**settings))  # type: ignore[arg-type]
+    database = StoreSettings(data_dir=Path(tempfile.mkdtemp(prefix="griffon-test-db-")))
+    app = create_app(Settings(**settings), database)  # type: ignore[arg-type]
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client

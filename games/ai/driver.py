@@ -15,6 +15,9 @@ only from `random.Random`s seeded by the game's seed. The caller provides:
 
 The loop of a caller: every tick, ``driver.step(table, now)``, then answer ``driver.looks()``
 (``looks(busy)`` keeps back the drawings whose last reading has not come back yet).
+A game rebuilt from its move log (a restarted server) feeds every logged move's events to
+``driver.on_events`` and then calls ``driver.resume(state, now)``: the AI players pick up the
+strokes they had not drawn and read the drawings as they are (what they had read is not logged).
 Pacing (reading, typing, drawing, betting times) comes from the AI level (`games/data/ai_levels.yaml`);
 docs/AI_PLAYERS.md states the model and its measured figures.
 """
@@ -227,6 +230,22 @@ class KontourDriver:
                 self.active, self.plan, self.gestures, self.pending = [], [], [], []
                 self.wait_until = now + self.between_turns_s + self.card_s
 
+    def resume(self, state: KontourState, now: float) -> None:
+        """Pick up a game replayed from its log (events fed to `on_events`): an AI drawer plans
+        its word again and skips the strokes already drawn; the guessers read the drawing anew."""
+        self.gestures, self.wait_until = [], None
+        turn = state.turn
+        if turn is None or state.phase == "game_over":
+            return
+        if turn.drawer in self.drawers and state.phase == "drawing" and turn.word:
+            ai = self.drawers[turn.drawer]
+            self.plan = centered(ai.plan(turn.word, now, kontour=True)) if ai.can_draw(turn.word) else []
+            self.planned = min(turn.strokes_submitted, len(self.plan))
+        if self.active and turn.segments:
+            self.seq += 1
+            drawing = [[[s.x0, s.x1], [s.y0, s.y1]] for s in turn.segments]
+            self.pending = [Look(turn.drawer, drawing, self.candidates, (self.turn_number, self.seq))]
+
     def _heard(self, state: KontourState, speaker: str, text: str, now: float) -> None:
         key = self.kit.key_for(text)
         if key is not None:
@@ -395,6 +414,22 @@ class PictomaniaDriver:
                 self._reread(state, e.player, now)
             elif e.kind == "round_ended":
                 self.scored_at, self.pending = now, {}
+
+    def resume(self, state: PictomaniaState, now: float) -> None:
+        """Pick up a game replayed from its log (events fed to `on_events`, which also asked to
+        read every drawing again): each AI goes on with its plan after the strokes it drew, and
+        knows the guesses it placed."""
+        rnd = state.round
+        self.ready_since = {}
+        for p in self.ais:
+            plan = self.plans[p]
+            self.drawn[p] = min(len(rnd.drawings.get(p, ())), len(plan))
+            nxt = self.drawn[p]  # the next stroke comes after its own duration, not at once
+            self.delay[p] = max(0.0, now - plan[nxt].start) if nxt < len(plan) else 0.0
+            for target, stack in rnd.stacks.items():
+                for card in stack:
+                    if card.guesser == p:
+                        self.brains[p].committed[target] = card.number
 
     def _reread(self, state: PictomaniaState, player: str, now: float) -> None:
         """`player`'s drawing changed: ask for a reading of its strokes as they are now (none

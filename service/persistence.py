@@ -1,0 +1,211 @@
+"""Solo games in the database: each game's setup and move log, its end, and its return after a restart.
+
+A game is stored as what it was set up with (players, names, seed, the dealt deck, the rules
+config, the AI level, the consent switch) and its move log; the engines are pure, so replaying the
+log through the same rules gives back the very same state (`games.core`). The session calls
+`Journal.record` in its one update path (`GameSession.apply`), after the rules accepted a move and
+before anyone is sent the result: every move is logged, the person's, the AI players' and the
+timer's (`Tick`). SQLite commits a move in ~0.05 ms (p50; docs/STORAGE.md), so the write is done
+right there, synchronously: a move is never shown before it is durable.
+
+`rebuild` brings a stored game back: the session is built from the setup exactly as a new one is,
+every logged move is applied again at its logged time (the AI driver hears every event, as live),
+the game clock goes on from the last move (timers pause while the server is down) and the AI
+players resume (`driver.resume`). The page reconnects with the same id and token (only the
+token's SHA-256 is stored).
+
+Learning from play (opt-in): when the person ticked the consent switch, each drawing they finish —
+a Kontour turn they drew, their Pictomania drawing of a round — is stored with its word and how it
+was drawn (`store.DrawingRecord`; never an AI drawing, nothing about the person), off the event
+loop (`DrawingSaver`).
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from games.core import Event, Move
+from store import DrawingRecord, Store, StoredGame, StoreError
+
+log = logging.getLogger("griffon.play")
+HUMAN = "joueur"  # service.games_session.HUMAN (not imported: that module imports this one's users)
+MAX_PENDING_DRAWINGS = 1_000
+
+
+class DrawingSaver:
+    """Stores consented drawings on one background thread (bounded: beyond `max_pending` waiting,
+    a drawing is dropped and counted, never the game slowed down)."""
+
+    def __init__(self, store: Store, max_pending: int = MAX_PENDING_DRAWINGS) -> None:
+        self.store, self.max_pending = store, max_pending
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="griffon-drawings")
+        self.pending: set[Future[None]] = set()
+        self.dropped = 0
+
+    def save(self, record: DrawingRecord) -> Future[None] | None:
+        """Queue one drawing; None when too many are waiting."""
+        if len(self.pending) >= self.max_pending:
+            self.dropped += 1
+            log.warning("a consented drawing was not stored: %d already waiting", len(self.pending))
+            return None
+        future = self.executor.submit(self._write, record)
+        self.pending.add(future)
+        future.add_done_callback(self.pending.discard)
+        return future
+
+    def _write(self, record: DrawingRecord) -> None:
+        try:
+            self.store.add_drawing(record, consent=True)
+        except StoreError as error:
+            log.warning("a consented drawing of %r was not stored: %s", record.word, error)
+
+    def close(self) -> None:
+        """Finish the waiting writes."""
+        self.executor.shutdown(wait=True)
+
+
+class Journal:
+    """One game's record in the database: its moves as they are applied, its end, and (with the
+    person's consent) the drawings they finish."""
+
+    def __init__(
+        self, store: Store, game_id: str, kind: str, setup: dict[str, Any], drawings: DrawingSaver | None,
+    ) -> None:
+        self.store, self.id, self.kind, self.setup, self.drawings = store, game_id, kind, setup, drawings
+        self.learn = bool(setup.get("learn")) and drawings is not None
+        self.writing = True  # False while a stored game is replayed, and after a failed write
+        self.ended = False
+        self.strokes: list[tuple[float, Any]] = []  # the person's strokes being drawn: (time, points)
+
+    def record(self, session: Any, move: Move, now: float, events: list[Event]) -> None:
+        """A move the rules accepted (its number: ``session.moves``): log it, follow the person's
+        drawing, close the game when it is over."""
+        if self.writing and not self.ended:
+            try:
+                self.store.append_move(self.id, session.moves, now, move.to_dict())
+            except StoreError as error:
+                self.writing = False
+                log.error("game %s: move %d could not be stored (%s); the game goes on but would "
+                          "not survive a restart", self.id, session.moves, error)
+        self.follow(session, move, now, events)
+        if session.state.phase == "game_over" and self.writing:
+            self.end("finished", result(session.state))
+
+    def end(self, status: str, outcome: dict[str, Any] | None = None) -> None:
+        """The game is over (``finished``) or was closed (``expired``): it is not resumed again.
+        Shutting the server down does not end games."""
+        if self.ended:
+            return
+        self.ended = True
+        try:
+            self.store.finish_game(self.id, status, outcome)
+        except StoreError as error:
+            log.error("game %s: could not be marked %s: %s", self.id, status, error)
+
+    # -- the person's drawings (consent only) -------------------------------------------------------
+    def follow(self, session: Any, move: Move, now: float, events: list[Event]) -> None:
+        """Keep the person's strokes of the drawing in progress with their times; store the
+        drawing when it is finished (Kontour: the turn they drew ends; Pictomania: the round is
+        scored)."""
+        if not self.learn:
+            return
+        player = getattr(move, "player", None)
+        if player == HUMAN and move.kind == "stroke":
+            self.strokes.append((now, move.points))  # type: ignore[attr-defined]
+        elif player == HUMAN and move.kind == "undo" and self.strokes:
+            self.strokes.pop()
+        elif player == HUMAN and move.kind == "clear":
+            self.strokes = []
+        for event in events:
+            if event.kind in ("turn_started", "round_started"):
+                self.strokes = []
+            elif event.kind == "turn_ended" and event.drawer == HUMAN:  # type: ignore[attr-defined]
+                self._kontour_drawing(session, event)
+            elif event.kind == "round_scored":
+                self._pictomania_drawing(session)
+
+    def _kontour_drawing(self, session: Any, event: Any) -> None:
+        strokes, self.strokes = self.strokes, []
+        if not strokes or not event.word or not self.writing:
+            return
+        summary = session.state.history[-1] if session.state.history else None
+        conditions = {
+            "style": "lines",
+            "timer_s": session.rules.config.timer_s,
+            "max_strokes": session.rules.config.max_strokes,
+            "level": self.setup.get("level"),
+            "found": bool(event.finders),
+            "found_after_s": getattr(summary, "found_after_s", None),
+            "players": len(session.state.players),
+        }
+        self._save(event.word, strokes, conditions, bool(event.finders))
+
+    def _pictomania_drawing(self, session: Any) -> None:
+        strokes, self.strokes = self.strokes, []
+        state = session.state
+        if not strokes or not state.results or not self.writing:
+            return
+        last = state.results[-1]
+        word = last.words.get(HUMAN)
+        found = sum(1 for o in last.outcomes.get(HUMAN, ()) if o.correct)
+        conditions = {
+            "style": "free",
+            "timer_s": session.rules.config.round_timer_s,
+            "round": last.number,
+            "card_level": last.level,
+            "level": self.setup.get("level"),
+            "found": found > 0,
+            "found_by": found,
+            "players": len(state.players),
+        }
+        if word:
+            self._save(word, strokes, conditions, found > 0)
+
+    def _save(self, word: str, strokes: list[tuple[float, Any]], conditions: dict[str, Any],
+              recognized: bool) -> None:
+        assert self.drawings is not None
+        start = strokes[0][0]
+        raw = []
+        for at, points in strokes:  # the page sends whole strokes: every point has its stroke's time
+            t = round((at - start) * 1000.0, 1)
+            raw.append([[float(p[0]) for p in points], [float(p[1]) for p in points], [t] * len(points)])
+        self.drawings.save(DrawingRecord(word=word, game=self.kind, strokes=raw, conditions=conditions,
+                                         recognized=recognized))
+
+
+def result(state: Any) -> dict[str, Any]:
+    """What a finished game is stored with: the winners and the scores."""
+    scores = getattr(state, "scores", None) or getattr(state, "totals", {})
+    return {"winners": list(state.winners), "scores": dict(scores)}
+
+
+def replay_into(session: Any, game: StoredGame) -> None:
+    """Apply a stored game's move log to a session just built from its setup: the rules check
+    every move again, the AI driver hears every event, the journal follows the drawings without
+    writing; then the game clock goes on from the last move and the AI players resume.
+
+    Raises whatever the rules raise for a log they refuse (the caller abandons that game)."""
+    journal: Journal | None = session.journal
+    if journal is not None:
+        journal.writing = False
+    rules, state, now = session.rules, session.state, state_clock(session.state)
+    for entry in game.moves:
+        move = rules.parse_move(entry.move)
+        state, events = rules.apply(state, move, entry.at)
+        session.state, now = state, entry.at
+        session.ai.on_events(state, events, now)
+        if journal is not None:
+            journal.follow(session, move, now, events)
+    if journal is not None:
+        journal.writing = True
+    session.moves = session.seq = len(game.moves)
+    session.t0 = session.loop.time() - now  # the clock goes on where it stopped: timers paused
+    session.last_activity = session.loop.time()
+    session.ai.resume(state, now)
+
+
+def state_clock(state: Any) -> float:
+    """The game clock of a state (seconds)."""
+    return float(getattr(state, "clock", 0.0))

@@ -1,0 +1,169 @@
+"""Games in the database, in process: a game's setup and move log bring it back exactly (state, move
+count, token, AI players going on) in a new `GameManager` on the same SQLite file; a finished or
+expired game is not resumed, a log the rules refuse is abandoned; consented drawings (and only
+those) are stored and exported in the Quick, Draw! layout. The real server killed with SIGKILL:
+``tests/test_service_restart.py``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from games.core import RuleError
+from service.games_manager import GameManager, handle_text
+from service.games_session import HUMAN, GameSession
+from service.games_settings import PlaySettings
+from service.settings import Settings
+from store import Store, open_store
+from store.export import export_quickdraw
+
+
+async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
+    """A recognizer that reads nothing (these tests follow the moves, not the model)."""
+    return {c: 1 / len(candidates) for c in candidates}
+
+
+def manager(store: Store, **play: Any) -> GameManager:
+    return GameManager(Settings(), PlaySettings(**play), lambda key: uniform, frozenset(), store)
+
+
+def move(**fields: Any) -> str:
+    return json.dumps({"type": "move", "move": fields})
+
+
+def line(i: int) -> str:
+    return move(kind="stroke", points=[[30 + 5 * i, 40], [200, 60 + 5 * i]])
+
+
+def play_a_while(session: GameSession, seconds: float, human: list[str]) -> None:
+    """The person's frames, then `seconds` of game time in 1 s steps of the AI driver (the session's
+    clock is moved forward: no waiting)."""
+    for text in human:
+        reply = handle_text(session, text)
+        assert reply is None or reply.get("type") == "error", reply
+    for _ in range(int(seconds)):
+        session.t0 -= 1.0
+        try:
+            session.step(session.now())
+        except RuleError:
+            pass
+
+
+def kontour_human_turn(session: GameSession) -> list[str]:
+    """The person's frames for their own Kontour turn (card, word, three lines)."""
+    return [move(kind="draw_card"), move(kind="choose_word", color="blue"), line(0), line(1), line(2)]
+
+
+@pytest.mark.parametrize("kind", ["kontour", "pictomania"])
+def test_a_game_comes_back_from_its_move_log(kind: str, tmp_path: Path) -> None:
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'g.db'}")
+        first = manager(store)
+        session = first.create(kind, opponents=2, level="normal", name="Ana", seed=11)
+        assert session.driver is not None
+        session.driver.cancel()  # the test drives the game
+        human = kontour_human_turn(session) if kind == "kontour" else [line(i) for i in range(4)]
+        play_a_while(session, 45, human)
+        before, moves, token = session.state, session.moves, session.token
+        assert moves >= 8  # the person's moves, the AI players' and the timers'
+        stored = store.load_game(session.id)
+        assert stored is not None and [m.seq for m in stored.moves] == list(range(moves))
+        assert stored.token_hash != token and token not in json.dumps(stored.setup)
+        await first.aclose()  # a shutdown does not end the game
+
+        second = manager(store)
+        assert second.resume() == (1, 0)
+        back = second.get(session.id)
+        assert back.state == before and back.moves == moves and back.kind == kind
+        assert back.check_token(token) and not back.check_token(token[:-1] + "x")
+        assert before.clock <= back.now() < before.clock + 1  # timers paused while it was down
+        assert back.names == session.names
+        frame = back.frame([])
+        assert frame["state"] == session.rules.view(before, HUMAN).to_dict()
+        back.driver.cancel()
+        play_a_while(back, 40, [])  # the AI players go on
+        assert back.moves > moves
+        assert len(store.load_game(session.id).moves) == back.moves
+        await second.aclose()
+        store.close()
+
+    asyncio.run(run())
+
+
+def test_finished_and_expired_games_are_not_resumed_and_a_bad_log_is_abandoned(tmp_path: Path) -> None:
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'g.db'}")
+        first = manager(store, pictomania_rounds=1, pictomania_round_s=5)
+        over = first.create("pictomania", opponents=2, level="easy", name="Ana", seed=1)
+        idle = first.create("kontour", opponents=2, level="easy", name="Ana", seed=2, client="b")
+        broken = first.create("kontour", opponents=2, level="easy", name="Ana", seed=3, client="c")
+        for s in (over, idle, broken):
+            s.driver.cancel()
+        play_a_while(over, 10, [])  # the only round times out: game over
+        assert over.state.phase == "game_over"
+        done = store.load_game(over.id)
+        assert done.status == "finished" and done.result["winners"] == list(over.state.winners)
+        store.append_move(broken.id, broken.moves, 0.0, {"kind": "guess", "player": "nobody", "text": "x"})
+        first.settings = Settings(idle_expiry_s=1)
+        idle.last_activity -= 5
+        assert idle.id in await first.sweep()
+        assert store.load_game(idle.id).status == "expired"
+        await first.aclose()
+
+        second = manager(store)
+        assert second.resume() == (0, 1)  # the broken log: abandoned, the start goes on
+        assert store.load_game(broken.id).status == "abandoned"
+        assert store.load_unfinished_games() == []
+        await second.aclose()
+        store.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("learn", [False, True])
+def test_only_a_consenting_persons_drawings_are_stored_and_exported(learn: bool, tmp_path: Path) -> None:
+    async def run() -> tuple[GameSession, GameSession]:
+        store = open_store(f"sqlite:///{tmp_path / 'g.db'}")
+        games = manager(store, pictomania_rounds=1, pictomania_round_s=20, kontour_timer_s=10)
+        picto = games.create("pictomania", opponents=2, level="easy", name="Ana", seed=4, learn=learn)
+        kontour = games.create("kontour", opponents=2, level="easy", name="Ana", seed=5, learn=learn,
+                               client="b")
+        for s in (picto, kontour):
+            s.driver.cancel()
+        play_a_while(picto, 0, [line(0), line(1), move(kind="undo"), line(2)])
+        play_a_while(picto, 25, [])
+        assert picto.state.phase == "game_over"
+        turns = 0
+        while kontour.state.drawer != HUMAN or kontour.state.phase != "draw":  # the person's turn
+            play_a_while(kontour, 5, [])
+            turns += 1
+            assert turns < 40
+        play_a_while(kontour, 15, kontour_human_turn(kontour))  # drawn, then the timer runs out
+        await games.aclose()  # waits for the drawings being written
+        stored = list(store.iter_drawings())
+        if not learn:
+            assert stored == []
+            return picto, kontour
+        by_game = {d.game: d for d in stored}
+        assert set(by_game) == {"pictomania", "kontour"} and len(stored) == 2
+        drawn = by_game["pictomania"]
+        assert drawn.word == picto.state.results[0].words[HUMAN]
+        assert len(drawn.strokes) == 2  # two lines after the undo
+        assert drawn.strokes[1][0] == [30 + 10.0, 200.0] and drawn.strokes[1][2][0] >= 0
+        assert drawn.conditions["style"] == "free" and drawn.conditions["round"] == 1
+        lines = by_game["kontour"]
+        assert lines.word == kontour.state.history[-1].word and len(lines.strokes) == 3
+        assert lines.conditions["style"] == "lines" and lines.conditions["timer_s"] == 10
+        assert "Ana" not in json.dumps([d.conditions for d in stored])
+        export_quickdraw(store, tmp_path / "out")
+        raw = (tmp_path / "out" / "full" / "raw" / f"{drawn.word}.ndjson").read_text().splitlines()
+        exported = json.loads(raw[0])
+        assert exported["word"] == drawn.word and len(exported["drawing"]) == 2
+        store.close()
+        return picto, kontour
+
+    asyncio.run(run())

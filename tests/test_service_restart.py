@@ -1,0 +1,164 @@
+"""Nothing lost: the real server killed with SIGKILL in the middle of a Kontour and a Pictomania game,
+started again on the same database, the page's socket back with the same id and token, and both
+games played to the end. What the person saw before the kill is exactly the stored move log
+replayed; after the restart the game goes on from there (same drawings, scores, history, names).
+The consenting person's Pictomania drawing is then exportable with ``griffon db export``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.games_decks import load_words
+from service.games_manager import GameManager
+from service.games_session import HUMAN
+from service.games_settings import PlaySettings
+from service.persistence import replay_into
+from service.settings import Settings
+from store import open_store
+from tests.play_helpers import FAST, HOUSE, Player, model_env, new_game
+from tests.service_server import REPO, Server, running_server
+
+
+async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
+    return {c: 1 / len(candidates) for c in candidates}
+
+
+def replayed(db: Path, game_id: str, upto: int | None = None) -> tuple[Any, dict[str, Any], int]:
+    """The game rebuilt from the database by the server's own code: (full state, the person's
+    view, moves stored), from the first `upto` moves when given."""
+
+    async def run() -> tuple[Any, dict[str, Any], int]:
+        store = open_store(f"sqlite:///{db}")
+        try:
+            stored = store.load_game(game_id)
+            assert stored is not None
+            games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), None)
+            session = games._build(game_id, stored.kind, stored.setup, "")
+            replay_into(session, replace(stored, moves=stored.moves[:upto]))
+            session.driver = None
+            return session.state, session.frame([])["state"], len(stored.moves)
+        finally:
+            store.close()
+
+    return asyncio.run(run())
+
+
+def is_state(frame: dict[str, Any]) -> bool:
+    return frame["type"] in ("state", "update")
+
+
+def kontour_play(player: Player, db: Path, game_id: str, until: Any, timeout: float = 60.0) -> None:
+    """Play Kontour as a person who always knows the AI drawer's word (read from the database):
+    draw their own turns (card, word, lines), find the AI's words; until `until(frame)`."""
+    words = load_words(None)
+    guessed: set[int] = set()
+    drawn = 0
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        frame = player.recv(0.2)
+        if frame is not None and is_state(frame) and until(frame):
+            return
+        st = player.state
+        turn = st.get("turn")
+        if st.get("phase") == "draw" and st.get("drawer") == HUMAN:
+            player.move(kind="draw_card")
+            player.until(lambda f: is_state(f) and f["state"]["phase"] != "draw")
+        elif st.get("phase") == "choose" and turn and turn["drawer"] == HUMAN:
+            player.move(kind="choose_word", color="blue")
+            player.until(lambda f: is_state(f) and f["state"]["phase"] == "drawing")
+            drawn = 0
+        elif st.get("phase") == "drawing" and turn and turn["drawer"] == HUMAN and drawn < 3:
+            player.move(kind="stroke", points=HOUSE[drawn])
+            drawn += 1
+        elif (st.get("phase") == "drawing" and turn and turn["drawer"] != HUMAN
+              and turn["number"] not in guessed and HUMAN not in turn["finders"]
+              and (not st.get("tied") or HUMAN in st["tied"])):
+            full, _, _ = replayed(db, game_id)
+            if full.turn is not None and full.turn.word and full.turn.number == turn["number"]:
+                player.move(kind="guess", text=words.french(full.turn.word))
+                guessed.add(turn["number"])
+    raise AssertionError(f"Kontour did not get there in {timeout} s: {player.frames[-3:]}")
+
+
+def stroke_added(frame: dict[str, Any]) -> bool:
+    return is_state(frame) and any(e["kind"] == "stroke_added" for e in frame["events"])
+
+
+def kill(server: Server) -> None:
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait(timeout=10)
+
+
+def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    data = tmp_path / "var"
+    db = data / "griffon.db"
+    env = {**FAST, **model_env(request), "GRIFFON_DATA_DIR": str(data),
+           "GRIFFON_PLAY_KONTOUR_TIMER_S": "4", "GRIFFON_PLAY_KONTOUR_TARGET": "1",
+           "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "1", "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "10"}
+    with running_server(env) as first:
+        kontour = new_game(first, game="kontour", opponents=2, level="easy", seed=7, name="Ana")
+        picto = new_game(first, game="pictomania", opponents=2, level="easy", seed=7, learn=True)
+        k, p = Player(first, kontour), Player(first, picto)
+        p.until(is_state)
+        for line in HOUSE[:3]:
+            p.move(kind="stroke", points=line)
+        p.until(lambda f: is_state(f) and len(f["state"]["round"]["drawings"][HUMAN]) == 3)
+        kontour_play(k, db, kontour["game_id"], stroke_added)  # a turn being drawn
+        seen = {"kontour": k.frame, "pictomania": p.frame}
+        kill(first)
+
+    # Everything the person saw is in the database: the log replayed to that point shows it.
+    for game, frame in (("kontour", kontour), ("pictomania", picto)):
+        _, view, stored = replayed(db, frame["game_id"], seen[game]["seq"])
+        assert stored >= seen[game]["seq"] and view == seen[game]["state"]
+
+    with running_server(env) as second:
+        k2, p2 = Player(second, kontour), Player(second, picto)  # same id, same token
+        back = {"kontour": k2.until(is_state), "pictomania": p2.until(is_state)}
+        for game, frame in back.items():
+            before = seen[game]
+            assert frame["type"] == "state" and frame["seq"] >= before["seq"]
+            assert frame["names"] == before["names"]
+        picto_before, picto_after = seen["pictomania"]["state"], back["pictomania"]["state"]
+        assert picto_after["round"]["drawings"][HUMAN] == picto_before["round"]["drawings"][HUMAN]
+        assert picto_after["round"]["number"] == 1 and picto_after["phase"] == "playing"
+        kontour_before, kontour_after = seen["kontour"]["state"], back["kontour"]["state"]
+        assert kontour_after["history"][: len(kontour_before["history"])] == kontour_before["history"]
+        assert kontour_after["turn"]["number"] >= kontour_before["turn"]["number"]
+        assert kontour_after["turns_played"] >= kontour_before["turns_played"]
+
+        p2.move(kind="done")  # the person takes a token; the AI players finish, or time runs out
+        over = p2.until(lambda f: is_state(f) and f["state"]["phase"] == "game_over", timeout=30)
+        assert over["state"]["results"][0]["drawings"][HUMAN] == picto_before["round"]["drawings"][HUMAN]
+        kontour_play(k2, db, kontour["game_id"], lambda f: f["state"]["phase"] == "game_over")
+        assert k2.state["winners"]
+        bad = Player(second, {**picto, "ws": picto["ws"].replace("token=", "token=x")})
+        assert bad.until(lambda f: f["type"] == "error")["code"] == "bad_token"
+
+    status = open_store(f"sqlite:///{db}")
+    try:
+        assert {status.load_game(g["game_id"]).status for g in (kontour, picto)} == {"finished"}
+    finally:
+        status.close()
+    out = tmp_path / "export"
+    griffon = str(Path(sys.executable).parent / "griffon")
+    done = subprocess.run([griffon, "db", "export", "--out", str(out)], cwd=REPO,
+                          env={**os.environ, "GRIFFON_DATA_DIR": str(data)}, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    word = over["state"]["results"][0]["words"][HUMAN]
+    lines = (out / "full" / "raw" / f"{word}.ndjson").read_text().splitlines()
+    assert len(lines) == 1 and len(json.loads(lines[0])["drawing"]) == 3
