@@ -59,6 +59,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from model.strokes import DrawingError
 from service.errors import ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
+from service.persistence import DrawingSaver
 from service.settings import Settings
 from service.shared import Shared
 from store import Store, StoreError, StoreSettings, open_store
@@ -334,7 +335,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
         started = time.perf_counter()
         app.state.shared = await _start_shared(settings)
         archive = TranscriptArchive(store)
-        app.state.bots = bot.BotRegistry(settings, archive)
+        app.state.bots = bot.BotRegistry(settings, archive, DrawingSaver(store))
         pruner = asyncio.create_task(prune_forever(store), name="db-prune")
         log.info("griffon service ready in %.1f s", time.perf_counter() - started)
         if play is not None and hasattr(play, "startup"):

@@ -47,6 +47,7 @@ from service.bot_protocol import (
 )
 from service.bot_session import BotSession, Frame, Transcript
 from service.errors import NotFound
+from service.persistence import DrawingSaver
 from service.ratelimit import RateLimit
 from service.settings import Settings
 from service.shared import Shared, SharedDep
@@ -61,9 +62,11 @@ FLOOD_FACTOR = 4  # frames rejected in a row, in bursts, before the connection i
 class BotRegistry:
     """Live bot sessions and the transcripts of finished ones (the newest ``transcripts_kept``)."""
 
-    def __init__(self, settings: Settings, archive: TranscriptArchive | None = None) -> None:
+    def __init__(self, settings: Settings, archive: TranscriptArchive | None = None,
+                 drawings: DrawingSaver | None = None) -> None:
         self.settings = settings
         self.archive = archive  # transcripts in the database: they survive a restart
+        self.drawings = drawings  # consented drawings (round_end with drawing_consent)
         self.live: dict[str, BotSession] = {}
         self.finished: OrderedDict[str, Transcript] = OrderedDict()
         self._related: Any = None
@@ -129,6 +132,8 @@ class BotRegistry:
         """Shutdown: finish every live session."""
         for session in list(self.live.values()):
             self.finish(session)
+        if self.drawings is not None:
+            await asyncio.to_thread(self.drawings.close)
 
 
 class Connection:
@@ -245,9 +250,12 @@ class Connection:
             case Verdict():
                 return s.on_verdict(frame)
             case RoundEnd():
+                drawing = s.round_drawing(frame.answer) if frame.drawing_consent else None
                 frames = s.on_round_end(frame)
                 if self.registry is not None:
                     self.registry.save(s)
+                    if drawing is not None and self.registry.drawings is not None:
+                        self.registry.drawings.save(drawing)
                 return frames
             case Bye():
                 await self.send({"type": "bye"})

@@ -123,10 +123,13 @@ class Verdict(_Frame):
 
 
 class RoundEnd(_Frame):
-    """The round is over (``answer`` optional, recorded in the transcript)."""
+    """The round is over (``answer`` optional, recorded in the transcript). ``drawing_consent``:
+    the room's players agreed that the round's drawing be kept, under the answer's word, to
+    train the model (nothing about them is kept)."""
 
     type: Literal["round_end"]
     answer: Annotated[str, Field(max_length=200)] | None = None
+    drawing_consent: bool = False
 
 
 class Ping(_Frame):

@@ -33,6 +33,7 @@ from service.bot_protocol import (
 from service.errors import ServiceError
 from service.inference import Overloaded
 from service.shared import Shared
+from store import DrawingRecord
 
 Frame = dict[str, Any]
 ANALYSIS_TOP = 3
@@ -117,6 +118,7 @@ class Round:
     policy: KontourGuesser
     open_stroke: list[list[float]] | None = None
     stroke_points: list[int] = field(default_factory=list)  # points of each stroke on the canvas
+    strokes: list[list[list[float]]] = field(default_factory=list)  # as sent, with the round's time
     heard: set[str] = field(default_factory=set)  # wrong words said by other players
     said: list[_Said] = field(default_factory=list)
     gestures: list[tuple[str, str]] = field(default_factory=list)
@@ -199,6 +201,26 @@ class BotSession:
         return [{"type": "round_ready", "round": frame.round, "difficulty": level.name,
                  "candidates": count, "seed": seed}]
 
+    def round_drawing(self, answer: str | None) -> DrawingRecord | None:
+        """The drawing of the round in progress, for the database, when the room said
+        ``drawing_consent``: its strokes (``t`` in ms from its first point; the round's clock
+        where the room sent no times), the answer's category, how it was drawn. None without a
+        drawing or an answer the model knows."""
+        rnd = self.round
+        key = self.shared.key_for(answer) if rnd is not None and answer else None
+        if rnd is None or key is None or not rnd.strokes:
+            return None
+        start = min((s[2][0] for s in rnd.strokes if s[2]), default=0.0)
+        strokes = [[s[0], s[1], [max(0.0, t - start) for t in s[2]]] for s in rnd.strokes]
+        last = 0.0
+        for stroke in strokes:  # times never go back, even where a room's clock did
+            for i, t in enumerate(stroke[2]):
+                stroke[2][i] = last = max(t, last)
+        conditions = {"style": "free", "room_game": rnd.game, "timer_s": rnd.duration_s,
+                      "found": rnd.found_by is not None, "language": rnd.language}
+        return DrawingRecord(word=key, game="room", strokes=strokes, conditions=conditions,
+                             recognized=rnd.found_by is not None)
+
     def on_round_end(self, frame: RoundEnd) -> list[Frame]:
         """Close the round and report what the bot said."""
         rnd = self._require_round(frame.id)
@@ -259,6 +281,9 @@ class BotSession:
         except ServiceError as error:  # over the session's points or CPU budget
             raise FrameError(error.code, error.message, ref) from error
         rnd.stroke_points.append(len(stroke[0]))
+        elapsed_ms = round((self.clock() - rnd.t0) * 1000.0, 1)
+        rnd.strokes.append([list(stroke[0]), list(stroke[1]),
+                            list(stroke[2]) if len(stroke) > 2 else [elapsed_ms] * len(stroke[0])])
         try:
             probs = None if image is None else (await inference.probabilities(image[None]))[0]
         except Overloaded as error:
@@ -286,6 +311,8 @@ class BotSession:
         if rnd.session.stroke_count == 0:
             return []
         rnd.stroke_points.pop()
+        if rnd.strokes:
+            rnd.strokes.pop()
         rnd.session.undo()
         if rnd.session.stroke_count == 0:
             return self.on_clear(ref)
@@ -296,6 +323,7 @@ class BotSession:
         rnd = self._require_round(ref)
         rnd.open_stroke = None
         rnd.stroke_points.clear()
+        rnd.strokes.clear()
         rnd.session.clear()
         old = rnd.policy
         rnd.policy = KontourGuesser(

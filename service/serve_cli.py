@@ -45,8 +45,14 @@ def serve(
     """Serve the solo games, the bot protocol and the HTTP API with the shipped model."""
     import uvicorn
 
+    from store import StoreError
+
     raise_file_limit()
-    uvicorn.Server(uvicorn_config(Settings.from_env(), host, port, log_level)).run()
+    try:
+        uvicorn.Server(uvicorn_config(Settings.from_env(), host, port, log_level)).run()
+    except StoreError as error:  # a corrupt / unreachable database: its message, no traceback
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
 
 
 def raise_file_limit() -> int:
