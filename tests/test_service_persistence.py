@@ -167,3 +167,25 @@ def test_only_a_consenting_persons_drawings_are_stored_and_exported(learn: bool,
         return picto, kontour
 
     asyncio.run(run())
+
+
+def test_the_page_offers_the_consent_switch_off_and_the_choice_is_kept_with_the_game(
+    tiny_checkpoint: Path,
+) -> None:
+    from tests.service_server import in_process
+
+    with in_process(model=tiny_checkpoint) as client:
+        page = client.get("/").text
+        switch = page[page.index('<label class="consent">'):page.index("</label>", page.index('"consent"'))]
+        assert 'type="checkbox" name="learn"' in switch and "checked" not in switch
+        assert "Aider Griffon à apprendre" in switch and "ni nom, ni adresse" in switch
+        assert 'learn: form.get("learn") === "on"' in client.get("/static/app.js").text
+        refused = client.post("/v1/play", json={"game": "kontour", "learn": "maybe"})
+        assert refused.status_code == 422 and "learn" in refused.json()["message"]
+        store = client.app.state.store
+        for learn in (None, True):
+            body = {"game": "kontour"} | ({} if learn is None else {"learn": learn})
+            created = client.post("/v1/play", json=body)
+            assert created.status_code == 201, created.text
+            stored = store.load_game(created.json()["game_id"])
+            assert stored.setup["learn"] is bool(learn) and stored.status == "playing"

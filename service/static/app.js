@@ -190,6 +190,7 @@ async function create(event) {
     opponents: Number(form.get("opponents")),
     level: form.get("level"),
     name: String(form.get("name")).trim() || "Vous",
+    learn: form.get("learn") === "on", // the consent switch: off unless ticked
   };
   if (NAME_REFUSED.test(body.name)) {
     showSetup("Votre nom ne peut pas contenir les caractères < > & \".");
