@@ -87,8 +87,9 @@ class Journal:
                 self.store.append_move(self.id, session.moves, now, move.to_dict())
             except StoreError as error:
                 self.writing = False
-                log.error("game %s: move %d could not be stored (%s); the game goes on but would "
+                log.error("game %s: move %d could not be stored (%s); the game goes on but will "
                           "not survive a restart", self.id, session.moves, error)
+                self.end("abandoned")  # if the database takes it: never resumed short of moves
         self.follow(session, move, now, events)
         if session.state.phase == "game_over" and self.writing:
             self.end("finished", result(session.state))

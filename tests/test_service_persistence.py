@@ -124,6 +124,25 @@ def test_finished_and_expired_games_are_not_resumed_and_a_bad_log_is_abandoned(t
     asyncio.run(run())
 
 
+def test_a_move_the_database_refuses_abandons_the_stored_game_and_the_game_goes_on(tmp_path: Path) -> None:
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'g.db'}")
+        games = manager(store)
+        session = games.create("pictomania", opponents=2, level="easy", name="Ana", seed=6)
+        session.driver.cancel()
+        assert handle_text(session, line(0)) is None
+        # another writer took the next number (two servers on one database): this one's log stops
+        store.append_move(session.id, session.moves, session.now(), {"kind": "tick"})
+        assert handle_text(session, line(1)) is None  # the person's move is still played
+        assert len(session.state.round.drawings[HUMAN]) == 2
+        assert store.load_game(session.id).status == "abandoned"  # never resumed short of moves
+        await games.aclose()
+        assert manager(store).resume() == (0, 0)
+        store.close()
+
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize("learn", [False, True])
 def test_only_a_consenting_persons_drawings_are_stored_and_exported(learn: bool, tmp_path: Path) -> None:
     async def run() -> tuple[GameSession, GameSession]:
