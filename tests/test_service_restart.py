@@ -107,7 +107,7 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
     db = data / "griffon.db"
     env = {**FAST, **model_env(request), "GRIFFON_DATA_DIR": str(data),
            "GRIFFON_PLAY_KONTOUR_TIMER_S": "4", "GRIFFON_PLAY_KONTOUR_TARGET": "1",
-           "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "1", "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "10"}
+           "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "1", "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "6"}
     with running_server(env) as first:
         kontour = new_game(first, game="kontour", opponents=2, level="easy", seed=7, name="Ana")
         picto = new_game(first, game="pictomania", opponents=2, level="easy", seed=7, learn=True)
@@ -141,10 +141,10 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
         assert kontour_after["turns_played"] >= kontour_before["turns_played"]
 
         p2.move(kind="done")  # the person takes a token; the AI players finish, or time runs out
-        over = p2.until(lambda f: is_state(f) and f["state"]["phase"] == "game_over", timeout=30)
-        assert over["state"]["results"][0]["drawings"][HUMAN] == picto_before["round"]["drawings"][HUMAN]
         kontour_play(k2, db, kontour["game_id"], lambda f: f["state"]["phase"] == "game_over")
         assert k2.state["winners"]
+        over = p2.until(lambda f: is_state(f) and f["state"]["phase"] == "game_over", timeout=30)
+        assert over["state"]["results"][0]["drawings"][HUMAN] == picto_before["round"]["drawings"][HUMAN]
         bad = Player(second, {**picto, "ws": picto["ws"].replace("token=", "token=x")})
         assert bad.until(lambda f: f["type"] == "error")["code"] == "bad_token"
 
