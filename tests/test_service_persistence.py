@@ -20,6 +20,7 @@ from service.games_settings import PlaySettings
 from service.settings import Settings
 from store import Store, open_store
 from store.export import export_quickdraw
+from tests.test_store import db_url, pg_server  # noqa: F401 - fixtures: both backends
 
 
 async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
@@ -59,9 +60,11 @@ def kontour_human_turn(session: GameSession) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", ["kontour", "pictomania"])
-def test_a_game_comes_back_from_its_move_log(kind: str, tmp_path: Path) -> None:
+def test_a_game_comes_back_from_its_move_log(kind: str, db_url: str) -> None:  # noqa: F811
+    """On SQLite and on a real PostgreSQL server (``db_url``: tests/test_store.py)."""
+
     async def run() -> None:
-        store = open_store(f"sqlite:///{tmp_path / 'g.db'}")
+        store = open_store(db_url)
         first = manager(store)
         session = first.create(kind, opponents=2, level="normal", name="Ana", seed=11)
         assert session.driver is not None
