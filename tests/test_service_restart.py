@@ -1,8 +1,10 @@
-"""Nothing lost: the real server killed with SIGKILL in the middle of a Kontour and a Pictomania game,
-started again on the same database, the page's socket back with the same id and token, and both
-games played to the end. What the person saw before the kill is exactly the stored move log
-replayed; after the restart the game goes on from there (same drawings, scores, history, names).
-The consenting person's Pictomania drawing is then exportable with ``griffon db export``."""
+"""Nothing lost: the real server killed with SIGKILL in the middle of a Kontour and a Pictomania game
+(and after a room's bot round), started again on the same database, the page's socket back with
+the same id and token, and both games played to the end. What the person saw before the kill is
+exactly the stored move log replayed; after the restart the game goes on from there (same
+drawings, scores, history, names). The consenting person's Pictomania drawing is then exportable
+with ``griffon db export``; the bot's transcript is read back with its key, the room's consented
+drawing is stored. A corrupt database stops ``griffon serve`` with its message."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import websockets
 
 from service.games_decks import load_words
 from service.games_manager import GameManager
@@ -28,6 +32,7 @@ from service.settings import Settings
 from store import open_store
 from tests.play_helpers import FAST, HOUSE, Player, model_env, new_game
 from tests.service_server import REPO, Server, running_server
+from tests.test_service_bot import WORDS, Room, square
 
 
 async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
@@ -95,6 +100,33 @@ def stroke_added(frame: dict[str, Any]) -> bool:
     return is_state(frame) and any(e["kind"] == "stroke_added" for e in frame["events"])
 
 
+async def until(room: Room, kind: str) -> dict[str, Any]:
+    """The next frame of type `kind` (the bot may speak in between)."""
+    for _ in range(20):
+        frame = await room.recv()
+        if frame["type"] == kind:
+            return frame
+    raise AssertionError(f"no {kind} frame")
+
+
+async def bot_rounds(ws_url: str) -> dict[str, Any]:
+    """Two rounds of a room's bot: the first with ``drawing_consent``, the second without."""
+    async with websockets.connect(ws_url + "/v1/bot") as ws:
+        room = Room(ws)
+        welcome = await room.start(candidates=WORDS, analysis=False)
+        for stroke in square():
+            await room.send({"type": "stroke", "stroke": stroke})
+        await room.send({"type": "round_end", "answer": "square", "drawing_consent": True})
+        assert (await until(room, "round_over"))["strokes"] == 2
+        await room.send({"type": "round_start", "round": "r2", "candidates": WORDS})
+        await until(room, "round_ready")
+        await room.send({"type": "stroke", "stroke": square(5)[0]})
+        await room.send({"type": "round_end", "answer": "circle"})  # no consent: not kept
+        await until(room, "round_over")
+        await asyncio.sleep(0.3)  # transcripts and drawings are saved off the event loop
+        return welcome  # the socket is still open when the server dies
+
+
 def kill(server: Server) -> None:
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(timeout=10)
@@ -118,6 +150,10 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
         p.until(lambda f: is_state(f) and len(f["state"]["round"]["drawings"][HUMAN]) == 3)
         kontour_play(k, db, kontour["game_id"], stroke_added)  # a turn being drawn
         seen = {"kontour": k.frame, "pictomania": p.frame}
+        welcome = asyncio.run(bot_rounds(first.ws_url))
+        transcript = f"/v1/bot/sessions/{welcome['session']}"
+        key = {"key": welcome["transcript_key"]}
+        before_kill = httpx.get(first.url + transcript, params=key).json()
         kill(first)
 
     # Everything the person saw is in the database: the log replayed to that point shows it.
@@ -147,12 +183,23 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
         assert over["state"]["results"][0]["drawings"][HUMAN] == picto_before["round"]["drawings"][HUMAN]
         bad = Player(second, {**picto, "ws": picto["ws"].replace("token=", "token=x")})
         assert bad.until(lambda f: f["type"] == "error")["code"] == "bad_token"
+        after = httpx.get(second.url + transcript, params=key).json()
+        wrong = httpx.get(second.url + transcript, params={"key": "not the key"})
+    assert [e["kind"] for e in after["events"]] == [e["kind"] for e in before_kill["events"]]
+    assert [e["answer"] for e in after["events"] if e["kind"] == "round_end"] == ["square", "circle"]
+    assert after["live"] is False and after["room"] == "test" and wrong.status_code == 404
 
     status = open_store(f"sqlite:///{db}")
     try:
         assert {status.load_game(g["game_id"]).status for g in (kontour, picto)} == {"finished"}
+        drawings = {d.game: d for d in status.iter_drawings()}
     finally:
         status.close()
+    room = drawings["room"]  # the room's first round only (the second had no consent)
+    assert room.word == "square" and len(room.strokes) == 2 and set(drawings) == {"room", "pictomania"}
+    assert room.strokes[0][0] == [float(x) for x in square()[0][0]]
+    times = [t for s in room.strokes for t in s[2]]
+    assert times[0] == 0 and times == sorted(times)
     out = tmp_path / "export"
     griffon = str(Path(sys.executable).parent / "griffon")
     done = subprocess.run([griffon, "db", "export", "--out", str(out)], cwd=REPO,
@@ -162,3 +209,15 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
     word = over["state"]["results"][0]["words"][HUMAN]
     lines = (out / "full" / "raw" / f"{word}.ndjson").read_text().splitlines()
     assert len(lines) == 1 and len(json.loads(lines[0])["drawing"]) == 3
+
+
+def test_a_corrupt_database_stops_griffon_serve_with_its_message(tmp_path: Path) -> None:
+    garbage = os.urandom(4096)
+    (tmp_path / "griffon.db").write_bytes(garbage)
+    griffon = str(Path(sys.executable).parent / "griffon")
+    done = subprocess.run([griffon, "serve", "--port", "1"], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path)}, timeout=60)
+    assert done.returncode == 1
+    assert "is not a usable SQLite database" in done.stderr and "move the file away" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert (tmp_path / "griffon.db").read_bytes() == garbage  # never overwritten
