@@ -34,11 +34,6 @@ ALLOWED: dict[str, set[str]] = {
     "bench": OURS - {"bench", "examples"},  # the service benchmark starts the tests' real server
     "examples": OURS - {"bench", "examples", "tests"},
 }
-# Known leaks (package, imported package) to be removed; each must still exist (the test fails
-# once it is fixed, so the list only shrinks). None today.
-KNOWN_LEAKS: set[tuple[str, str]] = set()
-
-
 def imports_of(path: Path) -> set[str]:
     """The first-party top-level packages a module imports (absolute imports; relative imports
     stay inside the package)."""
@@ -75,14 +70,9 @@ def test_dependencies_point_one_way() -> None:
     leaks = [
         f"{rel} imports {dep} ({package} may import only {sorted(ALLOWED[package]) or 'nothing of ours'})"
         for package, rel, dep in edges()
-        if dep not in ALLOWED[package] and (package, dep) not in KNOWN_LEAKS
+        if dep not in ALLOWED[package]
     ]
     assert not leaks, "\n".join(leaks)
-
-
-def test_known_leaks_still_exist() -> None:
-    present = {(package, dep) for package, _, dep in edges()}
-    assert KNOWN_LEAKS <= present, f"fixed, remove from KNOWN_LEAKS: {KNOWN_LEAKS - present}"
 
 
 def test_the_ai_players_import_neither_the_model_nor_training() -> None:
