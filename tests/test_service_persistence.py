@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +212,30 @@ def test_the_page_offers_the_consent_switch_off_and_the_choice_is_kept_with_the_
             assert created.status_code == 201, created.text
             stored = store.load_game(created.json()["game_id"])
             assert stored.setup["learn"] is bool(learn) and stored.status == "playing"
+
+
+def test_the_service_prunes_at_start_and_then_every_period(tmp_path: Path) -> None:
+    from service.app import prune_forever
+
+    async def playing(store: Store, gone: str) -> set[str]:
+        """The games still kept once `gone` has been pruned (fails after 10 s)."""
+        for _ in range(200):
+            ids = {g.id for g in store.load_unfinished_games()}
+            if gone not in ids:
+                return ids
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"{gone} was not pruned")
+
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'g.db'}")
+        month = 31 * 86_400.0  # retention: 30 days by default
+        store.create_game("old", "kontour", {"seed": 1}, "h", now=time.time() - month)
+        store.create_game("new", "kontour", {"seed": 2}, "h")
+        pruner = asyncio.create_task(prune_forever(store, every_s=0.3))
+        assert await playing(store, "old") == {"new"}  # the pass at start
+        store.create_game("older", "kontour", {"seed": 3}, "h", now=time.time() - 2 * month)
+        assert await playing(store, "older") == {"new"}  # a later pass
+        pruner.cancel()
+        store.close()
+
+    asyncio.run(run())
