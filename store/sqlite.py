@@ -83,7 +83,12 @@ class SQLiteStore(SqlStore):
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             raise
-        self.run("COMMIT")
+        try:
+            self.run("COMMIT")
+        except BaseException:  # a failed COMMIT (deferred constraint, disk full...) leaves the
+            if self.conn.in_transaction:  # transaction open: every later BEGIN would fail
+                self.conn.execute("ROLLBACK")
+            raise
 
     def tables(self) -> set[str]:
         return {r[0] for r in self.rows("SELECT name FROM sqlite_master WHERE type = 'table'")}

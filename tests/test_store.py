@@ -544,3 +544,17 @@ def test_postgres_reconnects_after_losing_its_connection(db_url):
             db.append_move("g", 0, 0.0, {"kind": "lost"})
         db.append_move("g", 0, 0.0, {"kind": "after"})  # the next operation reconnects
         assert [m.move["kind"] for m in db.load_game("g").moves] == ["after"]
+
+
+def test_a_failed_commit_is_rolled_back_and_later_writes_go_on(tmp_path):
+    """A COMMIT the database refuses (here a deferred foreign key: a move of no game) must not leave
+    the connection inside the transaction, or every later write fails until a restart."""
+    with open_store(f"sqlite:///{tmp_path / 'g.db'}") as db:
+        db.run("PRAGMA defer_foreign_keys = ON")  # foreign keys checked at COMMIT, not per statement
+        with pytest.raises(BadRecord, match="FOREIGN KEY"), db.lock, db.write():
+            db.run("INSERT INTO moves (game_id, seq, at, move) VALUES ('ghost', 0, 0.0, '{}')")
+        assert not db.conn.in_transaction
+        db.create_game("g", "kontour", {}, hash_token("t"))  # the next write works
+        db.append_move("g", 0, 0.0, {"kind": "x"})
+        assert [m.move for m in db.load_game("g").moves] == [{"kind": "x"}]
+        assert db.info().counts["moves"] == 1  # the refused move is not there
