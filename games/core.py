@@ -213,7 +213,8 @@ class UnknownPlayer(RuleError):
 
 
 class TooManyStrokes(RuleError):
-    """Kontour: the drawing already has the maximum number of strokes."""
+    """Kontour: the drawing already has the maximum number of strokes; Pictomania: the player
+    already drew ``max_strokes_per_round`` strokes this round (undone ones included)."""
 
     code = "too_many_strokes"
 

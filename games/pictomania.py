@@ -45,6 +45,7 @@ from games.core import (
     RulesBase,
     Tick,
     TimeOver,
+    TooManyStrokes,
     UnknownPlayer,
     load_config,
     rng,
@@ -72,6 +73,7 @@ class PictomaniaConfig(Model):
     max_players: int
     token_values: dict[int, tuple[int, ...]]
     unclaimed_penalty: Literal["all", "lowest"]
+    max_strokes_per_round: int = Field(default=300, ge=1)  # strokes SUBMITTED (undone ones count)
 
     @classmethod
     def load(cls, path: str | Path | None = None, **overrides: Any) -> PictomaniaConfig:
@@ -193,6 +195,7 @@ class PictoRound(Model):
     bonus: dict[str, int] = {}  # player -> value of the bonus token taken
     done: tuple[str, ...] = ()  # in the order they finished
     ended_at: float | None = None
+    submitted: dict[str, int] = {}  # strokes each player drew this round, undone ones included
 
     def word(self, player: str) -> str | None:
         """The word `player` draws (None when hidden)."""
@@ -541,9 +544,15 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
         if len(move.points) < 1:
             raise InvalidMove("a stroke needs at least one point")
         rnd = state.round
+        submitted = rnd.submitted.get(move.player, 0)
+        limit = self.config.max_strokes_per_round
+        if submitted >= limit:  # undone / cleared strokes count: no redrawing without end
+            raise TooManyStrokes(f"at most {limit} strokes a round (undone ones count)",
+                                 player=move.player, limit=limit)
         drawings = dict(rnd.drawings)
         drawings[move.player] = drawings[move.player] + (tuple(move.points),)
-        new = state.replace(round=rnd.replace(drawings=drawings))
+        counts = {**rnd.submitted, move.player: submitted + 1}
+        new = state.replace(round=rnd.replace(drawings=drawings, submitted=counts))
         return new, [StrokeDrawn(player=move.player, points=tuple(move.points))]
 
     def _undo(self, state: PictomaniaState, move: Undo, now: float) -> tuple[PictomaniaState, list[Event]]:
@@ -732,6 +741,7 @@ __all__ = [
     "GuessPlaced",
     "NextRound",
     "NothingToUndo",
+    "TooManyStrokes",
     "PictoCard",
     "PictoRound",
     "PictoStroke",

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import json
 import logging
 import secrets
 from collections.abc import Callable
@@ -48,6 +50,7 @@ from service.games_settings import PlaySettings
 from service.persistence import DrawingSaver, Journal, replay_into
 from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
+from service.shared import client_of
 from store import Store, StoreError, hash_token
 from vocab.decks import PictomaniaCard as VocabCard
 
@@ -75,11 +78,15 @@ class GameManager:
     def __init__(
         self, settings: Settings, play: PlaySettings, recognizer: Callable[[str], Recognize],
         labels: frozenset[str], store: Store | None = None,
+        spend_points: Callable[[str, int], None] | None = None,
     ) -> None:
         """``recognizer(key)`` gives each game its recognizer (``key``: the game's share of the
-        preprocessing pool); ``store``: where games are kept (None: in memory only)."""
+        preprocessing pool); ``store``: where games are kept (None: in memory only);
+        ``spend_points(client, n)``: the per-client point budget the person's strokes are charged
+        to (``Shared.spend_points``, the budget of ``/v1/guess``; raises `RateLimited`)."""
         self.settings, self.play, self.recognizer, self.labels = settings, play, recognizer, labels
         self.store = store
+        self.spend_points = spend_points
         self.drawings = DrawingSaver(store) if store is not None else None
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
@@ -187,6 +194,7 @@ class GameManager:
                 session = self._build(stored.id, stored.kind, stored.setup, token="")
                 session.token_hash = stored.token_hash
                 replay_into(session, stored)
+                session.log_bytes = sum(len(json.dumps(m.move, separators=(",", ":"))) for m in stored.moves)
             except Exception:  # noqa: BLE001 - a log the rules refuse, a setup of an older Griffon...
                 log.exception("game %s: cannot be resumed; marked abandoned", stored.id)
                 with contextlib.suppress(StoreError):
@@ -300,6 +308,8 @@ def game_configs(play: PlaySettings) -> tuple[KontourConfig, PictomaniaConfig]:
     pictomania: dict[str, Any] = {}
     if play.pictomania_round_s is not None:
         pictomania["round_timer_s"] = play.pictomania_round_s
+    if play.max_pictomania_strokes is not None:
+        pictomania["max_strokes_per_round"] = play.max_pictomania_strokes
     picto = PictomaniaConfig.load(**pictomania)
     if play.pictomania_rounds is not None:
         n = play.pictomania_rounds
@@ -325,10 +335,14 @@ def read_frame(text: str) -> dict[str, Any]:
     return data
 
 
-def handle_text(session: GameSession, text: str, guesses: RateLimit | None = None) -> dict[str, Any] | None:
+def handle_text(
+    session: GameSession, text: str, guesses: RateLimit | None = None,
+    spend: Callable[[int], None] | None = None,
+) -> dict[str, Any] | None:
     """Apply one client frame; returns the frame to send back (error or pong), if any.
 
-    ``guesses`` bounds the typed guesses (a person types a word a second, not fifty)."""
+    ``guesses`` bounds the typed guesses (a person types a word a second, not fifty); ``spend(n)``
+    charges a stroke's points to the client's point budget before any work (`RateLimited`)."""
     try:
         data = read_frame(text)
         if data["type"] == "ping":
@@ -341,9 +355,16 @@ def handle_text(session: GameSession, text: str, guesses: RateLimit | None = Non
                 raise FrameError(f"a guess holds at most {MAX_GUESS_CHARS} characters")
             if guesses is not None and not guesses.allow():
                 return error_frame("rate_limited", "one guess at a time: wait a moment before the next")
+        if spend is not None and isinstance(move, dict) and isinstance(move.get("points"), list):
+            spend(len(move["points"]))
         session.human_move(move)
     except RuleError as error:
         return {"type": "error", **error.to_dict()}
+    except RateLimited as error:
+        frame = error_frame(error.code, error.message)
+        if error.retry_after is not None:
+            frame["retry_after"] = round(error.retry_after, 1)
+        return frame
     except Exception:  # a bug: logged, the player gets a typed frame, the game goes on
         log.exception("game %s: frame handling failed", session.id)
         return error_frame("internal_error", "the server failed on this frame")
@@ -366,7 +387,8 @@ async def _send_loop(
 
 
 def _reply(
-    session: GameSession, text: str, settings: Settings, limit: RateLimit, guesses: RateLimit | None
+    session: GameSession, text: str, settings: Settings, limit: RateLimit, guesses: RateLimit | None,
+    spend: Callable[[int], None] | None = None,
 ) -> dict[str, Any] | None:
     if len(text) > settings.max_frame_bytes:
         return error_frame("frame_too_large", f"a frame holds at most {settings.max_frame_bytes} bytes")
@@ -376,7 +398,7 @@ def _reply(
         limit.warned = True
         return error_frame("rate_limited", f"at most {settings.max_message_rate:g} frames per second")
     limit.warned = False
-    return handle_text(session, text, guesses)
+    return handle_text(session, text, guesses, spend)
 
 
 async def serve_socket(websocket: WebSocket, session: GameSession, manager: GameManager) -> None:
@@ -386,6 +408,9 @@ async def serve_socket(websocket: WebSocket, session: GameSession, manager: Game
     queue = session.attach()
     sender = asyncio.create_task(_send_loop(websocket, queue, manager, session))
     limit = RateLimit(settings.max_message_rate, settings.max_message_burst)
+    spend = None
+    if manager.spend_points is not None:
+        spend = functools.partial(manager.spend_points, client_of(websocket))
     try:
         while True:
             try:
@@ -403,7 +428,7 @@ async def serve_socket(websocket: WebSocket, session: GameSession, manager: Game
             text = message.get("text")
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
-            reply = _reply(session, text, settings, limit, manager.guesses.get(session.id))
+            reply = _reply(session, text, settings, limit, manager.guesses.get(session.id), spend)
             if reply is not None:
                 await queue.put(reply)  # a client that does not read is slowed down, not buffered
     except (WebSocketDisconnect, RuntimeError):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -56,6 +57,18 @@ class FrameError(RuleError):
     """A frame the service cannot read (not JSON, not an object, unknown type)."""
 
     code = "bad_frame"
+
+
+class GameTooLong(RuleError):
+    """The game's move log reached ``max_moves`` moves or ``max_log_bytes`` bytes: the person's
+    moves are refused (the AI players and the timers still end the turn / round)."""
+
+    code = "game_too_long"
+
+
+def move_bytes(move: Move) -> int:
+    """The size of a move as logged (its compact JSON)."""
+    return len(json.dumps(move.to_dict(), separators=(",", ":")))
 
 
 def check_points(raw: Any, limit: int) -> list[tuple[float, float]]:
@@ -107,6 +120,7 @@ class GameSession:
         self.tasks: set[asyncio.Task[Any]] = set()
         self.driver: asyncio.Task[None] | None = None
         self.moves = 0
+        self.log_bytes = 0  # size of the moves applied so far (bounded: `GameTooLong`)
         self.seq = 0  # updates so far: every frame carries it, the page asks for a full state on a gap
         self.fr_sent: set[str] = set()  # French words sent so far (a full frame sends them all)
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
@@ -161,6 +175,7 @@ class GameSession:
         if self.journal is not None:  # stored before anyone sees it (service.persistence)
             self.journal.record(self, move, now, events)
         self.moves += 1
+        self.log_bytes += move_bytes(move)
         self.seq += 1
         self.on_events(events, now)
         self.broadcast(before, events)
@@ -172,7 +187,20 @@ class GameSession:
             raise InvalidMove("'move' must be an object with a 'kind'")
         self.last_activity = self.loop.time()
         move = self.parse(dict(data, player=HUMAN))
+        self.check_length(move)
         self.apply(move)
+
+    def check_length(self, move: Move) -> None:
+        """Refuse the person's move once the game's log is full (`GameTooLong`): a game holds at
+        most ``max_moves`` moves and ``max_log_bytes`` bytes of moves, so that no player can
+        grow the database without end (strokes undone and drawn again, guesses...)."""
+        size = move_bytes(move)
+        if self.moves >= self.play.max_moves or self.log_bytes + size > self.play.max_log_bytes:
+            raise GameTooLong(
+                f"this game has reached its length limit ({self.play.max_moves} moves, "
+                f"{self.play.max_log_bytes} bytes of moves): start a new game",
+                moves=self.moves, bytes=self.log_bytes,
+            )
 
     def parse(self, data: dict[str, Any]) -> Move:
         """Check bounds and build the engine's move (`InvalidMove` for bad data)."""
@@ -369,13 +397,6 @@ class PictomaniaSession(GameSession):
             rules, self.ais, self.level, self.words.kit(), self.seed, state,
             labels=self.labels, human_done_after_s=self.play.human_done_after_s,
         )
-
-    def parse(self, data: dict[str, Any]) -> Move:
-        if data["kind"] == "stroke":
-            drawn = len(self.state.round.drawings.get(HUMAN, ()))
-            if drawn >= self.play.max_pictomania_strokes:
-                raise InvalidMove(f"a drawing holds at most {self.play.max_pictomania_strokes} strokes")
-        return super().parse(data)
 
     def time_left(self) -> float:
         if self.state.phase != "playing":

@@ -41,7 +41,14 @@ class PlaySettings(BaseModel):
         default=6.0, gt=0, description="Pictomania: a silent human drawing counts as finished"
     )
     max_points_per_stroke: int = Field(default=1_000, ge=2, le=10_000)
-    max_pictomania_strokes: int = Field(default=300, ge=1, le=1_000, description="per drawing")
+    max_pictomania_strokes: int | None = Field(
+        default=None, ge=1, le=1_000,
+        description="Pictomania strokes a player may draw a round, undone ones too (None: rules, 300)",
+    )
+    max_moves: int = Field(default=10_000, ge=10, description="moves logged per game; beyond: game_too_long")
+    max_log_bytes: int = Field(
+        default=2 * 1024 * 1024, ge=10_000, description="bytes of moves logged per game (game_too_long)"
+    )
     drawings: Path | None = Field(
         default=None,
         description="drawing pack file for the AI drawer (None: the shipped pack, games/data/drawings)",

@@ -84,7 +84,8 @@ async def startup(app: FastAPI) -> None:
     shared: Shared = app.state.shared
     play = PlaySettings.from_env()
     labels = frozenset(shared.guesser.labels)
-    manager = GameManager(shared.settings, play, make_recognizer(shared), labels, app.state.store)
+    manager = GameManager(shared.settings, play, make_recognizer(shared), labels, app.state.store,
+                          spend_points=shared.spend_points)
     app.state.play = manager
     manager.start()
     manager.resume()  # the games in progress when the server stopped (service.persistence)

@@ -39,6 +39,7 @@ from games.pictomania import (
     PictoStroke,
     PlaceGuess,
     Secret,
+    TooManyStrokes,
     Undo,
 )
 
@@ -194,6 +195,32 @@ def test_undo_or_clear_of_an_empty_drawing_is_a_typed_error_and_changes_nothing(
         r.apply(state, Undo(player="a"), 4.0)
     assert r.parse_move({"kind": "undo", "player": "a"}) == Undo(player="a")
     assert r.parse_move({"kind": "clear", "player": "a"}) == Clear(player="a")
+
+
+def test_strokes_submitted_per_round_are_capped_undone_ones_included():
+    r = rules(max_strokes_per_round=3)
+    state = table(r, {"a": (0, 1), "b": (1, 2), "c": (2, 3)})
+    stroke = PictoStroke(player="a", points=[(0, 0), (5, 5)])
+    state, _ = play(r, state, [(1.0, stroke), (1.1, Undo(player="a")), (1.2, stroke),
+                               (1.3, Clear(player="a")), (1.4, stroke)])
+    assert len(state.round.drawings["a"]) == 1 and state.round.submitted == {"a": 3}
+    with pytest.raises(TooManyStrokes) as err:
+        r.apply(state, stroke, 1.5)  # one stroke on the board, three submitted: refused
+    assert err.value.to_dict() == {"code": "too_many_strokes", "player": "a", "limit": 3,
+                                   "message": "at most 3 strokes a round (undone ones count)"}
+    state, _ = r.apply(state, PictoStroke(player="b", points=[(1, 1)]), 1.6)  # the others draw on
+    assert state.round.submitted == {"a": 3, "b": 1}
+    assert PictomaniaConfig.load().max_strokes_per_round == 300  # games/data/pictomania.yaml
+
+
+def test_the_stroke_count_starts_again_each_round():
+    r = rules(max_strokes_per_round=1)
+    state = table(r, {"a": (0, 1), "b": (1, 2), "c": (2, 3)})
+    first = PictoStroke(player="a", points=[(0, 0)])
+    state, _ = play(r, state, [(1.0, first), (200.0, NextRound(player="a"))])
+    assert state.round.number == 2 and state.round.submitted == {}
+    state, _ = r.apply(state, PictoStroke(player="a", points=[(0, 0)]), 201.0)
+    assert state.round.submitted == {"a": 1}
 
 
 def test_undo_and_clear_only_while_playing_and_not_once_done():

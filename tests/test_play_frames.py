@@ -6,6 +6,7 @@ exactly the state the server would send whole."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from typing import Any
 
@@ -19,6 +20,8 @@ from service.games_decks import kontour_candidates, kontour_deck, load_words, pi
 from service.games_manager import game_configs, handle_text
 from service.games_session import HUMAN, KontourSession, PictomaniaSession, accepted_opponents, apply_update
 from service.games_settings import PlaySettings
+from service.settings import Settings
+from service.shared import Shared
 
 POINTS = 300  # points a stroke (the socket accepts 1,000; the bench sends those)
 
@@ -28,10 +31,10 @@ async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
     return {c: 1 / len(candidates) for c in candidates}
 
 
-def pictomania_session(seed: int = 3) -> PictomaniaSession:
+def pictomania_session(seed: int = 3, play: PlaySettings | None = None) -> PictomaniaSession:
     """A 3-player game (the person and two AIs) whose driver is not started: only the moves the
     test makes happen (through the session's one update path)."""
-    play = PlaySettings()
+    play = play or PlaySettings()
     words = load_words(None)
     _, config = game_configs(play)
     deck, config = pictomania_deck(words, config, seed)
@@ -184,3 +187,67 @@ def test_kontour_updates_carry_the_turn_and_the_ended_turns_only() -> None:
         await session.close()
 
     asyncio.run(run())
+
+
+def test_stroke_and_undo_cannot_be_repeated_without_end() -> None:
+    """The rules count the strokes SUBMITTED in a round (undone ones too): a flood of stroke +
+    undo pairs stops at the cap with a typed frame, whatever is left on the board."""
+
+    async def run() -> tuple[int, dict[str, Any] | None, int]:
+        session = pictomania_session(play=PlaySettings(max_pictomania_strokes=20))
+        refused = None
+        for i in range(1, 100):
+            refused = handle_text(session, stroke(i, 10))
+            if refused is not None:
+                break
+            assert handle_text(session, move(kind="undo")) is None
+        await session.close()
+        return i, refused, len(session.state.round.drawings[HUMAN])
+
+    tried, refused, on_board = asyncio.run(run())
+    assert tried == 21 and on_board == 0
+    assert refused is not None and refused["code"] == "too_many_strokes" and refused["limit"] == 20
+
+
+@pytest.mark.parametrize("limits", [{"max_moves": 30}, {"max_log_bytes": 40_000}])
+def test_a_game_log_is_bounded_and_beyond_the_person_gets_game_too_long(limits: dict[str, int]) -> None:
+    async def run() -> tuple[int, dict[str, Any] | None, int, int]:
+        session = pictomania_session(play=PlaySettings(**limits))
+        refused = None
+        for i in range(1, 200):
+            refused = handle_text(session, stroke(i, 100))
+            if refused is not None:
+                break
+        moves, size = session.moves, session.log_bytes
+        if "max_moves" in limits:  # any move, not only strokes
+            assert handle_text(session, move(kind="undo"))["code"] == "game_too_long"
+        assert handle_text(session, json.dumps({"type": "ping"}))["type"] == "pong"  # the socket lives
+        await session.close()
+        return i, refused, moves, size
+
+    tried, refused, moves, size = asyncio.run(run())
+    assert refused is not None and refused["code"] == "game_too_long", refused
+    assert "start a new game" in refused["message"]
+    assert moves <= limits.get("max_moves", 10_000) and size <= limits.get("max_log_bytes", 2**21)
+    assert tried == moves + 1  # every stroke before the limit was taken
+
+
+def test_the_persons_strokes_are_charged_to_the_client_point_budget() -> None:
+    """The same per-client budget as ``/v1/guess`` (``Shared.spend_points``)."""
+    settings = Settings(client_points_per_s=10, client_points_burst=1_000)
+    shared = Shared(settings, None, None, None, 0.0)  # type: ignore[arg-type] - only the budget is used
+
+    async def run() -> list[dict[str, Any] | None]:
+        session = pictomania_session()
+        spend = functools.partial(shared.spend_points, "1.2.3.4")
+        replies = [handle_text(session, stroke(i, 300), spend=spend) for i in range(1, 6)]
+        other = functools.partial(shared.spend_points, "5.6.7.8")
+        replies.append(handle_text(session, stroke(9, 300), spend=other))
+        await session.close()
+        return replies
+
+    replies = asyncio.run(run())
+    assert replies[:3] == [None, None, None]  # 900 of the 1,000 points of the burst
+    assert replies[3] is not None and replies[3]["code"] == "rate_limited" and replies[3]["retry_after"] > 0
+    assert "points per second" in replies[3]["message"]
+    assert replies[5] is None  # another client has its own budget
