@@ -195,11 +195,12 @@ class AIDrawer:
         """Whether the source has a drawing of `key`."""
         return bool(self.source.drawings(key))
 
-    def choose_color(self, blue: str, orange: str) -> str:
+    def choose_color(self, blue: str, orange: str, rng: random.Random | None = None) -> str:
         """Kontour: "orange" (2 points) with probability ``orange_rate`` when it can draw it,
-        "blue" otherwise (or when it can draw only the blue word)."""
+        "blue" otherwise (or when it can draw only the blue word). ``rng``: the roll's own
+        generator (default: the drawer's)."""
         can_blue, can_orange = self.can_draw(blue), self.can_draw(orange)
-        roll = self.rng.random()
+        roll = (rng or self.rng).random()
         if can_orange and (not can_blue or roll < self.level.orange_rate):
             return "orange"
         return "blue"

@@ -18,6 +18,9 @@ The loop of a caller: every tick, ``driver.step(table, now)``, then answer ``dri
 A game rebuilt from its move log (a restarted server) feeds every logged move's events to
 ``driver.on_events`` and then calls ``driver.resume(state, now)``: the AI players pick up the
 strokes they had not drawn and read the drawings as they are (what they had read is not logged).
+For that, every drawing plan is made in ``on_events`` (Kontour: on ``word_chosen``; Pictomania:
+on ``round_started``), at the event's time, from generators that only events advance: replaying
+the log makes every past plan again, in order, so a resumed drawer goes on with the same drawing.
 Pacing (reading, typing, drawing, betting times) comes from the AI level (`games/data/ai_levels.yaml`);
 docs/AI_PLAYERS.md states the model and its measured figures.
 """
@@ -138,9 +141,13 @@ class KontourDriver:
                         kit.straight_lines, rules.config.max_strokes, used)
             for p in [*self.ais, rules.config.neutral_drawer]
         }
+        # the colour roll is made in `step` (never replayed): its own generator, so that the
+        # drawers' (plans, gestures: made in `on_events`) advance the same live and in a replay
+        self.colors = {p: seeded(seed, p, "color") for p in self.drawers}
         self.active: list[str] = []  # AI guessers of the current turn
         self.plan: list[TimedStroke] = []
         self.planned = 0
+        self.delay = 0.0  # the plan's lateness after a resume (the next line keeps its duration)
         self.wait_until: float | None = None  # when the AI drawer acts next (draw / choose)
         self.gestures: list[tuple[float, str, str]] = []  # (at, kind, about) by the AI drawer
         self.turn_number = 0
@@ -169,17 +176,14 @@ class KontourDriver:
             table.apply(DrawCard(player=drawer))
         elif st.phase == "choose" and now >= self.wait_until:
             card = st.turn.card
-            ai = self.drawers[drawer]
-            table.apply(ChooseWord(player=drawer, color=ai.choose_color(card.blue, card.orange)))
-            word = table.state.turn.word
-            self.plan = centered(ai.plan(word, now, kontour=True)) if ai.can_draw(word) else []
-            self.planned = 0
+            color = self.drawers[drawer].choose_color(card.blue, card.orange, rng=self.colors[drawer])
+            table.apply(ChooseWord(player=drawer, color=color))  # on_events plans the drawing
         elif st.phase == "drawing":
             self._draw(table, drawer, now)
             self._guess(table, now)
 
     def _draw(self, table: Table, drawer: str, now: float) -> None:
-        while self.planned < len(self.plan) and self.plan[self.planned].end <= now:
+        while self.planned < len(self.plan) and self.plan[self.planned].end + self.delay <= now:
             stroke = self.plan[self.planned]
             self.planned += 1
             if table.state.turn.strokes < self.rules.config.max_strokes:
@@ -211,8 +215,12 @@ class KontourDriver:
                 self.active = [p for p in self.ais if p != e.drawer and (not tied or p in tied)]
                 for p in self.active:
                     self.guessers[p].new_turn(now, self.candidates)
-                self.plan, self.planned, self.gestures = [], 0, []
+                self.plan, self.planned, self.gestures, self.delay = [], 0, [], 0.0
                 self.turn_number, self.seq = e.number, 0
+            elif e.kind == "word_chosen" and e.drawer in self.drawers:
+                ai = self.drawers[e.drawer]
+                self.plan = centered(ai.plan(e.word, now, kontour=True)) if ai.can_draw(e.word) else []
+                self.planned, self.delay = 0, 0.0
             elif e.kind == "stroke_added" and self.active and state.turn is not None:
                 drawing = [[[s.x0, s.x1], [s.y0, s.y1]] for s in state.turn.segments]
                 self.seq += 1
@@ -231,16 +239,17 @@ class KontourDriver:
                 self.wait_until = now + self.between_turns_s + self.card_s
 
     def resume(self, state: KontourState, now: float) -> None:
-        """Pick up a game replayed from its log (events fed to `on_events`): an AI drawer plans
-        its word again and skips the strokes already drawn; the guessers read the drawing anew."""
+        """Pick up a game replayed from its log (events fed to `on_events`, which made the AI
+        drawer's plan again, the same as live): the drawer goes on with it after the lines
+        already drawn, the next one after its own duration (as `PictomaniaDriver.resume`); the
+        guessers read the drawing anew."""
         self.gestures, self.wait_until = [], None
         turn = state.turn
         if turn is None or state.phase == "game_over":
             return
         if turn.drawer in self.drawers and state.phase == "drawing" and turn.word:
-            ai = self.drawers[turn.drawer]
-            self.plan = centered(ai.plan(turn.word, now, kontour=True)) if ai.can_draw(turn.word) else []
-            self.planned = min(turn.strokes_submitted, len(self.plan))
+            self.planned = nxt = min(turn.strokes_submitted, len(self.plan))
+            self.delay = max(0.0, now - self.plan[nxt].start) if nxt < len(self.plan) else 0.0
         if self.active and turn.segments:
             self.seq += 1
             drawing = [[[s.x0, s.x1], [s.y0, s.y1]] for s in turn.segments]
