@@ -17,8 +17,11 @@ Shared objects, created once at start-up (lifespan), reach routes as typed depen
 
 Extension point: if a module ``service.play`` exists, its ``router`` (a FastAPI ``APIRouter``)
 is included as is, so the solo games plug in without editing this file. It may also define
-``async def startup(app)`` and ``async def shutdown(app)``, awaited after the shared objects are
-ready and before they are released.
+``read_settings()`` (called by ``create_app`` next to ``Settings.from_env()``, so that a bad
+``GRIFFON_PLAY_*`` value stops ``griffon serve`` before the model loads; the result is
+``app.state.play_settings``), ``async def startup(app)`` and ``async def shutdown(app)``, awaited
+after the shared objects are ready and before they are released (``shutdown`` also after a
+``startup`` that failed half-way: everything started is released, in reverse order).
 
 Errors: every failure is JSON ``{"error": code, "message": text}``. Routes raise the typed
 :class:`service.errors.ServiceError` family (its status and code; ``Retry-After`` when set);
@@ -37,6 +40,7 @@ one). CORS and WebSocket ``Origin`` checks allow this origin plus ``allowed_orig
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import logging
@@ -317,6 +321,8 @@ async def prune_forever(store: Store, every_s: float = PRUNE_EVERY_S) -> None:
                 log.info("database pruned: %s", report)
         except StoreError as error:
             log.warning("database prune failed: %s", error)
+        except Exception:  # a bug must not stop the pruning for good (the next one may pass)
+            log.exception("database prune failed")
         await asyncio.sleep(every_s)
 
 
@@ -328,28 +334,29 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
 
     settings = settings or Settings.from_env()
     play = _play_module()
+    play_settings = play.read_settings() if play is not None and hasattr(play, "read_settings") else None
     store = open_store(store_settings or StoreSettings.from_env())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         started = time.perf_counter()
-        app.state.shared = await _start_shared(settings)
-        archive = TranscriptArchive(store)
-        app.state.bots = bot.BotRegistry(settings, archive, DrawingSaver(store))
-        pruner = asyncio.create_task(prune_forever(store), name="db-prune")
-        log.info("griffon service ready in %.1f s", time.perf_counter() - started)
-        if play is not None and hasattr(play, "startup"):
-            await play.startup(app)
-        try:
-            yield
-        finally:
-            pruner.cancel()
+        async with contextlib.AsyncExitStack() as release:  # in reverse order; a failed start too
+            release.callback(store.close)
+            app.state.shared = await _start_shared(settings)
+            release.push_async_callback(app.state.shared.inference.aclose)
+            archive = TranscriptArchive(store)
+            # the last transcripts reach the database
+            release.push_async_callback(asyncio.to_thread, archive.close)
+            app.state.bots = bot.BotRegistry(settings, archive, DrawingSaver(store))
+            release.push_async_callback(app.state.bots.aclose)
+            pruner = asyncio.create_task(prune_forever(store), name="db-prune")
+            release.callback(pruner.cancel)
             if play is not None and hasattr(play, "shutdown"):
-                await play.shutdown(app)
-            await app.state.bots.aclose()
-            await asyncio.to_thread(archive.close)  # the last transcripts reach the database
-            await app.state.shared.inference.aclose()
-            store.close()
+                release.push_async_callback(play.shutdown, app)
+            if play is not None and hasattr(play, "startup"):
+                await play.startup(app)
+            log.info("griffon service ready in %.1f s", time.perf_counter() - started)
+            yield
 
     app = FastAPI(
         title="Griffon",
@@ -358,6 +365,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.play_settings = play_settings
     app.state.store = store
     _install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)

@@ -79,10 +79,16 @@ def make_recognizer(shared: Shared) -> Callable[[str], Recognize]:
     return recognizer
 
 
+def read_settings() -> PlaySettings:
+    """The ``GRIFFON_PLAY_*`` settings, read by ``create_app`` next to the service's (a bad value
+    stops ``griffon serve`` at once with one line naming it: `PlaySettingsError`)."""
+    return PlaySettings.from_env()
+
+
 async def startup(app: FastAPI) -> None:
     """Create the game manager once the model and the inference worker are ready."""
     shared: Shared = app.state.shared
-    play = PlaySettings.from_env()
+    play = getattr(app.state, "play_settings", None) or PlaySettings.from_env()
     labels = frozenset(shared.guesser.labels)
     manager = GameManager(shared.settings, play, make_recognizer(shared), labels, app.state.store,
                           spend_points=shared.spend_points)
@@ -100,8 +106,10 @@ GamesDep = Annotated[GameManager, Depends(get_games)]
 
 
 async def shutdown(app: FastAPI) -> None:
-    """Close every game."""
-    await app.state.play.aclose()
+    """Close every game (also after a `startup` that failed half-way)."""
+    manager: GameManager | None = getattr(app.state, "play", None)
+    if manager is not None:
+        await manager.aclose()
 
 
 @router.get("/", include_in_schema=False)

@@ -27,7 +27,7 @@ from typing import Any
 
 import typer
 
-from service.settings import Settings
+from service.settings import Settings, SettingsError
 
 log = logging.getLogger("griffon.service")
 
@@ -50,7 +50,9 @@ def serve(
     raise_file_limit()
     try:
         uvicorn.Server(uvicorn_config(Settings.from_env(), host, port, log_level)).run()
-    except StoreError as error:  # a corrupt / unreachable database: its message, no traceback
+    except (SettingsError, StoreError) as error:
+        # a bad GRIFFON_* value (GRIFFON_PLAY_* included: read by create_app before the model
+        # loads), a corrupt / unreachable database: its message, no traceback
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
 

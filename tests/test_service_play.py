@@ -338,3 +338,69 @@ def test_guesses_come_at_a_human_pace(app) -> None:
             ws.send_text(move_frame({"kind": "guess", "text": "chat"}))
             codes.append(ws.receive_json()["code"])
         assert "rate_limited" not in codes[:3] and codes[3] == "rate_limited", codes  # 3 at once, then wait
+
+
+def test_a_failed_games_start_releases_everything_the_app_started(tiny_checkpoint: Path, monkeypatch) -> None:
+    """`service.play.startup` raising: the pruner, the inference worker, the games and the
+    database are all released (no task or thread left behind)."""
+    import asyncio
+    import tempfile
+
+    from fastapi.testclient import TestClient
+
+    import service.play
+    from service.app import create_app
+    from service.settings import Settings
+    from store import StoreSettings
+
+    seen: dict[str, object] = {}
+
+    async def broken_startup(app) -> None:
+        await real_startup(app)  # the manager is made (its sweeper runs), then the start fails
+        seen["tasks"] = {t.get_name() for t in asyncio.all_tasks()}
+        raise RuntimeError("the games could not start")
+
+    real_startup = service.play.startup
+    monkeypatch.setattr(service.play, "startup", broken_startup)
+    with tempfile.TemporaryDirectory(prefix="griffon-test-db-") as folder:
+        app = create_app(Settings(model=tiny_checkpoint), StoreSettings(data_dir=Path(folder)))
+        closed: list[str] = []
+        store_close = app.state.store.close
+        monkeypatch.setattr(app.state.store, "close", lambda: (closed.append("store"), store_close()))
+        with pytest.raises(RuntimeError, match="could not start"), TestClient(app):
+            pass
+        assert {"db-prune", "play-sweeper"} <= seen["tasks"]  # type: ignore[operator]
+        assert closed == ["store"]
+        assert app.state.shared.inference._closed
+        assert app.state.play.sweeper.cancelled() or app.state.play.sweeper.done()
+
+
+def test_the_pruner_logs_a_failure_and_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    """A prune that fails with a bug (not a StoreError) is logged with its traceback; the next one runs."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from service.app import prune_forever
+
+    class Store:
+        calls = 0
+
+        def prune(self) -> SimpleNamespace:
+            self.calls += 1
+            if self.calls == 1:
+                raise ValueError("a bug in the retention rules")
+            return SimpleNamespace(games=0, transcripts=0, drawings=0)
+
+    store = Store()
+
+    async def run() -> None:
+        task = asyncio.create_task(prune_forever(store, every_s=0.01))  # type: ignore[arg-type]
+        while store.calls < 3 and not task.done():
+            await asyncio.sleep(0.01)
+        task.cancel()
+
+    with caplog.at_level("ERROR", logger="griffon.service"):
+        asyncio.run(run())
+    assert store.calls >= 3
+    [record] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert record.getMessage() == "database prune failed" and record.exc_info is not None

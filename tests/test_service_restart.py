@@ -9,9 +9,11 @@ drawing is stored. A corrupt database stops ``griffon serve`` with its message."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -68,6 +70,7 @@ def kontour_play(player: Player, db: Path, game_id: str, until: Any, timeout: fl
     draw their own turns (card, word, lines), find the AI's words; until `until(frame)`."""
     words = load_words(None)
     guessed: set[int] = set()
+    known: dict[int, str] = {}  # turn number -> the AI drawer's word (one replay per turn, not per frame)
     drawn = 0
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -89,9 +92,12 @@ def kontour_play(player: Player, db: Path, game_id: str, until: Any, timeout: fl
         elif (st.get("phase") == "drawing" and turn and turn["drawer"] != HUMAN
               and turn["number"] not in guessed and HUMAN not in turn["finders"]
               and (not st.get("tied") or HUMAN in st["tied"])):
-            full, _, _ = replayed(db, game_id)
-            if full.turn is not None and full.turn.word and full.turn.number == turn["number"]:
-                player.move(kind="guess", text=words.french(full.turn.word))
+            if turn["number"] not in known:
+                full, _, _ = replayed(db, game_id)
+                if full.turn is not None and full.turn.word:
+                    known[full.turn.number] = full.turn.word
+            if turn["number"] in known:
+                player.move(kind="guess", text=words.french(known[turn["number"]]))
                 guessed.add(turn["number"])
     raise AssertionError(f"Kontour did not get there in {timeout} s: {player.frames[-3:]}")
 
@@ -123,8 +129,23 @@ async def bot_rounds(ws_url: str) -> dict[str, Any]:
         await room.send({"type": "stroke", "stroke": square(5)[0]})
         await room.send({"type": "round_end", "answer": "circle"})  # no consent: not kept
         await until(room, "round_over")
-        await asyncio.sleep(0.3)  # transcripts and drawings are saved off the event loop
         return welcome  # the socket is still open when the server dies
+
+
+def stored_in_time(db: Path, session: str, round_ends: int, drawings: int, deadline_s: float = 10.0) -> None:
+    """Wait until the server's background writer has put the transcript (with `round_ends` round
+    ends) and the room drawings in the SQLite file (read-only: the server is writing it)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            row = conn.execute("SELECT events FROM transcripts WHERE id = ?", (session,)).fetchone()
+            ends = 0 if row is None else sum(e["kind"] == "round_end" for e in json.loads(row[0]))
+            stored = conn.execute("SELECT COUNT(*) FROM drawings WHERE game = 'room'").fetchone()[0]
+        if ends >= round_ends and stored >= drawings:
+            return
+        if time.monotonic() > end:
+            raise AssertionError(f"not stored within {deadline_s} s: {ends} round ends, {stored} drawings")
+        time.sleep(0.05)
 
 
 def kill(server: Server) -> None:
@@ -139,7 +160,8 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
     db = data / "griffon.db"
     env = {**FAST, **model_env(request), "GRIFFON_DATA_DIR": str(data),
            "GRIFFON_PLAY_KONTOUR_TIMER_S": "4", "GRIFFON_PLAY_KONTOUR_TARGET": "1",
-           "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "1", "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "6"}
+           "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "1", "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "6",
+           "GRIFFON_ACCEPT_ROOM_DRAWINGS": "true", "GRIFFON_TRANSCRIPT_SAVE_S": "0.5"}
     with running_server(env) as first:
         kontour = new_game(first, game="kontour", opponents=2, level="easy", seed=7, name="Ana")
         picto = new_game(first, game="pictomania", opponents=2, level="easy", seed=7, learn=True)
@@ -154,6 +176,7 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
         transcript = f"/v1/bot/sessions/{welcome['session']}"
         key = {"key": welcome["transcript_key"]}
         before_kill = httpx.get(first.url + transcript, params=key).json()
+        stored_in_time(db, welcome["session"], round_ends=2, drawings=1)  # then nothing is left to lose
         kill(first)
 
     # Everything the person saw is in the database: the log replayed to that point shows it.
@@ -221,3 +244,21 @@ def test_a_corrupt_database_stops_griffon_serve_with_its_message(tmp_path: Path)
     assert "is not a usable SQLite database" in done.stderr and "move the file away" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
     assert (tmp_path / "griffon.db").read_bytes() == garbage  # never overwritten
+
+
+BAD = [("GRIFFON_MAX_POINTS", "abc"), ("GRIFFON_PLAY_TICK_S", "-1")]
+
+
+@pytest.mark.parametrize(("variable", "value"), BAD)
+def test_a_bad_setting_stops_griffon_serve_with_one_line_naming_it(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    """Before the model loads (GRIFFON_PLAY_* are read by create_app, not at the games' start)."""
+    griffon = str(Path(sys.executable).parent / "griffon")
+    done = subprocess.run([griffon, "serve", "--port", "1"], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path), variable: value}, timeout=60)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr + done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and variable in lines[0], done.stderr
+    assert "Application startup failed" not in done.stderr
