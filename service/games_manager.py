@@ -47,11 +47,12 @@ from service.games_session import (
     Recognize,
 )
 from service.games_settings import PlaySettings
-from service.persistence import DrawingSaver, Journal, replay_into
+from service.persistence import Journal, replay_into
 from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
 from service.shared import client_of
 from store import Store, StoreError, hash_token
+from store.background import shared_writer
 from vocab.decks import PictomaniaCard as VocabCard
 
 log = logging.getLogger("griffon.play")
@@ -87,7 +88,7 @@ class GameManager:
         self.settings, self.play, self.recognizer, self.labels = settings, play, recognizer, labels
         self.store = store
         self.spend_points = spend_points
-        self.drawings = DrawingSaver(store) if store is not None else None
+        self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
         self.owners: dict[str, str] = {}  # game id -> client that created it
@@ -107,8 +108,8 @@ class GameManager:
             self.sweeper.cancel()
         for game_id in list(self.games):
             await self.remove(game_id)
-        if self.drawings is not None:
-            await asyncio.to_thread(self.drawings.close)
+        if self.drawings is not None:  # shared: the app closes it; the drawings so far are written
+            await asyncio.to_thread(self.drawings.flush)
 
     def create(
         self,
@@ -127,7 +128,7 @@ class GameManager:
         `DeckSetupError`, `store.StoreError` (the database refused the new game)."""
         if len(self.games) >= self.settings.max_sessions:
             raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
-        self._check_client(client)
+        replaced = self._check_client(client)
         seed = seed if seed is not None else secrets.randbelow(2**31)
         names = {
             HUMAN: name,
@@ -139,6 +140,8 @@ class GameManager:
         session = self._build(game_id, game, setup, token)
         if self.store is not None:
             self.store.create_game(game_id, game, setup, hash_token(token))
+        if replaced is not None:  # only once the new game is stored: a refused write costs nothing
+            self._evict(replaced)
         self._add(session)
         self.owners[session.id] = client
         self.created[client].allow()
@@ -183,13 +186,26 @@ class GameManager:
         return session
 
     def resume(self) -> tuple[int, int]:
-        """Bring back the stored games still in progress (at start): each is rebuilt from its
-        setup and replayed; one that cannot be is marked ``abandoned`` and logged, never blocks
-        the start. Returns (resumed, abandoned)."""
+        """Bring back the stored games still in progress (at start): the most recently played
+        ``max_sessions`` ones (the others are marked ``expired``: never reloaded again), each
+        rebuilt from its setup and replayed; one that cannot be is marked ``abandoned`` and
+        logged, never blocks the start. Returns (resumed, abandoned).
+
+        A resumed game has no owner: the per-client limits (``games_per_client``) count only the
+        games created since the start (the client's address is not stored); it still holds one
+        of the ``max_sessions`` slots and expires when idle."""
         if self.store is None:
             return 0, 0
         resumed = abandoned = 0
-        for stored in self.store.load_unfinished_games(limit=self.settings.max_sessions):
+        unfinished = sorted(self.store.load_unfinished_games(), key=lambda g: (g.updated_at, g.created_at),
+                            reverse=True)
+        keep, overflow = unfinished[: self.settings.max_sessions], unfinished[self.settings.max_sessions:]
+        for stored in overflow:
+            with contextlib.suppress(StoreError):
+                self.store.finish_game(stored.id, "expired")
+        if overflow:
+            log.info("games beyond the %d slots: %d marked expired", len(keep), len(overflow))
+        for stored in reversed(keep):  # oldest first: the newest end up last, as when created
             try:
                 session = self._build(stored.id, stored.kind, stored.setup, token="")
                 session.token_hash = stored.token_hash
@@ -210,7 +226,9 @@ class GameManager:
             log.info("games resumed from the database: %d (%d abandoned)", resumed, abandoned)
         return resumed, abandoned
 
-    def _check_client(self, client: str) -> None:
+    def _check_client(self, client: str) -> str | None:
+        """Refuse a client over its budget; returns the game a new one of theirs replaces (the
+        oldest they left), if they hold ``games_per_client`` already."""
         bucket = self.created[client]
         if not bucket.allow(0.0) or bucket.tokens < 1:
             wait = bucket.retry_after()
@@ -223,7 +241,8 @@ class GameManager:
                 raise RateLimited(f"you already have {len(mine)} games open (at most "
                                   f"{self.settings.games_per_client}); finish or leave one first",
                                   code="too_many_games", retry_after=60)
-            self._evict(left[0])  # the oldest game this client left: a new one replaces it
+            return left[0]  # the oldest game this client left: a new one replaces it
+        return None
 
     def _evict(self, game_id: str) -> None:
         session = self.games.pop(game_id)

@@ -404,3 +404,85 @@ def test_the_pruner_logs_a_failure_and_goes_on(caplog: pytest.LogCaptureFixture)
     assert store.calls >= 3
     [record] = [r for r in caplog.records if r.levelname == "ERROR"]
     assert record.getMessage() == "database prune failed" and record.exc_info is not None
+
+
+# -- games and the database, in process -------------------------------------------------------------
+
+
+async def _uniform(drawing: list, candidates) -> dict[str, float]:
+    return {c: 1 / len(candidates) for c in candidates}
+
+
+def _manager(store, **limits: int):
+    from service.games_manager import GameManager
+    from service.games_settings import PlaySettings
+    from service.settings import Settings
+
+    return GameManager(Settings(**limits), PlaySettings(), lambda key: _uniform, frozenset(), store)
+
+
+def test_a_refused_database_write_does_not_cost_the_player_an_older_game(tmp_path: Path) -> None:
+    import asyncio
+
+    from store import StoreError, open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 'g.db'}")
+
+    async def run() -> tuple[list[str], list[str]]:
+        games = _manager(store, games_per_client=2)
+        first = games.create("kontour", 1, "normal", "Ana", seed=1, client="c")
+        games.create("kontour", 1, "normal", "Ana", seed=2, client="c")  # neither has a socket
+        real = store.create_game
+
+        def refuse(*args, **kwargs) -> None:
+            raise StoreError("disk full")
+
+        store.create_game = refuse  # type: ignore[method-assign]
+        with pytest.raises(StoreError, match="disk full"):
+            games.create("kontour", 1, "normal", "Ana", seed=3, client="c")
+        kept = list(games.games)
+        store.create_game = real  # type: ignore[method-assign]
+        third = games.create("kontour", 1, "normal", "Ana", seed=3, client="c")  # now it replaces the oldest
+        after = list(games.games)
+        await games.aclose()
+        assert first.id in kept and first.id not in after and third.id in after
+        return kept, after
+
+    try:
+        kept, after = asyncio.run(run())
+    finally:
+        store.close()
+    assert len(kept) == 2 and len(after) == 2
+
+
+def test_a_restart_resumes_the_newest_games_and_expires_the_others(tmp_path: Path) -> None:
+    import asyncio
+
+    from store import open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 'g.db'}")
+
+    async def first_run() -> list[str]:
+        games = _manager(store)
+        made = [games.create("kontour", 1, "normal", "Ana", seed=i, client=f"c{i}").id for i in range(5)]
+        for gid in list(games.games):  # a shutdown: the games stay "playing" in the database
+            await games.remove(gid)
+        return made
+
+    async def restart(max_sessions: int) -> tuple[list[str], tuple[int, int]]:
+        games = _manager(store, max_sessions=max_sessions)
+        counts = games.resume()
+        resumed = list(games.games)
+        await games.aclose()
+        return resumed, counts
+
+    try:
+        made = asyncio.run(first_run())
+        resumed, counts = asyncio.run(restart(max_sessions=2))
+        assert counts == (2, 0) and sorted(resumed) == sorted(made[-2:])  # the newest two
+        statuses = {gid: store.load_game(gid).status for gid in made}
+        assert [statuses[gid] for gid in made] == ["expired"] * 3 + ["playing"] * 2
+        again, counts = asyncio.run(restart(max_sessions=5))  # the expired ones never come back
+        assert counts == (2, 0) and sorted(again) == sorted(made[-2:])
+    finally:
+        store.close()
