@@ -63,10 +63,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from model.strokes import DrawingError
 from service.errors import ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
-from service.persistence import DrawingSaver
 from service.settings import Settings
 from service.shared import Shared
 from store import Store, StoreError, StoreSettings, open_store
+from store.background import shared_writer
 from store.transcripts import TranscriptArchive
 
 log = logging.getLogger("griffon.service")
@@ -344,10 +344,11 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.callback(store.close)
             app.state.shared = await _start_shared(settings)
             release.push_async_callback(app.state.shared.inference.aclose)
-            archive = TranscriptArchive(store)
-            # the last transcripts reach the database
-            release.push_async_callback(asyncio.to_thread, archive.close)
-            app.state.bots = bot.BotRegistry(settings, archive, DrawingSaver(store))
+            writer = shared_writer(store, min_interval_s=settings.transcript_save_s)  # one, for all
+            # the last transcripts and drawings reach the database
+            release.push_async_callback(asyncio.to_thread, writer.close)
+            archive = TranscriptArchive(store, writer, settings.transcript_bytes)
+            app.state.bots = bot.BotRegistry(settings, archive, writer)
             release.push_async_callback(app.state.bots.aclose)
             pruner = asyncio.create_task(prune_forever(store), name="db-prune")
             release.callback(pruner.cancel)

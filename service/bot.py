@@ -5,9 +5,13 @@ guesses; the bot answers with ``guess`` frames when its policy speaks (see
 ``docs/BOT_PROTOCOL.md``). ``GET /v1/bot/sessions/{id}?key=...`` shows what one saw and said, to
 whoever holds the key the room got in ``welcome``; ``GET /v1/bot/sessions`` lists sessions (live,
 then the last ``transcripts_kept`` finished ones) only when ``list_bot_sessions`` is on.
-With a database (:class:`store.transcripts.TranscriptArchive`), each transcript is also saved at
-every round end and when the session ends, off the event loop, and read back from there once it
-is no longer in memory (after a restart): retention is the database's (``GRIFFON_RETAIN_TRANSCRIPTS_*``).
+With a database (:class:`store.transcripts.TranscriptArchive`), each transcript is also saved
+after round ends (at most every ``transcript_save_s`` per session, the latest snapshot only) and
+always when the session ends, off the event loop, and read back from there once it is no longer
+in memory (after a restart): retention is the database's (``GRIFFON_RETAIN_TRANSCRIPTS_*``).
+A room's drawing (``round_end`` with ``drawing_consent``) is stored only when the server accepts
+them (``accept_room_drawings``, off by default) and within ``room_drawings_per_day`` per client
+address; ``round_over`` then says ``drawing_kept``.
 
 Close codes: 1000 after ``bye``; 4408 idle for ``bot_idle_timeout_s``; 4429 a client that keeps
 flooding past the rate limit; 4503 the server already holds ``max_bot_sessions`` bots.
@@ -47,26 +51,32 @@ from service.bot_protocol import (
 )
 from service.bot_session import BotSession, Frame, Transcript
 from service.errors import NotFound
-from service.persistence import DrawingSaver
 from service.ratelimit import RateLimit
 from service.settings import Settings
-from service.shared import Shared, SharedDep
+from service.shared import Shared, SharedDep, client_of
+from store import DrawingRecord
+from store.background import BackgroundWriter
 from store.transcripts import TranscriptArchive
 
 log = logging.getLogger("griffon.bot")
 router = APIRouter(tags=["bot"])
 CLOSE_IDLE, CLOSE_FLOOD, CLOSE_FULL = 4408, 4429, 4503
 FLOOD_FACTOR = 4  # frames rejected in a row, in bursts, before the connection is closed
+MAX_QUOTA_CLIENTS = 100_000  # client addresses counted per day for room drawings (beyond: refused)
+DAY_S = 86_400
 
 
 class BotRegistry:
     """Live bot sessions and the transcripts of finished ones (the newest ``transcripts_kept``)."""
 
     def __init__(self, settings: Settings, archive: TranscriptArchive | None = None,
-                 drawings: DrawingSaver | None = None) -> None:
+                 writer: BackgroundWriter | None = None, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
         self.archive = archive  # transcripts in the database: they survive a restart
-        self.drawings = drawings  # consented drawings (round_end with drawing_consent)
+        self.writer = writer  # consented room drawings (round_end with drawing_consent), off the loop
+        self.clock = clock
+        self.quota_day = -1
+        self.room_drawings: dict[str, int] = {}  # client address -> drawings stored today
         self.live: dict[str, BotSession] = {}
         self.finished: OrderedDict[str, Transcript] = OrderedDict()
         self._related: Any = None
@@ -96,12 +106,31 @@ class BotRegistry:
         self.finished[session.id] = session.transcript
         while len(self.finished) > self.settings.transcripts_kept:
             self.finished.popitem(last=False)
-        self.save(session)
+        self.save(session, final=True)
 
-    def save(self, session: BotSession) -> None:
-        """Queue the session's transcript for the database (at each round end and at the end)."""
+    def save(self, session: BotSession, final: bool = False) -> None:
+        """Queue the session's transcript for the database (after round ends: throttled, the
+        latest snapshot only; at the end: ``final``, always written)."""
         if self.archive is not None:
-            self.archive.save(session.transcript)
+            self.archive.save(session.transcript, final)
+
+    def keep_drawing(self, drawing: DrawingRecord, client: str) -> bool:
+        """Store a room's consented drawing if the server accepts them and `client` is within its
+        daily quota; whether it was queued."""
+        if not self.settings.accept_room_drawings or self.writer is None:
+            return False
+        day = int(self.clock() // DAY_S)
+        if day != self.quota_day:
+            self.quota_day, self.room_drawings = day, {}
+        used = self.room_drawings.get(client, 0)
+        if used >= self.settings.room_drawings_per_day or (
+            used == 0 and len(self.room_drawings) >= MAX_QUOTA_CLIENTS
+        ):
+            return False
+        if not self.writer.add_drawing(drawing):
+            return False
+        self.room_drawings[client] = used + 1
+        return True
 
     async def stored(self, session_id: str, key: str) -> Frame | None:
         """A transcript no longer in memory (e.g. from before a restart), read from the database."""
@@ -131,17 +160,16 @@ class BotRegistry:
     async def aclose(self) -> None:
         """Shutdown: finish every live session."""
         for session in list(self.live.values()):
-            self.finish(session)
-        if self.drawings is not None:
-            await asyncio.to_thread(self.drawings.close)
+            self.finish(session)  # the final transcripts: written when the app closes the writer
 
 
 class Connection:
     """Reads frames, enforces limits, dispatches to the session, runs the speaking ticker."""
 
     def __init__(self, ws: WebSocket, session: BotSession, settings: Settings,
-                 registry: BotRegistry | None = None) -> None:
+                 registry: BotRegistry | None = None, client: str = "?") -> None:
         self.ws, self.session, self.settings, self.registry = ws, session, settings, registry
+        self.client = client  # the peer address: the room drawings' daily quota
         self.limit = RateLimit(settings.max_message_rate, settings.max_message_burst)
         self.rejected = 0
         self.last_rate_error = float("-inf")
@@ -254,8 +282,9 @@ class Connection:
                 frames = s.on_round_end(frame)
                 if self.registry is not None:
                     self.registry.save(s)
-                    if drawing is not None and self.registry.drawings is not None:
-                        self.registry.drawings.save(drawing)
+                    if frame.drawing_consent:
+                        kept = drawing is not None and self.registry.keep_drawing(drawing, self.client)
+                        frames[0]["drawing_kept"] = kept
                 return frames
             case Bye():
                 await self.send({"type": "bye"})
@@ -292,7 +321,7 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
         await ws.close(CLOSE_FULL, "server full")
         return
     try:
-        await Connection(ws, session, registry.settings, registry).run()
+        await Connection(ws, session, registry.settings, registry, client_of(ws)).run()
     except WebSocketDisconnect:
         pass
     finally:

@@ -7,7 +7,9 @@ log through the same rules gives back the very same state (`games.core`). The se
 before anyone is sent the result: every move is logged, the person's, the AI players' and the
 timer's (`Tick`). SQLite commits a move in ~0.075 ms (p50, p99 0.36 ms, measured in the service:
 docs/STORAGE.md), so the write is done right there, synchronously: a move is never shown before
-it is committed.
+it is committed. The wait is bounded (``GRIFFON_DB_TIMEOUT_MS``, 500 ms: the store's lock, the
+SQLite busy wait, PostgreSQL's ``statement_timeout``): a database that stalls costs the game its
+persistence (marked ``abandoned``, logged; it goes on in memory), never a frozen server.
 
 `rebuild` brings a stored game back: the session is built from the setup exactly as a new one is,
 every logged move is applied again at its logged time (the AI driver hears every event, as live),
@@ -18,53 +20,20 @@ token's SHA-256 is stored).
 Learning from play (opt-in): when the person ticked the consent switch, each drawing they finish —
 a Kontour turn they drew, their Pictomania drawing of a round — is stored with its word and how it
 was drawn (`store.DrawingRecord`; never an AI drawing, nothing about the person), off the event
-loop (`DrawingSaver`).
+loop (the shared `store.background.BackgroundWriter`).
 """
 
 from __future__ import annotations
 
 import logging
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from games.core import Event, Move
 from service.games_session import HUMAN
 from store import DrawingRecord, Store, StoredGame, StoreError
+from store.background import BackgroundWriter
 
 log = logging.getLogger("griffon.play")
-MAX_PENDING_DRAWINGS = 1_000
-
-
-class DrawingSaver:
-    """Stores consented drawings on one background thread (bounded: beyond `max_pending` waiting,
-    a drawing is dropped and counted, never the game slowed down)."""
-
-    def __init__(self, store: Store, max_pending: int = MAX_PENDING_DRAWINGS) -> None:
-        self.store, self.max_pending = store, max_pending
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="griffon-drawings")
-        self.pending: set[Future[None]] = set()
-        self.dropped = 0
-
-    def save(self, record: DrawingRecord) -> Future[None] | None:
-        """Queue one drawing; None when too many are waiting."""
-        if len(self.pending) >= self.max_pending:
-            self.dropped += 1
-            log.warning("a consented drawing was not stored: %d already waiting", len(self.pending))
-            return None
-        future = self.executor.submit(self._write, record)
-        self.pending.add(future)
-        future.add_done_callback(self.pending.discard)
-        return future
-
-    def _write(self, record: DrawingRecord) -> None:
-        try:
-            self.store.add_drawing(record, consent=True)
-        except StoreError as error:
-            log.warning("a consented drawing of %r was not stored: %s", record.word, error)
-
-    def close(self) -> None:
-        """Finish the waiting writes."""
-        self.executor.shutdown(wait=True)
 
 
 class Journal:
@@ -72,7 +41,8 @@ class Journal:
     person's consent) the drawings they finish."""
 
     def __init__(
-        self, store: Store, game_id: str, kind: str, setup: dict[str, Any], drawings: DrawingSaver | None,
+        self, store: Store, game_id: str, kind: str, setup: dict[str, Any],
+        drawings: BackgroundWriter | None,
     ) -> None:
         self.store, self.id, self.kind, self.setup, self.drawings = store, game_id, kind, setup, drawings
         self.learn = bool(setup.get("learn")) and drawings is not None
@@ -173,7 +143,7 @@ class Journal:
         for at, points in strokes:  # the page sends whole strokes: every point has its stroke's time
             t = round((at - start) * 1000.0, 1)
             raw.append([[float(p[0]) for p in points], [float(p[1]) for p in points], [t] * len(points)])
-        self.drawings.save(DrawingRecord(word=word, game=self.kind, strokes=raw, conditions=conditions,
+        self.drawings.add_drawing(DrawingRecord(word=word, game=self.kind, strokes=raw, conditions=conditions,
                                          recognized=recognized))
 
 

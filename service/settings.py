@@ -4,17 +4,19 @@ Every field of :class:`Settings` maps to ``GRIFFON_<FIELD NAME IN CAPITALS>``; f
 ``GRIFFON_MODEL=runs/tiny/model.pt`` or ``GRIFFON_MAX_BODY_BYTES=2000000``. Lists
 (``GRIFFON_ALLOWED_ORIGINS``) are comma separated. A bad value raises :class:`SettingsError` naming
 the variable, at start-up rather than at the first request. :func:`read_environment` is the one
-environment reader (the solo games' ``GRIFFON_PLAY_*`` settings use it too).
+environment reader (`store.settings.read_environment`; the solo games' ``GRIFFON_PLAY_*``
+settings use it too).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from store import settings as store_settings
 
 ENV_PREFIX = "GRIFFON_"
 M = TypeVar("M", bound=BaseModel)
@@ -28,23 +30,9 @@ def read_environment(
     cls: type[M], prefix: str, environ: Mapping[str, str] | None = None, what: str = "settings",
     error_class: type[SettingsError] = SettingsError,
 ) -> M:
-    """``cls`` from ``<prefix><FIELD>`` variables (default: ``os.environ``); defaults elsewhere.
-
-    A list or tuple field is comma separated. Raises ``error_class`` naming each bad variable.
-    """
-    environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    for name, field in cls.model_fields.items():
-        raw = environ.get(prefix + name.upper())
-        if raw is None or raw == "":
-            continue
-        origin = getattr(field.annotation, "__origin__", None)
-        values[name] = [p.strip() for p in raw.split(",") if p.strip()] if origin in (list, tuple) else raw
-    try:
-        return cls(**values)
-    except ValidationError as error:
-        problems = "; ".join(f"{prefix}{str(e['loc'][0]).upper()}: {e['msg']}" for e in error.errors())
-        raise error_class(f"invalid {what}: {problems}") from error
+    """``cls`` from ``<prefix><FIELD>`` variables (`store.settings.read_environment`, the one
+    reader); raises ``error_class`` (a :class:`SettingsError`) naming each bad variable."""
+    return store_settings.read_environment(cls, prefix, environ, what, error_class)
 
 
 class Settings(BaseModel):
@@ -99,7 +87,15 @@ class Settings(BaseModel):
     max_message_burst: int = Field(default=120, ge=1, description="frames allowed in a burst")
     max_frame_bytes: int = Field(default=262_144, ge=1_024, description="bytes per WebSocket frame")
     bot_tick_s: float = Field(default=0.05, gt=0, le=1, description="bot policy decision period")
-    transcript_bytes: int = Field(default=65_536, ge=1_024, description="JSON bytes per transcript")
+    transcript_bytes: int = Field(default=65_536, ge=1_024, le=1_048_576,
+                                  description="JSON bytes per transcript (live and in the database)")
+    transcript_save_s: float = Field(default=5.0, ge=0, le=3600,
+                                     description="a live transcript is saved at most this often")
+    accept_room_drawings: bool = Field(
+        default=False, description="store the drawings rooms give (round_end drawing_consent)"
+    )
+    room_drawings_per_day: int = Field(default=50, ge=0, le=100_000,
+                                       description="room drawings stored per client address a day")
     transcripts_kept: int = Field(default=200, ge=1, description="finished bot sessions kept")
     list_bot_sessions: bool = Field(default=False, description="GET /v1/bot/sessions lists them all")
 

@@ -39,6 +39,8 @@ MAX_CONDITIONS_BYTES = 4_096
 MAX_DRAWING_STROKES = 1_000  # the recognizer's own limits (model.DrawingError)
 MAX_DRAWING_POINTS = 10_000
 MAX_WORD_CHARS = 64
+MAX_TRANSCRIPT_BYTES = 1_048_576  # the store's own ceiling; the service passes its smaller bound
+PRUNE_BATCH = 500  # rows per prune transaction: the lock is released between batches
 GAME_STATUSES = ("playing", "finished", "expired", "abandoned")
 DAY_S = 86_400.0
 
@@ -145,7 +147,6 @@ class Retention:
     transcripts_days: float = 30.0
     transcripts_max: int = 10_000
     drawings_days: float = 0.0
-    transcript_max_bytes: int = 1_048_576
 
 
 @dataclass(frozen=True)
@@ -315,8 +316,10 @@ class Store(ABC):
 
     # transcripts
     @abstractmethod
-    def save_transcript(self, record: TranscriptRecord, now: float | None = None) -> TranscriptRecord:
-        """Insert or replace a transcript, its events cut to the byte bound; returns what was kept."""
+    def save_transcript(self, record: TranscriptRecord, now: float | None = None,
+                        max_bytes: int = MAX_TRANSCRIPT_BYTES) -> TranscriptRecord:
+        """Insert or replace a transcript, its events cut to `max_bytes` of JSON (never more than
+        `MAX_TRANSCRIPT_BYTES`); returns what was kept."""
 
     @abstractmethod
     def load_transcript(self, transcript_id: str) -> TranscriptRecord | None:
@@ -333,12 +336,13 @@ class Store(ABC):
         Without consent nothing is written (`BadRecord`)."""
 
     @abstractmethod
-    def iter_drawings(self, word: str | None = None, batch: int = 500) -> Iterator[DrawingRecord]:
-        """Every stored drawing (of one word), oldest first."""
+    def iter_drawings(self, word: str | None = None, batch: int = 500,
+                      skip_games: Sequence[str] = ()) -> Iterator[DrawingRecord]:
+        """Every stored drawing (of one word; not those of the `skip_games` kinds), oldest first."""
 
     @abstractmethod
-    def drawing_counts(self) -> dict[str, int]:
-        """Stored drawings per word."""
+    def drawing_counts(self, skip_games: Sequence[str] = ()) -> dict[str, int]:
+        """Stored drawings per word (not counting the `skip_games` kinds)."""
 
     # upkeep
     @abstractmethod
@@ -375,10 +379,25 @@ class SqlStore(Store):
     driver_error: type[Exception] = Exception  # the driver's base error class
     integrity_error: type[Exception] = Exception  # its constraint-violation class
 
-    def __init__(self, conn: Any, retention: Retention | None = None) -> None:
+    def __init__(self, conn: Any, retention: Retention | None = None, write_wait_s: float = 5.0) -> None:
         self.conn = conn
         self.lock = threading.RLock()
         self.retention = retention or Retention()
+        self.write_wait_s = write_wait_s  # the longest a game write waits for the lock
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """The lock and a write transaction, for the short writes the service makes on its event
+        loop (a game's creation, its moves, its end): the lock is waited for at most
+        `write_wait_s` (the database's own busy wait is as short), then `StoreUnavailable` — a
+        stalled database costs a game (abandoned, logged), never a frozen server."""
+        if not self.lock.acquire(timeout=self.write_wait_s):
+            raise StoreUnavailable(f"{self.location}: busy, the write waited {self.write_wait_s:g} s")
+        try:
+            with self.write():
+                yield
+        finally:
+            self.lock.release()
 
     # -- backend hooks ---------------------------------------------------------------------------
     @abstractmethod
@@ -468,7 +487,7 @@ class SqlStore(Store):
         _check_id(token_hash, "token hash")
         text = to_json(setup, MAX_SETUP_BYTES, "the game setup")
         now = time.time() if now is None else now
-        with self.lock, self.write():
+        with self.writing():
             if self.run("SELECT 1 FROM games WHERE id = ?", (game_id,)).fetchone() is not None:
                 raise MoveRejected(f"game {game_id!r} already exists")
             self.run(
@@ -500,7 +519,7 @@ class SqlStore(Store):
             seqs.append(seq)
             rows.append((game_id, seq, float(at), to_json(move, MAX_MOVE_BYTES, "a move")))
         now = time.time() if now is None else now
-        with self.lock, self.write():
+        with self.writing():
             for game_id, seqs in groups.items():
                 advanced = self.run(
                     "UPDATE games SET moves = moves + ?, updated_at = ? "
@@ -528,7 +547,7 @@ class SqlStore(Store):
             raise BadRecord(f"a game ends as one of {', '.join(GAME_STATUSES[1:])}, not {status!r}")
         text = None if result is None else to_json(result, MAX_RESULT_BYTES, "the game result")
         now = time.time() if now is None else now
-        with self.lock, self.write():
+        with self.writing():
             done = self.run(
                 "UPDATE games SET status = ?, result = ?, updated_at = ? WHERE id = ?",
                 (status, text, now, game_id),
@@ -564,13 +583,15 @@ class SqlStore(Store):
         return self._games("status = 'playing'", (), limit)
 
     # -- transcripts -----------------------------------------------------------------------------
-    def save_transcript(self, record: TranscriptRecord, now: float | None = None) -> TranscriptRecord:
+    def save_transcript(self, record: TranscriptRecord, now: float | None = None,
+                        max_bytes: int = MAX_TRANSCRIPT_BYTES) -> TranscriptRecord:
         _check_id(record.id, "transcript id")
         if record.key_hash is not None:
             _check_id(record.key_hash, "key hash")
         summary = to_json(record.summary, MAX_SUMMARY_BYTES, "the transcript summary")
-        events, dropped = fit_events(record.events, self.retention.transcript_max_bytes)
-        text = to_json(events, self.retention.transcript_max_bytes + 2, "the transcript events")
+        limit = max(2, min(int(max_bytes), MAX_TRANSCRIPT_BYTES))
+        events, dropped = fit_events(record.events, limit)
+        text = to_json(events, limit, "the transcript events")
         now = time.time() if now is None else now
         created = record.created_at if record.created_at is not None else now
         with self.lock, self.write():
@@ -619,13 +640,14 @@ class SqlStore(Store):
             )
         return key_id
 
-    def iter_drawings(self, word: str | None = None, batch: int = 500) -> Iterator[DrawingRecord]:
-        where, params = ("WHERE word = ?", (word,)) if word is not None else ("", ())
+    def iter_drawings(self, word: str | None = None, batch: int = 500,
+                      skip_games: Sequence[str] = ()) -> Iterator[DrawingRecord]:
+        where, params = _drawings_where(word, skip_games)
         after: tuple[float, str] = (-math.inf, "")
         while True:  # keyset pages: no cursor held open between batches
             page = self.rows(
                 "SELECT key_id, word, game, conditions, strokes, recognized, created_at FROM drawings "
-                f"{where} {'AND' if where else 'WHERE'} (created_at > ? OR (created_at = ? AND key_id > ?)) "
+                f"WHERE {where} AND (created_at > ? OR (created_at = ? AND key_id > ?)) "
                 "ORDER BY created_at, key_id LIMIT ?",
                 (*params, after[0], after[0], after[1], batch),
             )
@@ -636,37 +658,63 @@ class SqlStore(Store):
                 return
             after = (float(page[-1][6]), page[-1][0])
 
-    def drawing_counts(self) -> dict[str, int]:
-        found = self.rows("SELECT word, COUNT(*) FROM drawings GROUP BY word ORDER BY word")
+    def drawing_counts(self, skip_games: Sequence[str] = ()) -> dict[str, int]:
+        where, params = _drawings_where(None, skip_games)
+        found = self.rows(
+            f"SELECT word, COUNT(*) FROM drawings WHERE {where} GROUP BY word ORDER BY word", params
+        )
         return {w: int(n) for w, n in found}
 
     # -- upkeep ----------------------------------------------------------------------------------
-    def prune(self, retention: Retention | None = None, now: float | None = None) -> PruneReport:
+    def prune(self, retention: Retention | None = None, now: float | None = None,
+              batch: int = PRUNE_BATCH) -> PruneReport:
+        """Delete in transactions of at most `batch` rows (games: `batch` games and their moves),
+        releasing the lock between them: the service's writes never wait behind one big DELETE."""
         keep = retention or self.retention
         now = time.time() if now is None else now
         games = moves = transcripts = drawings = 0
-        with self.lock, self.write():
-            if keep.games_days > 0:
-                cutoff = now - keep.games_days * DAY_S
-                old = "SELECT id FROM games WHERE updated_at < ?"
-                moves = self.run(f"DELETE FROM moves WHERE game_id IN ({old})", (cutoff,)).rowcount
-                games = self.run("DELETE FROM games WHERE updated_at < ?", (cutoff,)).rowcount
-            if keep.transcripts_days > 0:
-                cutoff = now - keep.transcripts_days * DAY_S
-                transcripts = self.run("DELETE FROM transcripts WHERE updated_at < ?", (cutoff,)).rowcount
-            transcripts += self.run(
-                "DELETE FROM transcripts WHERE id IN (SELECT id FROM transcripts "
-                f"ORDER BY created_at DESC, id {self.no_limit()} OFFSET ?)",
-                (keep.transcripts_max,),
-            ).rowcount
-            if keep.drawings_days > 0:
-                cutoff = now - keep.drawings_days * DAY_S
-                drawings = self.run("DELETE FROM drawings WHERE created_at < ?", (cutoff,)).rowcount
+        if keep.games_days > 0:
+            cutoff = now - keep.games_days * DAY_S
+            old = "SELECT id FROM games WHERE updated_at < ? ORDER BY id LIMIT ?"
+            while True:
+                with self.lock, self.write():
+                    moves += self.run(f"DELETE FROM moves WHERE game_id IN ({old})", (cutoff, batch)).rowcount
+                    done = self.run(f"DELETE FROM games WHERE id IN ({old})", (cutoff, batch)).rowcount
+                games += done
+                if done < batch:
+                    break
+        if keep.transcripts_days > 0:
+            cutoff = now - keep.transcripts_days * DAY_S
+            transcripts += self._delete_batches(
+                "DELETE FROM transcripts WHERE id IN "
+                "(SELECT id FROM transcripts WHERE updated_at < ? LIMIT ?)",
+                (cutoff,), batch)
+        excess = int(self.rows("SELECT COUNT(*) FROM transcripts")[0][0]) - keep.transcripts_max
+        while excess > 0:  # the oldest beyond the newest `transcripts_max`
+            with self.lock, self.write():
+                done = self.run(
+                    "DELETE FROM transcripts WHERE id IN (SELECT id FROM transcripts "
+                    "ORDER BY created_at, id DESC LIMIT ?)", (min(batch, excess),),
+                ).rowcount
+            transcripts += done
+            excess = 0 if done == 0 else excess - done
+        if keep.drawings_days > 0:
+            cutoff = now - keep.drawings_days * DAY_S
+            drawings = self._delete_batches(
+                "DELETE FROM drawings WHERE key_id IN "
+                "(SELECT key_id FROM drawings WHERE created_at < ? LIMIT ?)",
+                (cutoff,), batch)
         return PruneReport(games, moves, transcripts, drawings)
 
-    def no_limit(self) -> str:
-        """SQL for "no row limit" before an OFFSET."""
-        return "LIMIT -1"
+    def _delete_batches(self, statement: str, params: tuple[Any, ...], batch: int) -> int:
+        """Run a ``... LIMIT ?`` DELETE until it deletes fewer than `batch` rows; one transaction each."""
+        total = 0
+        while True:
+            with self.lock, self.write():
+                done = self.run(statement, (*params, batch)).rowcount
+            total += done
+            if done < batch:
+                return total
 
     def counts(self) -> dict[str, int]:
         """Rows per table, and unfinished games."""
@@ -678,8 +726,23 @@ class SqlStore(Store):
         return StoreInfo(self.backend, self.location, self.size_bytes(), self.schema_version(), self.counts())
 
     def close(self) -> None:
+        writer = getattr(self, "_background_writer", None)  # store.background.shared_writer's
+        if writer is not None:
+            writer.close()  # what it holds is written first
         with self.lock:
             self.conn.close()
+
+
+def _drawings_where(word: str | None, skip_games: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
+    """The WHERE clause (never empty) and parameters for drawings of `word`, not of `skip_games`."""
+    clauses, params = ["1 = 1"], []
+    if word is not None:
+        clauses.append("word = ?")
+        params.append(word)
+    for game in skip_games:
+        clauses.append("game <> ?")
+        params.append(game)
+    return " AND ".join(clauses), tuple(params)
 
 
 def fit_events(events: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], int]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import typer
 
 from store.base import Store, StoreError
-from store.settings import StoreSettings, open_store
+from store.settings import CLI_TIMEOUT_MS, StoreSettings, open_store
 
 db_app = typer.Typer(help="The database: games, bot transcripts, consented drawings.", no_args_is_help=True)
 URL = typer.Option(None, "--url", help="database URL (default: $GRIFFON_DATABASE_URL, else ./var/griffon.db)")
@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
 @contextmanager
 def _opened(url: str | None) -> Iterator[Store]:
     try:
-        settings = StoreSettings.from_env()
+        settings = StoreSettings.from_env().model_copy(update={"db_timeout_ms": CLI_TIMEOUT_MS})
         if url:
             settings = settings.model_copy(update={"database_url": url})
         with open_store(settings) as store:
@@ -108,6 +108,9 @@ def vacuum_command(url: str = URL) -> None:
 def export_command(
     out: Path = typer.Option(..., "--out", help="folder to write (full/raw/<word>.ndjson)"),
     mix: Path = typer.Option(None, "--mix", help="a Quick, Draw! folder to add the played drawings to"),
+    include_rooms: bool = typer.Option(
+        False, "--include-rooms", help="also the drawings rooms gave (unchecked clients: look at them first)"
+    ),
     url: str = URL,
 ) -> None:
     """Write the consented drawings in the Quick, Draw! raw layout (for `griffon train --data OUT`)."""
@@ -115,12 +118,15 @@ def export_command(
 
     with _opened(url) as store:
         try:
-            report = export_quickdraw(store, out, mix)
+            report = export_quickdraw(store, out, mix, include_rooms)
         except StoreError as error:
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(1) from None
     typer.echo(f"{report.drawings} drawings in {len(report.words)} categories → {out}/full/raw"
                + (f" (with {mix}: {report.linked_files} files linked)" if mix else ""))
+    if report.skipped_room_drawings:
+        rooms = report.skipped_room_drawings
+        typer.echo(f"{rooms} drawings given by rooms left out (--include-rooms to add them)")
     if report.skipped_unknown_words:
         left = report.skipped_unknown_words
         typer.echo(f"{left} drawings left out: their word is not in {mix}/categories.txt")

@@ -11,6 +11,10 @@ With ``mix=DATASET`` the folder becomes the dataset plus the played drawings: ev
 linked (not copied), except the raw files of words that have played drawings, which are written
 as the dataset's lines followed by the played ones; ``categories.txt`` comes from the dataset and
 played drawings of other words are left out (counted).
+
+Drawings given by rooms (``game="room"``: ``WS /v1/bot`` round ends with ``drawing_consent``) come
+from clients the server cannot check (any word, any strokes), so they are left out (counted)
+unless ``include_rooms=True`` (``griffon db export --include-rooms``) after a look at them.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class ExportReport:
     mixed_with: str | None = None
     linked_files: int = 0
     skipped_unknown_words: int = 0
+    skipped_room_drawings: int = 0
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready figures."""
@@ -98,8 +103,13 @@ def _copy_lines(source: Path, handle: BinaryIO) -> None:
                 handle.write(b"\n")
 
 
-def export_quickdraw(store: Store, out: Path | str, mix: Path | str | None = None) -> ExportReport:
-    """Write the stored drawings under `out` in the Quick, Draw! raw layout (see the module doc)."""
+ROOM = "room"  # the game kind of the drawings rooms give
+
+
+def export_quickdraw(store: Store, out: Path | str, mix: Path | str | None = None,
+                     include_rooms: bool = False) -> ExportReport:
+    """Write the stored drawings under `out` in the Quick, Draw! raw layout (see the module doc);
+    the rooms' drawings only with `include_rooms`."""
     out = Path(out)
     mix_dir = Path(mix) if mix is not None else None
     if mix_dir is not None:
@@ -109,7 +119,10 @@ def export_quickdraw(store: Store, out: Path | str, mix: Path | str | None = Non
             raise StoreError("export into a new folder, not into the dataset itself")
     known = _dataset_words(mix_dir) if mix_dir is not None else None
     report = ExportReport(out=str(out), mixed_with=None if mix_dir is None else str(mix_dir))
-    counts = store.drawing_counts()
+    skip = () if include_rooms else (ROOM,)
+    counts = store.drawing_counts(skip)
+    if not include_rooms:
+        report.skipped_room_drawings = sum(store.drawing_counts().values()) - sum(counts.values())
     words = sorted(w for w in counts if known is None or w in known)
     report.skipped_unknown_words = sum(n for w, n in counts.items() if w not in words)
     (out / RAW).mkdir(parents=True, exist_ok=True)
@@ -126,7 +139,7 @@ def export_quickdraw(store: Store, out: Path | str, mix: Path | str | None = Non
                 original = mix_dir / RAW / target.name if mix_dir is not None else None
                 if original is not None and original.is_file():
                     _copy_lines(original, handle)
-                for d in store.iter_drawings(word):
+                for d in store.iter_drawings(word, skip_games=skip):
                     line = {"word": word, "countrycode": COUNTRY, "timestamp": day_stamp(d.created_at),
                             "recognized": d.recognized, "key_id": d.key_id, "drawing": d.strokes}
                     handle.write(_line(line))

@@ -16,7 +16,8 @@ from typing import Any
 from store.base import SCHEMA_TABLE, TABLES, Retention, SqlStore, StoreUnavailable
 
 MIGRATION_LOCK = 0x6772_6966  # "grif": pg_advisory_xact_lock key
-CONNECT_TIMEOUT_S = 10
+CONNECT_TIMEOUT_S = 3
+STATEMENT_TIMEOUT_MS = 5_000
 
 
 def redact(url: str) -> str:
@@ -30,13 +31,14 @@ class PostgresStore(SqlStore):
     backend = "postgresql"
     paramstyle = "format"
 
-    def __init__(self, url: str, retention: Retention | None = None) -> None:
+    def __init__(self, url: str, retention: Retention | None = None,
+                 timeout_ms: int = STATEMENT_TIMEOUT_MS) -> None:
         try:
             import psycopg
         except ImportError:  # pragma: no cover - a dependency of the project
             raise StoreUnavailable("PostgreSQL needs psycopg: pip install 'psycopg[binary]'") from None
-        self.url, self.location, self.writing = url, redact(url), 0
-        super().__init__(self._connect(), retention)
+        self.url, self.location, self.depth, self.timeout_ms = url, redact(url), 0, int(timeout_ms)
+        super().__init__(self._connect(), retention, timeout_ms / 1000)
         self.driver_error, self.integrity_error = psycopg.Error, psycopg.IntegrityError
         try:
             self.migrate()
@@ -48,14 +50,18 @@ class PostgresStore(SqlStore):
         import psycopg
 
         try:
-            return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            # no statement (nor lock wait) runs longer: a stalled server fails a write quickly
+            conn.execute(f"SET statement_timeout = {self.timeout_ms}")
+            conn.execute(f"SET lock_timeout = {self.timeout_ms}")
+            return conn
         except psycopg.Error as error:
             raise StoreUnavailable(f"cannot connect to {self.location}: {str(error).strip()}") from None
 
     def reconnect_if_lost(self) -> None:
         """After the server restarted or dropped the connection, the next operation reconnects
         (the one that met the broken connection failed with `StoreUnavailable`)."""
-        if self.writing == 0 and (self.conn.closed or self.conn.broken):
+        if self.depth == 0 and (self.conn.closed or self.conn.broken):
             self.conn = self._connect()
 
     def run(self, text: str, params: Sequence[Any] = ()) -> Any:
@@ -67,12 +73,12 @@ class PostgresStore(SqlStore):
     def write(self) -> Iterator[Any]:
         with self.lock:
             self.reconnect_if_lost()
-            self.writing += 1
+            self.depth += 1
             try:
                 with self.guard(), self.conn.transaction():
                     yield self.conn
             finally:
-                self.writing -= 1
+                self.depth -= 1
 
     def lock_schema(self) -> None:
         self.run("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
@@ -91,9 +97,6 @@ class PostgresStore(SqlStore):
             "FROM unnest(?::text[]) AS t", (names,),
         )
         return int(found[0][0])
-
-    def no_limit(self) -> str:
-        return "LIMIT ALL"
 
     def vacuum(self) -> None:
         with self.lock:

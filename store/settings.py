@@ -5,9 +5,14 @@ Every field of :class:`StoreSettings` maps to ``GRIFFON_<FIELD IN CAPITALS>``:
 - ``GRIFFON_DATABASE_URL`` — ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or
   ``postgresql://user:password@host:5432/db``; unset: ``<GRIFFON_DATA_DIR>/griffon.db``;
 - ``GRIFFON_DATA_DIR`` — the folder of the SQLite file (default ``./var``, created on first start);
-- ``GRIFFON_RETAIN_*`` — retention (days; 0 = forever), see :class:`store.base.Retention`.
+- ``GRIFFON_RETAIN_*`` — retention (days; 0 = forever), see :class:`store.base.Retention`;
+- ``GRIFFON_DB_TIMEOUT_MS`` — the longest a write waits for the database (SQLite busy wait and
+  the store's lock; PostgreSQL ``statement_timeout`` and ``lock_timeout``): short, so that a stalled
+  database fails a game's write quickly instead of freezing the server (``griffon db`` commands
+  wait longer).
 
-A bad value raises `StoreUnavailable` naming the variable, at start-up.
+A bad value raises `StoreUnavailable` naming the variable, at start-up. :func:`read_environment`
+is the one environment reader of the project (``service.settings`` uses it too).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -23,6 +28,31 @@ from store.base import Retention, Store, StoreUnavailable
 
 ENV_PREFIX = "GRIFFON_"
 DB_FILE = "griffon.db"
+CLI_TIMEOUT_MS = 600_000  # `griffon db ...`: a long prune, export or vacuum may take minutes
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_environment(
+    cls: type[M], prefix: str, environ: Mapping[str, str] | None = None, what: str = "settings",
+    error_class: type[Exception] = ValueError,
+) -> M:
+    """``cls`` from ``<prefix><FIELD>`` variables (default: ``os.environ``); defaults elsewhere.
+
+    A list or tuple field is comma separated. Raises ``error_class`` naming each bad variable.
+    """
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for name, field in cls.model_fields.items():
+        raw = environ.get(prefix + name.upper())
+        if raw is None or raw == "":
+            continue
+        origin = getattr(field.annotation, "__origin__", None)
+        values[name] = [p.strip() for p in raw.split(",") if p.strip()] if origin in (list, tuple) else raw
+    try:
+        return cls(**values)
+    except ValidationError as error:
+        problems = "; ".join(f"{prefix}{str(e['loc'][0]).upper()}: {e['msg']}" for e in error.errors())
+        raise error_class(f"invalid {what}: {problems}") from error
 
 
 class StoreSettings(BaseModel):
@@ -40,25 +70,13 @@ class StoreSettings(BaseModel):
     retain_transcripts_days: float = Field(default=30.0, ge=0, description="bot transcripts kept this long")
     retain_transcripts_max: int = Field(default=10_000, ge=1, description="bot transcripts kept at most")
     retain_drawings_days: float = Field(default=0.0, ge=0, description="consented drawings (0 = forever)")
-    transcript_max_bytes: int = Field(default=1_048_576, ge=1_024, le=64 * 1_048_576,
-                                      description="events of one transcript, in JSON bytes")
+    db_timeout_ms: int = Field(default=500, ge=10, le=CLI_TIMEOUT_MS,
+                               description="the longest a write waits for the database (then it fails)")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> StoreSettings:
         """Settings from ``GRIFFON_*`` variables (default: ``os.environ``), defaults elsewhere."""
-        environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for name in cls.model_fields:
-            raw = environ.get(ENV_PREFIX + name.upper())
-            if raw:
-                values[name] = raw
-        try:
-            return cls(**values)
-        except ValidationError as error:
-            problems = "; ".join(
-                f"{ENV_PREFIX}{str(e['loc'][0]).upper()}: {e['msg']}" for e in error.errors()
-            )
-            raise StoreUnavailable(f"invalid database settings: {problems}") from None
+        return read_environment(cls, ENV_PREFIX, environ, "database settings", StoreUnavailable)
 
     @property
     def url(self) -> str:
@@ -75,7 +93,6 @@ class StoreSettings(BaseModel):
             transcripts_days=self.retain_transcripts_days,
             transcripts_max=self.retain_transcripts_max,
             drawings_days=self.retain_drawings_days,
-            transcript_max_bytes=self.transcript_max_bytes,
         )
 
 
@@ -97,11 +114,12 @@ def open_store(settings: StoreSettings | str | None = None) -> Store:
     if url.startswith("sqlite:///"):
         from store.sqlite import SQLiteStore
 
-        return SQLiteStore(sqlite_path(url), settings.retention, settings.db_check, settings.db_synchronous)
+        return SQLiteStore(sqlite_path(url), settings.retention, settings.db_check, settings.db_synchronous,
+                           settings.db_timeout_ms)
     if url.startswith(("postgresql://", "postgres://")):
         from store.postgres import PostgresStore
 
-        return PostgresStore(url, settings.retention)
+        return PostgresStore(url, settings.retention, settings.db_timeout_ms)
     raise StoreUnavailable(
         f"unknown database URL {url.split(':', 1)[0]!r}: use sqlite:///path/to/file.db or postgresql://…"
     )

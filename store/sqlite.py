@@ -35,7 +35,7 @@ class SQLiteStore(SqlStore):
     integrity_error = sqlite3.IntegrityError
 
     def __init__(self, path: str | Path, retention: Retention | None = None, check: str = "quick",
-                 synchronous: str = "normal") -> None:
+                 synchronous: str = "normal", busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         if check not in CHECKS:
             raise StoreUnavailable(f"unknown check {check!r} (use {', '.join(CHECKS)})")
         if synchronous not in SYNCHRONOUS:
@@ -43,9 +43,9 @@ class SQLiteStore(SqlStore):
         self.path = Path(path)
         self.location = str(self.path.resolve())
         conn = _connect(self.path)
-        super().__init__(conn, retention)
+        super().__init__(conn, retention, busy_timeout_ms / 1000)
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":
                 raise StoreUnavailable(f"{self.location}: write-ahead logging refused (journal mode {mode})")

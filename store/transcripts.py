@@ -1,21 +1,19 @@
 """Bot transcripts kept in the database, so that they survive a restart.
 
 The service keeps live transcripts in memory (``service.bot_session.Transcript``); it hands each one
-to `TranscriptArchive.save` at the end of every round and when the session ends. Writes happen on a
-background thread (never on the event loop), bounded: beyond ``max_pending`` waiting saves, new ones
-are dropped and counted. The transcript's read key is stored only as its SHA-256; `get` checks it.
+to `TranscriptArchive.save` at the end of every round and, with ``final=True``, when the session
+ends. The write is the shared `store.background.BackgroundWriter`'s: off the event loop, at most
+one snapshot waiting per session (a newer one replaces it), one session written at most every
+``min_interval_s``; the final one is always written. The transcript's read key is stored only as
+its SHA-256; `get` checks it.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
-from store.base import Store, StoreError, TranscriptRecord, hash_token, token_matches
-
-log = logging.getLogger("griffon.store")
+from store.background import BackgroundWriter
+from store.base import MAX_TRANSCRIPT_BYTES, Store, TranscriptRecord, hash_token, token_matches
 
 
 class LiveTranscript(Protocol):
@@ -30,40 +28,21 @@ class LiveTranscript(Protocol):
 
 
 class TranscriptArchive:
-    """Saves transcripts off the event loop and reads them back by id and key."""
+    """Saves transcripts off the event loop (through `writer`) and reads them back by id and key."""
 
-    def __init__(self, store: Store, max_pending: int = 1_000) -> None:
-        self.store, self.max_pending = store, max_pending
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="griffon-transcripts")
-        self.pending = 0
-        self.dropped = 0
-        self.lock = threading.Lock()
+    def __init__(self, store: Store, writer: BackgroundWriter, max_bytes: int = MAX_TRANSCRIPT_BYTES) -> None:
+        self.store, self.writer, self.max_bytes = store, writer, max_bytes
 
-    def save(self, transcript: LiveTranscript) -> Future[None] | None:
-        """Queue a copy of the transcript for saving (insert or replace); None when dropped."""
+    def save(self, transcript: LiveTranscript, final: bool = False) -> bool:
+        """Queue a snapshot of the transcript (insert or replace); False when it was dropped."""
         record = TranscriptRecord(
             id=transcript.session_id,
             summary=dict(transcript.summary()),
-            events=list(transcript.events),  # a snapshot: the live list goes on growing
+            events=list(transcript.events),  # a shallow snapshot: the live list goes on growing
             key_hash=hash_token(transcript.key),
             created_at=transcript.started_at,
         )
-        with self.lock:
-            if self.pending >= self.max_pending:
-                self.dropped += 1
-                log.warning("transcript %s not saved: %d saves already waiting", record.id, self.pending)
-                return None
-            self.pending += 1
-        return self.executor.submit(self._write, record)
-
-    def _write(self, record: TranscriptRecord) -> None:
-        try:
-            self.store.save_transcript(record)
-        except StoreError as error:
-            log.warning("transcript %s not saved: %s", record.id, error)
-        finally:
-            with self.lock:
-                self.pending -= 1
+        return self.writer.save_transcript(record, self.max_bytes, final)
 
     def get(self, session_id: str, key: str) -> dict[str, Any] | None:
         """The stored transcript as ``GET /v1/bot/sessions/{id}`` shows it, if `key` opens it."""
@@ -75,7 +54,3 @@ class TranscriptArchive:
     def summaries(self, limit: int = 100) -> list[dict[str, Any]]:
         """The newest stored transcripts' summaries, newest first (not live: from the database)."""
         return [t.summary | {"live": False} for t in self.store.list_transcripts(limit)]
-
-    def close(self) -> None:
-        """Finish the waiting saves."""
-        self.executor.shutdown(wait=True)

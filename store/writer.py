@@ -1,5 +1,9 @@
 """Group commit for the move log: the event loop hands moves over and never waits on the disk.
 
+Not used by the service (which commits each move on the event loop, with a short timeout:
+docs/STORAGE.md); kept as a measured building block (``bench/bench_store.py``) for a deployment
+whose database commits are slow.
+
 `MoveWriter.submit` queues a move and returns a `concurrent.futures.Future` at once; one background
 thread commits everything that queued meanwhile in one transaction (one disk flush for many moves:
 what makes PostgreSQL with synchronous commit, or SQLite with ``synchronous=full``, keep up with many
@@ -16,8 +20,10 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from store.base import Store, StoreError
@@ -59,10 +65,22 @@ class MoveWriter:
         return future
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait until every move submitted so far is committed (or refused)."""
+        """Wait until every move submitted so far is committed (or refused). `WriterClosed` on a
+        closed writer or a dead thread (nothing would ever answer), `TimeoutError` after `timeout`."""
+        if self.closed or not self.thread.is_alive():
+            raise WriterClosed("the move writer is closed (or its thread died)")
         marker: Future[None] = Future()
         self.queue.put((("", -1, 0.0, {}), marker))
-        marker.result(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                marker.result(0.1)
+                return
+            except FutureTimeout:
+                if not self.thread.is_alive():
+                    raise WriterClosed("the move writer's thread died") from None
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(f"the move writer did not flush within {timeout} s") from None
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Write what is queued, then stop the thread."""

@@ -5,16 +5,32 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# Servers and apps started by the tests keep their database in a throw-away folder, never ./var.
-os.environ.setdefault("GRIFFON_DATA_DIR", tempfile.mkdtemp(prefix="griffon-test-var-"))
 FIXTURE_WORDS = ("circle", "square", "triangle", "line")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def throwaway_data_dir() -> Iterator[None]:
+    """Servers and apps started by the tests keep their database in a throw-away folder, never
+    ./var; the folder is deleted at the end of the run."""
+    if os.environ.get("GRIFFON_DATA_DIR"):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="griffon-test-var-")
+    os.environ["GRIFFON_DATA_DIR"] = folder
+    try:
+        yield
+    finally:
+        os.environ.pop("GRIFFON_DATA_DIR", None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def shape(word: str, rng: np.random.Generator) -> list:

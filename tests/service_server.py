@@ -149,7 +149,7 @@ def in_process(**settings: object) -> Iterator[object]:
     from service.settings import Settings
     from store import StoreSettings
 
-    database = StoreSettings(data_dir=Path(tempfile.mkdtemp(prefix="griffon-test-db-")))
-    app = create_app(Settings(**settings), database)  # type: ignore[arg-type]
-    with TestClient(app, raise_server_exceptions=False) as client:
-        yield client
+    with tempfile.TemporaryDirectory(prefix="griffon-test-db-") as folder:
+        app = create_app(Settings(**settings), StoreSettings(data_dir=Path(folder)))  # type: ignore[arg-type]
+        with TestClient(app, raise_server_exceptions=False) as client:
+            yield client

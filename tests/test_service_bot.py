@@ -373,3 +373,60 @@ def test_asyncapi_spec_matches_the_frame_models() -> None:
                                                 "server_full", "rate_limited", "flooding",
                                                 "internal_error"}
     assert used <= documented
+
+
+# -- drawings given by rooms ---------------------------------------------------------------------
+def round_over(ws: Any) -> dict:
+    """The next ``round_over`` frame (the bot may speak before it)."""
+    for _ in range(30):
+        frame = ws.receive_json()
+        if frame["type"] == "round_over":
+            return frame
+    raise AssertionError("no round_over")
+
+
+def consented_rounds(ws: Any, rounds: int) -> list[dict]:
+    """``rounds`` rounds of a square, each ended with ``drawing_consent``; their ``round_over``."""
+    ws.send_json({"type": "hello", "versions": [1], "room": "test", "analysis": False})
+    assert ws.receive_json()["type"] == "welcome"
+    overs = []
+    for n in range(rounds):
+        ws.send_json({"type": "round_start", "round": f"r{n}", "candidates": WORDS, "seed": n})
+        assert ws.receive_json()["type"] == "round_ready"
+        for stroke in square(n):
+            ws.send_json({"type": "stroke", "stroke": stroke})
+        ws.send_json({"type": "round_end", "answer": "square", "drawing_consent": True})
+        overs.append(round_over(ws))
+    return overs
+
+
+def test_room_drawings_are_refused_by_default(server: Server) -> None:
+    async def go() -> dict:
+        async with websockets.connect(server.ws_url + "/v1/bot") as ws:
+            room = Room(ws)
+            await room.start(candidates=WORDS, analysis=False)
+            for stroke in square():
+                await room.send({"type": "stroke", "stroke": stroke})
+            await room.send({"type": "round_end", "answer": "square", "drawing_consent": True})
+            for _ in range(30):
+                frame = await room.recv()
+                if frame["type"] == "round_over":
+                    return frame
+        raise AssertionError("no round_over")
+
+    assert run(go())["drawing_kept"] is False  # GRIFFON_ACCEPT_ROOM_DRAWINGS is off
+
+
+def test_room_drawings_when_accepted_are_bounded_per_address_and_day(tiny_checkpoint: Path) -> None:
+    from tests.service_server import in_process
+
+    with in_process(model=tiny_checkpoint, accept_room_drawings=True, room_drawings_per_day=2) as http:
+        with http.websocket_connect("/v1/bot") as ws:
+            overs = consented_rounds(ws, 2)
+        with http.websocket_connect("/v1/bot") as ws:  # a new session from the same address
+            overs += consented_rounds(ws, 1)
+        store = http.app.state.store
+        store._background_writer.flush(timeout=10)
+        assert [o["drawing_kept"] for o in overs] == [True, True, False]
+        assert store.drawing_counts() == {"square": 2}
+        assert {d.game for d in store.iter_drawings()} == {"room"}

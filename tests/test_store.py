@@ -14,6 +14,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -45,6 +47,8 @@ from store import (
     open_store,
     token_matches,
 )
+from store.background import BackgroundWriter, shared_writer
+from store.background import WriterClosed as BackgroundClosed
 from store.export import export_quickdraw
 from store.transcripts import TranscriptArchive
 from store.writer import MoveWriter, WriterClosed, WriterOverloaded
@@ -285,11 +289,10 @@ def test_a_process_killed_mid_game_loses_no_acknowledged_move(db_url):
 
 
 def test_transcripts_are_kept_bounded_in_bytes_and_replaced_by_id(db_url):
-    settings = StoreSettings(database_url=db_url, transcript_max_bytes=2_000)
-    with open_store(settings) as db:
+    with open_store(db_url) as db:
         events = [{"kind": "stroke", "round": 1, "t": i / 10, "strokes": i} for i in range(200)]
         kept = db.save_transcript(TranscriptRecord("s1", {"room": "salon", "rounds": 1}, events,
-                                                   key_hash="abc"), now=50.0)
+                                                   key_hash="abc"), now=50.0, max_bytes=2_000)
         assert 0 < len(kept.events) < 200 and kept.dropped == 200 - len(kept.events)
         assert len(json.dumps(kept.events, separators=(",", ":"))) <= 2_000
         loaded = db.load_transcript("s1")
@@ -517,13 +520,13 @@ def test_bot_transcripts_survive_a_restart_and_open_only_with_their_key(db_url):
     live.add("round_start", 1, 0.0, game="kontour")
     live.add("guess", 1, 3.2, label="cat", text="chat")
     with open_store(db_url) as db:
-        archive = TranscriptArchive(db)
-        archive.save(live).result(timeout=10)
+        archive = TranscriptArchive(db, shared_writer(db), max_bytes=10_000)
+        assert archive.save(live)
+        archive.writer.flush(timeout=10)
         live.add("round_end", 1, 20.0, why="found")  # saved again at the end: replaced
-        archive.save(live).result(timeout=10)
-        archive.close()
-    with open_store(db_url) as db:  # the restarted server
-        archive = TranscriptArchive(db)
+        assert archive.save(live, final=True)
+    with open_store(db_url) as db:  # the restarted server (closing the store wrote what was waiting)
+        archive = TranscriptArchive(db, shared_writer(db))
         shown = archive.get("sess1", live.key)
         assert shown["events"] == live.events and shown["event_count"] == 3
         assert shown["room"] == "salon" and shown["live"] is False
@@ -558,3 +561,116 @@ def test_a_failed_commit_is_rolled_back_and_later_writes_go_on(tmp_path):
         db.append_move("g", 0, 0.0, {"kind": "x"})
         assert [m.move for m in db.load_game("g").moves] == [{"kind": "x"}]
         assert db.info().counts["moves"] == 1  # the refused move is not there
+
+
+def test_prune_deletes_in_small_transactions_and_keeps_the_newest(tmp_path):
+    """Prune in batches (the lock is released between them): the same result as one big DELETE."""
+    now = 100 * DAY
+    with open_store(f"sqlite:///{tmp_path / 'g.db'}") as db:
+        for i in range(23):
+            db.create_game(f"g{i:02d}", "kontour", {}, hash_token("t"), now=now - 40 * DAY)
+            db.append_moves(f"g{i:02d}", 0, [(0.0, {"kind": "x"}), (1.0, {"kind": "y"})], now=now - 40 * DAY)
+            db.save_transcript(TranscriptRecord(f"t{i:02d}", {}, [], created_at=now - i), now=now - i)
+        db.create_game("new", "kontour", {}, hash_token("t"), now=now)
+        for _ in range(7):
+            db.add_drawing(DrawingRecord("cat", "kontour", strokes()), consent=True, now=now - 400 * DAY)
+        statements: list[str] = []
+        db.conn.set_trace_callback(statements.append)
+        report = db.prune(Retention(games_days=30, transcripts_days=0, transcripts_max=4, drawings_days=365),
+                          now=now, batch=5)
+        db.conn.set_trace_callback(None)
+        assert (report.games, report.moves, report.transcripts, report.drawings) == (23, 46, 19, 7)
+        assert [t.id for t in db.list_transcripts()] == ["t00", "t01", "t02", "t03"]
+        assert [g.id for g in db.load_unfinished_games()] == ["new"]
+        counts = {"games": 1, "moves": 0, "transcripts": 4, "drawings": 0, "games_playing": 1}
+        assert db.info().counts == counts
+        commits = sum(1 for s in statements if s == "COMMIT")
+        assert commits >= 5 + 4 + 2  # 23 games / 5, 19 transcripts / 5, 7 drawings / 5: one transaction each
+
+
+def test_a_stalled_database_fails_a_game_write_quickly_instead_of_hanging(tmp_path):
+    """Another process holds the write lock (e.g. `griffon db vacuum` on the live file): the
+    service's write gives up after `GRIFFON_DB_TIMEOUT_MS` with `StoreUnavailable`, and works again
+    once the lock is gone."""
+    path = tmp_path / "g.db"
+    with open_store(StoreSettings(database_url=f"sqlite:///{path}", db_timeout_ms=50)) as db:
+        db.create_game("g", "kontour", {}, hash_token("t"))
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreUnavailable, match="locked"):
+            db.append_move("g", 0, 0.0, {"kind": "x"})
+        other.execute("ROLLBACK")
+        other.close()
+        db.append_move("g", 0, 0.0, {"kind": "x"})
+        with db.lock:  # a thread of this process holds the store (a long prune batch...)
+            failed: list[BaseException] = []
+
+            def write() -> None:
+                try:
+                    db.append_move("g", 1, 0.0, {"kind": "y"})
+                except StoreUnavailable as error:
+                    failed.append(error)
+
+            writer = threading.Thread(target=write)
+            writer.start()
+            writer.join(10)
+            assert not writer.is_alive() and len(failed) == 1 and "busy" in str(failed[0])
+        assert len(db.load_game("g").moves) == 1
+
+
+def test_the_background_writer_keeps_one_snapshot_per_session_and_throttles_it(tmp_path):
+    def snapshot(rounds: int, events: int = 3) -> TranscriptRecord:
+        return TranscriptRecord("s", {"rounds": rounds}, [{"n": n} for n in range(events)])
+
+    with open_store(f"sqlite:///{tmp_path / 'g.db'}") as db:
+        writer = BackgroundWriter(db, min_interval_s=3600.0)
+        assert writer.save_transcript(snapshot(0), 10_000)
+        writer.flush(timeout=10)  # the session's first snapshot is written at once
+        for i in range(1, 301):  # a room sending round ends as fast as it can
+            assert writer.save_transcript(snapshot(i), 10_000)
+        assert writer.transcripts_written == 1 and db.load_transcript("s").summary == {"rounds": 0}
+        assert list(writer.snapshots) == ["s"]  # one waiting per session, replaced each time
+        assert writer.snapshots["s"][0].summary == {"rounds": 300}
+        assert writer.save_transcript(snapshot(301), 10_000, final=True)  # the session ended
+        for _ in range(500):  # written without waiting for the throttle
+            if writer.transcripts_written == 2:
+                break
+            time.sleep(0.01)
+        assert writer.transcripts_written == 2 and db.load_transcript("s").summary == {"rounds": 301}
+        writer.save_transcript(TranscriptRecord("other", {}, [{"n": 1}] * 500), 100)  # cut to 100 bytes
+        writer.flush(timeout=10)
+        assert writer.transcripts_written == 3
+        assert len(json.dumps(db.load_transcript("other").events, separators=(",", ":"))) <= 100
+        writer.close()
+        with pytest.raises(BackgroundClosed):
+            writer.flush(timeout=1)
+        assert not writer.add_drawing(DrawingRecord("cat", "room", strokes())) and writer.dropped == 1
+
+
+def test_the_background_writer_queue_of_drawings_is_bounded(tmp_path):
+    with open_store(f"sqlite:///{tmp_path / 'g.db'}") as db:
+        writer = BackgroundWriter(db, max_pending=3)
+        with db.lock:  # the database is busy: the thread waits, the queue fills
+            queued = [writer.add_drawing(DrawingRecord("cat", "kontour", strokes())) for _ in range(10)]
+        assert queued.count(False) >= 6 and writer.dropped == queued.count(False)
+        writer.flush(timeout=10)
+        assert db.drawing_counts() == {"cat": queued.count(True)} == {"cat": writer.drawings_written}
+        writer.close()
+
+
+def test_the_move_writer_flush_raises_once_closed_instead_of_waiting_for_ever(db):
+    writer = MoveWriter(db)
+    writer.close()
+    with pytest.raises(WriterClosed):
+        writer.flush(timeout=None)
+
+
+def test_export_leaves_the_rooms_drawings_out_unless_asked(db, tmp_path):
+    db.add_drawing(DrawingRecord("cat", "pictomania", strokes()), consent=True)
+    db.add_drawing(DrawingRecord("cat", "room", strokes(3)), consent=True)
+    db.add_drawing(DrawingRecord("dog", "room", strokes()), consent=True)
+    report = export_quickdraw(db, tmp_path / "out")
+    assert (report.drawings, report.skipped_room_drawings, report.words) == (1, 2, {"cat": 1})
+    assert not (tmp_path / "out" / "full" / "raw" / "dog.ndjson").exists()
+    report = export_quickdraw(db, tmp_path / "all", include_rooms=True)
+    assert (report.drawings, report.skipped_room_drawings, report.words) == (3, 0, {"cat": 2, "dog": 1})

@@ -1,0 +1,183 @@
+"""The one background writer: what the service stores off the event loop, on one thread.
+
+Two kinds of work, both bounded:
+
+- **drawings** (`add_drawing`): a queue; beyond ``max_pending`` waiting, a drawing is dropped and
+  counted (`dropped`), never the game slowed down;
+- **transcript snapshots** (`save_transcript`): at most one pending per session — a newer snapshot
+  replaces the waiting one — and one session's transcript is written at most every
+  ``min_interval_s`` (a room sending 30 round ends a second costs one write every few seconds);
+  ``final=True`` (the session ended) is written as soon as the thread is free.
+
+`flush` writes everything pending now (throttled snapshots included) and waits for it; `close`
+does the same and stops the thread. Both raise `WriterClosed` rather than wait for ever on a
+closed writer or a dead thread. One instance per store is shared by every part of the service
+(`shared_writer`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from store.base import DrawingRecord, Store, StoreError, TranscriptRecord
+
+log = logging.getLogger("griffon.store")
+MAX_PENDING = 1_000
+MIN_INTERVAL_S = 5.0
+
+
+class WriterClosed(StoreError):
+    """The background writer was closed (or its thread died): nothing more is written."""
+
+
+class BackgroundWriter:
+    """Writes drawings and transcript snapshots to `store` from one background thread."""
+
+    def __init__(self, store: Store, max_pending: int = MAX_PENDING, min_interval_s: float = MIN_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.store, self.max_pending, self.clock = store, max_pending, clock
+        self.min_interval_s = min_interval_s
+        self.cond = threading.Condition()
+        self.drawings: deque[DrawingRecord] = deque()
+        self.snapshots: dict[str, tuple[TranscriptRecord, int, float]] = {}  # id -> (record, max bytes, due)
+        self.last_written: dict[str, float] = {}  # session id -> when its transcript was last written
+        self.busy = False
+        self.closed = False
+        self.dropped = self.failed = 0
+        self.drawings_written = self.transcripts_written = 0
+        self.thread = threading.Thread(target=self._run, name="griffon-store-writer", daemon=True)
+        self.thread.start()
+
+    # -- the event loop's side (never waits on the database) ---------------------------------------
+    def add_drawing(self, record: DrawingRecord) -> bool:
+        """Queue a consented drawing; False when it was dropped (too many waiting, or closed)."""
+        with self.cond:
+            if self.closed or len(self.drawings) >= self.max_pending:
+                self.dropped += 1
+                log.warning("a consented drawing of %r was not stored: %d already waiting (or closed)",
+                            record.word, len(self.drawings))
+                return False
+            self.drawings.append(record)
+            self.cond.notify_all()
+            return True
+
+    def save_transcript(self, record: TranscriptRecord, max_bytes: int, final: bool = False) -> bool:
+        """Queue a transcript snapshot (it replaces the session's waiting one); False when dropped."""
+        with self.cond:
+            waiting = self.snapshots.get(record.id)
+            if self.closed or (waiting is None and len(self.snapshots) >= self.max_pending):
+                self.dropped += 1
+                log.warning("transcript %s not saved: %d sessions already waiting (or closed)",
+                            record.id, len(self.snapshots))
+                return False
+            now = self.clock()
+            if final:
+                due = now
+            elif waiting is not None:
+                due = waiting[2]
+            else:
+                due = max(now, self.last_written.get(record.id, -self.min_interval_s) + self.min_interval_s)
+            self.snapshots[record.id] = (record, max_bytes, due)
+            self.cond.notify_all()
+            return True
+
+    @property
+    def pending(self) -> int:
+        """Drawings and transcript snapshots waiting."""
+        with self.cond:
+            return len(self.drawings) + len(self.snapshots) + int(self.busy)
+
+    # -- waiting for it (tests, shutdown) --------------------------------------------------------
+    def flush(self, timeout: float | None = 30.0) -> None:
+        """Write everything pending now (throttled snapshots too) and wait for it.
+        `WriterClosed` if the thread is gone; `TimeoutError` after `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.cond:
+            if self.closed or not self.thread.is_alive():
+                raise WriterClosed("the background writer is closed (or its thread died)")
+            self._due_now()
+            while self.drawings or self.snapshots or self.busy:
+                if not self.thread.is_alive():
+                    raise WriterClosed("the background writer's thread is not running")
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"the background writer did not finish within {timeout} s")
+                self.cond.wait(0.1 if left is None else min(left, 0.1))
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Write what is pending, then stop the thread (later saves are dropped and counted)."""
+        with self.cond:
+            self.closed = True
+            self._due_now()
+            self.cond.notify_all()
+        self.thread.join(timeout)
+
+    def _due_now(self) -> None:
+        now = self.clock()
+        for key, (record, max_bytes, _) in list(self.snapshots.items()):
+            self.snapshots[key] = (record, max_bytes, now)
+
+    # -- the thread --------------------------------------------------------------------------------
+    def _next(self) -> DrawingRecord | tuple[TranscriptRecord, int] | None:
+        """The next job, waiting for one; None when closed and nothing is left."""
+        with self.cond:
+            while True:
+                if self.drawings:
+                    self.busy = True
+                    return self.drawings.popleft()
+                now = self.clock()
+                due = [k for k, (_, _, at) in self.snapshots.items() if at <= now]
+                if due:
+                    record, max_bytes, _ = self.snapshots.pop(due[0])
+                    self.busy = True
+                    return record, max_bytes
+                if self.closed and not self.snapshots:
+                    return None
+                wait = min((at for _, _, at in self.snapshots.values()), default=now + 60.0) - now
+                self.cond.wait(max(0.01, min(wait, 60.0)))
+
+    def _run(self) -> None:
+        while (job := self._next()) is not None:
+            try:
+                if isinstance(job, DrawingRecord):
+                    self.store.add_drawing(job, consent=True)
+                    self.drawings_written += 1
+                else:
+                    self.store.save_transcript(job[0], max_bytes=job[1])
+                    self.transcripts_written += 1
+                    self._written(job[0].id)
+            except Exception as error:  # noqa: BLE001 - logged and counted; the thread goes on
+                self.failed += 1
+                drawing = isinstance(job, DrawingRecord)
+                what = f"a drawing of {job.word!r}" if drawing else f"transcript {job[0].id}"  # type: ignore[union-attr,index]
+                log.warning("%s was not stored: %s", what, error)
+            finally:
+                with self.cond:
+                    self.busy = False
+                    self.cond.notify_all()
+
+    def _written(self, session_id: str) -> None:
+        with self.cond:
+            now = self.clock()
+            self.last_written[session_id] = now
+            if len(self.last_written) > 4 * self.max_pending:  # bounded: forget the sessions written long ago
+                for key, at in list(self.last_written.items()):
+                    if at <= now - self.min_interval_s:
+                        del self.last_written[key]
+
+
+def shared_writer(store: Store, **options: float) -> BackgroundWriter:
+    """The store's one background writer, created on first use (closed with `close_shared_writer`)."""
+    with _SHARED_LOCK:
+        writer = getattr(store, "_background_writer", None)
+        if writer is None or writer.closed:
+            writer = BackgroundWriter(store, **options)  # type: ignore[arg-type]
+            store._background_writer = writer  # type: ignore[attr-defined]
+        return writer
+
+
+_SHARED_LOCK = threading.Lock()
