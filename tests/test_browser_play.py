@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -306,6 +307,47 @@ def test_a_lost_update_frame_makes_the_page_ask_for_the_whole_state(page, server
             expect(tools).to_have_attribute("data-strokes", str(i + 1))
     expect(tools).to_have_attribute("data-strokes", "4")
     assert [f for f in sent if f["type"] == "sync"], "the page did not ask for the state"
+
+
+def test_a_lost_sync_frame_is_sent_again(page, server) -> None:
+    """The relay drops the server's third update AND the page's first sync (as the server's rate
+    limit drops frames without a word): the page asks again after ~2 s and catches up."""
+    from playwright.sync_api import expect
+
+    syncs: list[float] = []
+    updates = {"seen": 0}
+
+    def relay(ws) -> None:
+        upstream = ws.connect_to_server()
+
+        def from_page(message) -> None:
+            if json.loads(message)["type"] == "sync":
+                syncs.append(time.monotonic())
+                if len(syncs) == 1:
+                    return  # lost on the way
+            upstream.send(message)
+
+        def from_server(message) -> None:
+            frame = json.loads(message)
+            if frame["type"] == "update" and any(
+                e["kind"] == "stroke_drawn" and e["player"] == "joueur" for e in frame["events"]
+            ):
+                updates["seen"] += 1
+                if updates["seen"] == 3:
+                    return
+            ws.send(message)
+
+        ws.on_message(from_page)
+        upstream.on_message(from_server)
+
+    page.route_web_socket(re.compile(r"/v1/play/"), relay)
+    start(page, server, "pictomania", opponents=2, level="easy", seed=4)
+    expect(page.locator(".card")).to_have_count(6)
+    tools = page.locator(".draw-tools")
+    for i in range(4):
+        drag(page, (30, 40 + 40 * i), (220, 50 + 40 * i))
+    expect(tools).to_have_attribute("data-strokes", "4", timeout=10_000)
+    assert len(syncs) >= 2 and syncs[1] - syncs[0] >= 1.5, syncs
 
 
 def test_the_rules_panel_in_both_games_and_the_setup_form(page, server) -> None:

@@ -8,6 +8,7 @@ import { RulesPanel } from "./rules.js";
 
 const STORE = "griffon.game";
 const GONE = new Set([4403, 4404, 4410]); // bad token, unknown game, game closed: do not retry
+const SYNC_RETRY_MS = 2000; // a sync unanswered this long (dropped by the rate limit) is sent again
 
 const $ = (id) => document.getElementById(id);
 const LIMITS = "griffon.opponents";
@@ -52,20 +53,36 @@ class Connection {
   // A gap (a frame lost) asks the server for the whole state again.
   receive(frame) {
     if (frame.type === "state") {
-      this.syncing = false;
+      this.stopSync();
       this.full = frame;
       this.handlers.frame(frame);
     } else if (frame.type === "update") {
       if (!this.full || this.syncing || frame.seq <= this.full.seq) return; // stale, or awaiting the state
       if (frame.seq !== this.full.seq + 1) {
-        this.syncing = this.send({ type: "sync" });
+        this.sync();
         return;
       }
       this.full = applyUpdate(this.full, frame);
       this.handlers.frame(this.full);
     } else {
+      // An error (a refused frame, the rate limit…) while awaiting the state: the sync may be the
+      // frame refused, so the next gap asks again rather than waiting for a state that never comes.
+      if (frame.type === "error") this.stopSync();
       this.handlers.frame(frame);
     }
+  }
+
+  // Ask for the whole state. Past its rate limit the server drops frames without a word (after
+  // one warning): without an answer within SYNC_RETRY_MS, ask again.
+  sync() {
+    this.stopSync();
+    this.syncing = this.send({ type: "sync" });
+    if (this.syncing) this.syncTimer = setTimeout(() => { if (this.syncing) this.sync(); }, SYNC_RETRY_MS);
+  }
+
+  stopSync() {
+    this.syncing = false;
+    clearTimeout(this.syncTimer);
   }
 
   open() {
@@ -73,7 +90,7 @@ class Connection {
     const url = `${scheme}://${location.host}/v1/play/${encodeURIComponent(this.game.game_id)}` +
       `?token=${encodeURIComponent(this.game.token)}`;
     this.ws = new WebSocket(url);
-    this.ws.onopen = () => { this.retry = 0; this.syncing = false; this.handlers.status("ok"); };
+    this.ws.onopen = () => { this.retry = 0; this.stopSync(); this.handlers.status("ok"); };
     this.ws.onmessage = (m) => this.receive(JSON.parse(m.data));
     this.ws.onclose = (e) => {
       if (this.closed) return;
@@ -98,6 +115,7 @@ class Connection {
 
   close() {
     this.closed = true;
+    this.stopSync();
     clearInterval(this.ping);
     if (this.ws) this.ws.close();
   }
