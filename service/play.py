@@ -27,7 +27,7 @@ from service.games_manager import (
     UnknownGame,
     serve_socket,
 )
-from service.games_session import Recognize
+from service.games_session import HUMAN, Recognize
 from service.games_settings import PlaySettings
 from service.shared import ClientDep, Shared
 from store import StoreError
@@ -146,7 +146,7 @@ async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCre
         raise Unavailable(f"the game could not be stored: {error}", code="database_unavailable",
                           retry_after=30) from None
     ws = f"/v1/play/{game.id}?token={game.token}"
-    return GameCreated(game_id=game.id, token=game.token, player="joueur", game=body.game, ws=ws)
+    return GameCreated(game_id=game.id, token=game.token, player=HUMAN, game=body.game, ws=ws)
 
 
 @router.websocket("/v1/play/{game_id}")
