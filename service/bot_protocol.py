@@ -125,7 +125,8 @@ class Verdict(_Frame):
 class RoundEnd(_Frame):
     """The round is over (``answer`` optional, recorded in the transcript). ``drawing_consent``:
     the room's players agreed that the round's drawing be kept, under the answer's word, to
-    train the model (nothing about them is kept)."""
+    train the model (nothing about them is kept); only on a server that accepts rooms' drawings,
+    within its daily quota per address (``round_over`` says ``drawing_kept``)."""
 
     type: Literal["round_end"]
     answer: Annotated[str, Field(max_length=200)] | None = None
