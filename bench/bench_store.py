@@ -8,6 +8,7 @@ Kontour lines are two points) and a plausible pace (finds 68 % of Kontour words,
 
     python -m bench.bench_store                 # SQLite, and PostgreSQL when the machine can start one
     python -m bench.bench_store --games 200 --no-postgres
+    python -m bench.bench_store --stall          # only: a game's writes beside a prune / a held lock
 
 PostgreSQL runs with its default durability (fsync on, synchronous commit), in a throw-away server
 started like the tests do (`tests.pg_server`).
@@ -38,7 +39,7 @@ from games.pictomania import (
     PictoStroke,
     PlaceGuess,
 )
-from store import Store, hash_token, open_store
+from store import Retention, Store, StoreSettings, StoreUnavailable, hash_token, open_store
 from store.writer import MoveWriter
 
 HUMAN = "joueur"
@@ -406,6 +407,68 @@ def backends(use_postgres: bool) -> Iterator[list[tuple[str, Callable[[], Store]
         yield found
 
 
+def stall_figures(folder: Path, games: int = 1_000, moves: int = 200) -> dict[str, Any]:
+    """What a game's writes (the event loop's `append_move`) wait while (a) the hourly prune deletes
+    `games` old games of `moves` moves each, in batches of 500 rows or in one transaction, and
+    (b) another process holds the write lock (``griffon db vacuum`` on the live file)."""
+    import sqlite3
+    import threading
+
+    out: dict[str, Any] = {}
+    for name, batch in (("one transaction", 10**9), ("batches of 500", 500)):
+        path = folder / f"prune-{batch}.db"
+        with open_store(StoreSettings(database_url=f"sqlite:///{path}", db_timeout_ms=60_000)) as db:
+            old = 1_000.0
+            for g in range(games):
+                db.create_game(f"old{g}", "kontour", {}, hash_token("t"), now=old)
+                log = [(float(i), {"kind": "tick", "i": i}) for i in range(moves)]
+                db.append_moves(f"old{g}", 0, log, now=old)
+            db.create_game("live", "kontour", {}, hash_token("t"))
+            waits: list[float] = []
+            done = threading.Event()
+
+            def prune(db: Store = db, batch: int = batch, done: threading.Event = done) -> None:
+                keep = Retention(games_days=1, transcripts_days=0, drawings_days=0)
+                db.prune(keep, batch=batch)  # type: ignore[call-arg]
+                done.set()
+
+            thread = threading.Thread(target=prune)
+            started = time.perf_counter()
+            thread.start()
+            seq = 0
+            while not done.is_set():
+                t = time.perf_counter()
+                db.append_move("live", seq, 0.0, {"kind": "tick"})
+                waits.append((time.perf_counter() - t) * 1000)
+                seq += 1
+                time.sleep(0.002)  # a busy game server: a move every ~2 ms
+            thread.join()
+            out[f"prune {games} games ({games * moves} moves), {name}"] = {
+                "prune_s": round(time.perf_counter() - started, 2), "moves_written": seq,
+                "move_p50_ms": round(percentile(waits, 50), 3), "move_max_ms": round(max(waits), 1),
+            }
+    path = folder / "locked.db"
+    for timeout_ms in (5_000, 500):
+        with open_store(StoreSettings(database_url=f"sqlite:///{path}", db_timeout_ms=timeout_ms)) as db:
+            db.create_game(f"g{timeout_ms}", "kontour", {}, hash_token("t"))
+            other = sqlite3.connect(path, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")  # what VACUUM holds for its whole run
+            t = time.perf_counter()
+            try:
+                db.append_move(f"g{timeout_ms}", 0, 0.0, {"kind": "tick"})
+                result = "written"
+            except StoreUnavailable:
+                result = "failed (game abandoned, logged)"
+            out[f"a move while another process holds the write lock, timeout {timeout_ms} ms"] = {
+                "event_loop_blocked_ms": round((time.perf_counter() - t) * 1000, 1), "result": result,
+            }
+            other.execute("ROLLBACK")
+            other.close()
+    for what, figures in out.items():
+        print(f"{what}: {figures}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -416,7 +479,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--restart", type=int, nargs="+", default=[50, 200], help="games in progress")
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--stall", action="store_true", help="only the stall figures (prune, held lock)")
     args = parser.parse_args(argv)
+    if args.stall:
+        with tempfile.TemporaryDirectory() as folder:
+            figures = stall_figures(Path(folder))
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        return
 
     t0 = time.perf_counter()
     drawings = page_drawings()

@@ -668,20 +668,29 @@ class SqlStore(Store):
     # -- upkeep ----------------------------------------------------------------------------------
     def prune(self, retention: Retention | None = None, now: float | None = None,
               batch: int = PRUNE_BATCH) -> PruneReport:
-        """Delete in transactions of at most `batch` rows (games: `batch` games and their moves),
-        releasing the lock between them: the service's writes never wait behind one big DELETE."""
+        """Delete in transactions of at most `batch` rows (games: as many as hold at most `batch`
+        moves, one at least), releasing the lock between them: the service's writes never wait
+        behind one big DELETE."""
         keep = retention or self.retention
         now = time.time() if now is None else now
         games = moves = transcripts = drawings = 0
         if keep.games_days > 0:
             cutoff = now - keep.games_days * DAY_S
-            old = "SELECT id FROM games WHERE updated_at < ? ORDER BY id LIMIT ?"
-            while True:
+            while True:  # a few games at a time: at most `batch` moves (or one game) per transaction
                 with self.lock, self.write():
-                    moves += self.run(f"DELETE FROM moves WHERE game_id IN ({old})", (cutoff, batch)).rowcount
-                    done = self.run(f"DELETE FROM games WHERE id IN ({old})", (cutoff, batch)).rowcount
-                games += done
-                if done < batch:
+                    found = self.run("SELECT id, moves FROM games WHERE updated_at < ? ORDER BY id LIMIT ?",
+                                     (cutoff, batch)).fetchall()
+                    ids, rows = [], 0
+                    for game_id, count in found:
+                        if ids and rows + int(count) > batch:
+                            break
+                        ids.append(game_id)
+                        rows += int(count)
+                    if ids:
+                        marks = ", ".join("?" * len(ids))
+                        moves += self.run(f"DELETE FROM moves WHERE game_id IN ({marks})", ids).rowcount
+                        games += self.run(f"DELETE FROM games WHERE id IN ({marks})", ids).rowcount
+                if len(found) < batch and len(ids) == len(found):
                     break
         if keep.transcripts_days > 0:
             cutoff = now - keep.transcripts_days * DAY_S
