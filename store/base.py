@@ -41,6 +41,7 @@ MAX_DRAWING_POINTS = 10_000
 MAX_WORD_CHARS = 64
 MAX_TRANSCRIPT_BYTES = 1_048_576  # the store's own ceiling; the service passes its smaller bound
 PRUNE_BATCH = 500  # rows per prune transaction: the lock is released between batches
+STALL_BACKOFF_S = 2.0  # after a game write timed out, the next ones fail at once for this long
 GAME_STATUSES = ("playing", "finished", "expired", "abandoned")
 DAY_S = 86_400.0
 
@@ -384,18 +385,29 @@ class SqlStore(Store):
         self.lock = threading.RLock()
         self.retention = retention or Retention()
         self.write_wait_s = write_wait_s  # the longest a game write waits for the lock
+        self.stalled_until = 0.0  # monotonic time before which game writes fail without waiting
 
     @contextmanager
     def writing(self) -> Iterator[None]:
         """The lock and a write transaction, for the short writes the service makes on its event
         loop (a game's creation, its moves, its end): the lock is waited for at most
         `write_wait_s` (the database's own busy wait is as short), then `StoreUnavailable` — a
-        stalled database costs a game (abandoned, logged), never a frozen server."""
+        stalled database costs a game (abandoned, logged), never a frozen server. After such a
+        failure the next game writes fail at once for `STALL_BACKOFF_S` (a hundred games do not
+        each wait `write_wait_s` in turn)."""
+        if time.monotonic() < self.stalled_until:
+            raise StoreUnavailable(f"{self.location}: busy (a write timed out less than "
+                                   f"{STALL_BACKOFF_S:g} s ago), not waiting again")
         if not self.lock.acquire(timeout=self.write_wait_s):
+            self.stalled_until = time.monotonic() + STALL_BACKOFF_S
             raise StoreUnavailable(f"{self.location}: busy, the write waited {self.write_wait_s:g} s")
         try:
             with self.write():
                 yield
+        except StoreUnavailable as error:
+            if any(word in str(error).lower() for word in ("locked", "busy", "timeout")):
+                self.stalled_until = time.monotonic() + STALL_BACKOFF_S  # not a lost connection
+            raise
         finally:
             self.lock.release()
 

@@ -599,8 +599,11 @@ def test_a_stalled_database_fails_a_game_write_quickly_instead_of_hanging(tmp_pa
         other.execute("BEGIN IMMEDIATE")
         with pytest.raises(StoreUnavailable, match="locked"):
             db.append_move("g", 0, 0.0, {"kind": "x"})
+        with pytest.raises(StoreUnavailable, match="not waiting again"):  # the next ones fail at once
+            db.append_move("g", 0, 0.0, {"kind": "x"})
         other.execute("ROLLBACK")
         other.close()
+        db.stalled_until = 0.0  # the back-off is over (STALL_BACKOFF_S later)
         db.append_move("g", 0, 0.0, {"kind": "x"})
         with db.lock:  # a thread of this process holds the store (a long prune batch...)
             failed: list[BaseException] = []
@@ -615,6 +618,7 @@ def test_a_stalled_database_fails_a_game_write_quickly_instead_of_hanging(tmp_pa
             writer.start()
             writer.join(10)
             assert not writer.is_alive() and len(failed) == 1 and "busy" in str(failed[0])
+        db.stalled_until = 0.0
         assert len(db.load_game("g").moves) == 1
 
 
@@ -674,3 +678,20 @@ def test_export_leaves_the_rooms_drawings_out_unless_asked(db, tmp_path):
     assert not (tmp_path / "out" / "full" / "raw" / "dog.ndjson").exists()
     report = export_quickdraw(db, tmp_path / "all", include_rooms=True)
     assert (report.drawings, report.skipped_room_drawings, report.words) == (3, 0, {"cat": 2, "dog": 1})
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_postgres_a_locked_table_fails_a_game_write_at_the_timeout(db_url):
+    """PostgreSQL: ``lock_timeout`` / ``statement_timeout`` (`GRIFFON_DB_TIMEOUT_MS`) end a write
+    that waits on another session's lock; the connection stays usable afterwards."""
+    import psycopg
+
+    with open_store(StoreSettings(database_url=db_url, db_timeout_ms=100)) as db:
+        db.create_game("g", "kontour", {}, hash_token("t"))
+        with psycopg.connect(db_url) as admin:  # a transaction holding the table (a long maintenance job)
+            admin.execute("LOCK TABLE games IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(StoreUnavailable, match="timeout"):
+                db.append_move("g", 0, 0.0, {"kind": "x"})
+        db.stalled_until = 0.0
+        db.append_move("g", 0, 0.0, {"kind": "x"})
+        assert len(db.load_game("g").moves) == 1
