@@ -28,6 +28,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.move_writer import MoveWriter
 from games.core import LoggedMove, RuleError, Tick, replay
 from games.kontour import ChooseWord, DrawCard, Guess, KontourCard, KontourConfig, KontourRules, Stroke
 from games.pictomania import (
@@ -40,7 +41,6 @@ from games.pictomania import (
     PlaceGuess,
 )
 from store import Retention, Store, StoreSettings, StoreUnavailable, hash_token, open_store
-from store.writer import MoveWriter
 
 HUMAN = "joueur"
 FIND_RATE = 0.68  # Kontour words found by someone (the AI guessers' measured rate)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.move_writer import MoveWriter, WriterClosed, WriterOverloaded
 from games.core import LoggedMove, replay
 from games.pictomania import (
     Done,
@@ -51,7 +52,6 @@ from store.background import BackgroundWriter, shared_writer
 from store.background import WriterClosed as BackgroundClosed
 from store.export import export_quickdraw
 from store.transcripts import TranscriptArchive
-from store.writer import MoveWriter, WriterClosed, WriterOverloaded
 from tests.conftest import write_fixture_folder
 from tests.pg_server import PostgresUnavailable, running_postgres
 from training.data import load_dataset, read_categories, read_ndjson

@@ -1,8 +1,8 @@
 """Group commit for the move log: the event loop hands moves over and never waits on the disk.
 
-Not used by the service (which commits each move on the event loop, with a short timeout:
-docs/STORAGE.md); kept as a measured building block (``bench/bench_store.py``) for a deployment
-whose database commits are slow.
+Not part of the product: the service commits each move on the event loop, with a short timeout
+(docs/STORAGE.md). This is the group-commit experiment `bench/bench_store.py` measures, kept for
+a deployment whose database commits are slow (PostgreSQL with synchronous commit).
 
 `MoveWriter.submit` queues a move and returns a `concurrent.futures.Future` at once; one background
 thread commits everything that queued meanwhile in one transaction (one disk flush for many moves:
