@@ -48,11 +48,14 @@ class Journal:
         self.learn = bool(setup.get("learn")) and drawings is not None
         self.writing = True  # False while a stored game is replayed, and after a failed write
         self.ended = False
+        self.unmarked: tuple[str, dict[str, Any] | None] | None = None  # an end the database refused
         self.strokes: list[tuple[float, Any]] = []  # the person's strokes being drawn: (time, points)
 
     def record(self, session: Any, move: Move, now: float, events: list[Event]) -> None:
         """A move the rules accepted (its number: ``session.moves``): log it, follow the person's
         drawing, close the game when it is over."""
+        if self.unmarked is not None:  # the database was stalled when the game ended: try again
+            self._mark(*self.unmarked)
         if self.writing and not self.ended:
             try:
                 self.store.append_move(self.id, session.moves, now, move.to_dict())
@@ -71,10 +74,19 @@ class Journal:
         if self.ended:
             return
         self.ended = True
+        self._mark(status, outcome)
+
+    def _mark(self, status: str, outcome: dict[str, Any] | None) -> None:
+        """Write the game's end; if the database refuses it (stalled), try again at the next move,
+        so that a game abandoned during a stall is not resumed short of moves later."""
         try:
             self.store.finish_game(self.id, status, outcome)
+            self.unmarked = None
         except StoreError as error:
-            log.error("game %s: could not be marked %s: %s", self.id, status, error)
+            if self.unmarked is None:
+                log.error("game %s: could not be marked %s (tried again at its next move): %s",
+                          self.id, status, error)
+            self.unmarked = (status, outcome)
 
     # -- the person's drawings (consent only) -------------------------------------------------------
     def follow(self, session: Any, move: Move, now: float, events: list[Event]) -> None:

@@ -239,3 +239,35 @@ def test_the_service_prunes_at_start_and_then_every_period(tmp_path: Path) -> No
         store.close()
 
     asyncio.run(run())
+
+
+def test_a_stalled_database_abandons_the_game_quickly_and_marks_it_once_free(tmp_path: Path) -> None:
+    """Another process holds the write lock (``griffon db vacuum`` on the live file): the move's
+    write fails after ``GRIFFON_DB_TIMEOUT_MS``, the game goes on in memory, and the end mark that
+    could not be written then is written at a later move, once the database is free: the game is
+    never resumed short of moves."""
+    import sqlite3
+
+    from store import StoreSettings
+
+    async def run() -> None:
+        path = tmp_path / "g.db"
+        store = open_store(StoreSettings(database_url=f"sqlite:///{path}", db_timeout_ms=50))
+        games = manager(store)
+        session = games.create("pictomania", opponents=2, level="easy", name="Ana", seed=6)
+        session.driver.cancel()
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        assert handle_text(session, line(0)) is None  # played, not stored, the end not marked either
+        other.execute("ROLLBACK")
+        other.close()
+        assert store.load_game(session.id).status == "playing"
+        store.stalled_until = 0.0  # the 2 s back-off is over
+        assert handle_text(session, line(1)) is None
+        assert len(session.state.round.drawings[HUMAN]) == 2
+        assert store.load_game(session.id).status == "abandoned"
+        await games.aclose()
+        assert manager(store).resume() == (0, 0)
+        store.close()
+
+    asyncio.run(run())
