@@ -5,8 +5,8 @@ The float network is exported to ONNX, then statically quantized with ONNX Runti
 percentile of calibration rasters; the first convolution and the classifier stay in float — of
 the settings tried, the one that agreed best with the float model on training drawings outside the
 calibration set: 99.80 % of top-1 answers, vs 99.47 % for plain min–max). Calibration drawings
-come from the *training* split of the Quick, Draw! folder (``--data``, else ``$GRIFFON_DATA``, else
-``../shared/data/quickdraw``), never from validation, sampled with a fixed seed, so the same
+come from the *training* split of the Quick, Draw! folder (the one data-folder rule,
+``training.data.default_data_root``), never from validation, sampled with a fixed seed, so the same
 checkpoint and data give the same file. The file records the sha256 of the checkpoint's weights;
 ``Guesser.load`` uses it only beside a checkpoint holding those very weights (a new temperature or
 model card does not make it stale; retraining does).
