@@ -15,6 +15,7 @@ from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import HTTPConnection
 
+from games.ai import level_names
 from service.bot_protocol import error_frame
 from service.errors import NotFound, ServiceError, Unavailable
 from service.games_decks import DeckSetupError
@@ -27,7 +28,7 @@ from service.games_manager import (
     UnknownGame,
     serve_socket,
 )
-from service.games_session import HUMAN, Recognize
+from service.games_session import HUMAN, Recognize, accepted_opponents
 from service.games_settings import PlaySettings
 from service.shared import ClientDep, Shared
 from store import StoreError
@@ -128,13 +129,21 @@ async def static(name: str) -> FileResponse:
     return FileResponse(path, media_type=MEDIA[path.suffix])
 
 
+@router.get("/v1/play/options", tags=["solo games"])
+async def play_options() -> dict[str, Any]:
+    """What a new game accepts: AI opponents per game (from the rules files) and the AI levels."""
+    return {"opponents": accepted_opponents(), "levels": level_names()}
+
+
 @router.post("/v1/play", response_model=GameCreated, status_code=201, tags=["solo games"])
 async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCreated:
     """Start a solo game against AI players; returns its id and the player's token.
 
     Bounded per client: ``games_per_client`` live games, ``games_per_client_hour`` created."""
-    if body.game == "pictomania" and body.opponents < 2:
-        raise ServiceError("Pictomania needs at least 2 AI opponents (3 players)", code="invalid_request")
+    limits = accepted_opponents()[body.game]
+    if not limits["min"] <= body.opponents <= limits["max"]:
+        raise ServiceError(f"{body.game} takes {limits['min']}-{limits['max']} AI opponents, "
+                           f"got {body.opponents}", code="invalid_request")
     try:
         game = games.create(body.game, body.opponents, body.level, body.name, body.seed, client=client,
                             learn=body.learn)

@@ -213,6 +213,19 @@ def test_match_errors(client: httpx.Client) -> None:
                  "body.guess: Field required")
 
 
+def test_an_ambiguous_answer_is_refused_and_answer_kind_settles_it(client: httpx.Client) -> None:
+    refused = client.post("/v1/match", json={"answer": "crayon", "guess": "le crayon"})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"] == "bad_answer"
+    assert "answer_kind" in refused.json()["message"] and "pencil" in refused.json()["message"]
+    as_word = client.post("/v1/match", json={"answer": "crayon", "guess": "le crayon", "answer_kind": "word"})
+    assert as_word.status_code == 200 and as_word.json()["accepted"] is True
+    as_key = client.post("/v1/match", json={"answer": "crayon", "guess": "le crayon", "answer_kind": "key"})
+    assert as_key.status_code == 200 and as_key.json()["accepted"] is False
+    unknown = client.post("/v1/match", json={"answer": "nope", "guess": "x", "answer_kind": "key"})
+    assert unknown.status_code == 422 and unknown.json()["error"] == "bad_answer"
+
+
 def test_body_too_large_declared_and_streamed(client: httpx.Client) -> None:
     message = "the request body is larger than 100000 bytes"
     big = json.dumps({"drawing": drawing(), "pad": "x" * 100_000}).encode()

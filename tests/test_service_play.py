@@ -49,7 +49,7 @@ def is_state(frame: dict) -> bool:
         ({"game": "kontour", "level": "expert"}, "body.level"),
         ({"game": "kontour", "name": "<script>"}, "body.name"),
         ({"game": "kontour", "colour": "blue"}, "body.colour"),
-        ({"game": "pictomania", "opponents": 1}, "at least 2 AI opponents"),
+        ({"game": "pictomania", "opponents": 1}, "pictomania takes 2-5 AI opponents, got 1"),
     ],
 )
 def test_bad_new_game_requests_get_422_with_the_reason(server, body, fragment) -> None:
@@ -57,6 +57,18 @@ def test_bad_new_game_requests_get_422_with_the_reason(server, body, fragment) -
     assert response.status_code == 422
     assert response.json()["error"] == "invalid_request"
     assert fragment in response.json()["message"]
+
+
+def test_the_options_say_what_a_new_game_accepts_from_the_rules_files(server) -> None:
+    from games.kontour import KontourConfig
+    from games.pictomania import PictomaniaConfig
+
+    options = httpx.get(server.url + "/v1/play/options", timeout=10).json()
+    assert options["levels"] == ["easy", "normal", "hard"]
+    pictomania = PictomaniaConfig.load()
+    assert options["opponents"]["pictomania"] == {"min": pictomania.min_players - 1,
+                                                  "max": min(5, pictomania.max_players - 1)}
+    assert options["opponents"]["kontour"]["min"] == KontourConfig.load().min_players - 1
 
 
 def test_the_page_and_its_static_files_are_served(server) -> None:

@@ -12,8 +12,9 @@ const SYNC_RETRY_MS = 2000; // a sync unanswered this long (dropped by the rate 
 
 const $ = (id) => document.getElementById(id);
 const LIMITS = "griffon.opponents";
-// The AI opponents each game accepts come with every game's config (from the rules files); the
-// page keeps the last ones it was sent. Before any game on this browser: the rules' defaults.
+// The AI opponents each game accepts come from the server (GET /v1/play/options, and every game's
+// config, both read from the rules files); the page keeps the last ones it was sent. Only if the
+// server cannot be asked: the rules' defaults.
 const FIRST_VISIT_OPPONENTS = { kontour: { min: 1, max: 5 }, pictomania: { min: 2, max: 5 } };
 const NAME_REFUSED = /[<>&"]/; // the server refuses these characters in a name
 const rules = new RulesPanel();
@@ -271,6 +272,16 @@ function currentGame() {
   return view ? view.kind : new FormData($("new-game")).get("game");
 }
 
+async function loadOptions() {
+  try {
+    const response = await fetch("/v1/play/options");
+    if (!response.ok) return;
+    const options = await response.json();
+    localStorage.setItem(LIMITS, JSON.stringify(options.opponents));
+    fitOpponents();
+  } catch { /* offline or storage off: keep the last known limits */ }
+}
+
 $("new-game").addEventListener("submit", create);
 $("new-game").addEventListener("change", (e) => { if (e.target.name === "game") fitOpponents(); });
 $("rules-open").addEventListener("click", () => rules.open(currentGame()));
@@ -280,3 +291,4 @@ $("resume").addEventListener("click", () => { const g = saved(); if (g) play(g);
 const params = new URLSearchParams(location.search);
 if (params.get("game") && params.get("token")) play(saved());
 else showSetup();
+loadOptions();
