@@ -9,6 +9,9 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 DATA   ?=
 ARGS   ?=
+# The suite runs in 4 pytest-xdist workers, one test file per worker: most of its time is real game
+# timers and servers waiting, not CPU. WORKERS=0 runs it in one process.
+WORKERS ?= 4
 
 .PHONY: setup run test lint bench train calibrate eval system-deps
 
@@ -29,7 +32,7 @@ lint: setup
 	$(PY) -m ruff check .
 
 test: setup system-deps lint
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile) $(ARGS)
 
 bench: setup
 	$(PY) -m bench $(ARGS)

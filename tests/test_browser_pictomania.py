@@ -1,0 +1,92 @@
+"""A whole Pictomania game in a real headless Chromium, with its recap (its own file, so that the
+parallel test run (pytest-xdist, one file per worker) plays it beside the Kontour browser tests).
+Fixtures and helpers: tests/test_browser_play.py."""
+
+from __future__ import annotations
+
+import re
+
+from tests.test_browser_play import (  # noqa: F401 - fixtures are found by name
+    PORTRAIT,
+    browser,
+    drag,
+    page,
+    pytestmark,
+    server,
+    shot,
+    start,
+    to_page,
+)
+
+
+def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: F811 - fixtures
+    from playwright.sync_api import expect
+
+    start(page, server, "pictomania", opponents=2)
+    expect(page.locator(".card")).to_have_count(6)
+    expect(page.get_by_test_id("secret")).to_contain_text("Votre mot")
+    tools = page.locator(".draw-tools")
+    expect(page.locator("#undo")).to_be_disabled()  # nothing drawn yet
+
+    def zigzag() -> None:
+        page.mouse.move(*to_page(page, 40, 60))
+        page.mouse.down()
+        for i in range(1, 20):
+            page.mouse.move(*to_page(page, 40 + i * 9, 60 + (i % 4) * 15))
+        page.mouse.up()
+
+    # Two strokes, « Annuler » takes the last back, « Effacer » the rest; then draw again.
+    zigzag()
+    drag(page, (60, 150), (200, 170))
+    expect(tools).to_have_attribute("data-strokes", "2")
+    page.click("#undo")
+    expect(tools).to_have_attribute("data-strokes", "1")
+    page.click("#clear")
+    expect(tools).to_have_attribute("data-strokes", "0")
+    expect(page.locator("#undo")).to_be_disabled()
+    expect(page.locator("#clear")).to_be_disabled()
+    zigzag()
+    expect(tools).to_have_attribute("data-strokes", "1")
+    page.locator(".opponent[data-player=ia1] .pick[data-number='3']").click()
+    expect(page.locator(".opponent[data-player=ia1] .bet")).to_contain_text("3")
+    expect(page.locator(".opponent[data-player=ia2] .pick[data-number='3']")).to_be_disabled()
+    expect(page.locator("canvas.mini").first).to_be_visible()
+    shot(page, "pictomania-round")
+    page.click("#done")
+    # The recap: every drawing with its word, and every bet on it, right or wrong.
+    expect(page.locator(".results-box")).to_be_visible(timeout=15_000)
+    recap = page.get_by_test_id("recap")
+    expect(recap.locator(".recap-item")).to_have_count(3)
+    expect(recap.locator(".recap-item canvas.mini")).to_have_count(3)
+    mine = recap.locator(".recap-item[data-player=ia1] .outcome[data-guesser=joueur]")
+    expect(mine).to_contain_text("Vous : 3")
+    drawn = int(
+        recap.locator(".recap-item[data-player=ia1] .recap-word b").first.inner_text().strip().split()[0]
+    )
+    expect(mine).to_have_class(re.compile("right" if drawn == 3 else "wrong"))
+    expect(page.locator(".my-bets")).to_contain_text("3 sur Plume")
+    expect(page.locator(".results-box tbody tr")).to_have_count(3)
+    shot(page, "pictomania-results")
+    page.click("#next-round")
+    expect(page.locator(".status")).to_have_text("Manche 2 / 2")
+    page.click("#done")  # the round ends when the AIs have taken the other bonus tokens
+    # The end of the game: the winner, every round's score, and each round's drawings again.
+    expect(page.locator(".results-box h2").first).to_have_text(
+        re.compile("Victoire|Fin de partie"), timeout=25_000
+    )
+    expect(page.get_by_test_id("summary").locator("tbody tr")).to_have_count(3)
+    expect(page.get_by_test_id("summary").locator("thead th")).to_have_text(["Joueur", "M1", "M2", "Total"])
+    page.get_by_role("tab", name="Manche 1").click()
+    expect(page.get_by_role("tab", name="Manche 1")).to_have_attribute("aria-selected", "true")
+    expect(recap.locator(".recap-item canvas.mini")).to_have_count(3)
+    expect(recap.locator(".recap-item[data-player=ia1] .outcome[data-guesser=joueur]")).to_contain_text(
+        "Vous : 3"
+    )
+    shot(page, "pictomania-end")
+    page.reload()  # every round's drawings come back from the server for the summary
+    page.get_by_role("tab", name="Manche 1").click()
+    expect(recap.locator(".recap-item canvas.mini")).to_have_count(3)
+    page.set_viewport_size(PORTRAIT)
+    shot(page, "pictomania-end-phone")
+    page.get_by_role("button", name="Nouvelle partie").click()
+    expect(page.locator("#setup")).to_be_visible()
