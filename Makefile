@@ -9,8 +9,9 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 DATA   ?=
 ARGS   ?=
-# The suite runs in 4 pytest-xdist workers, one test file per worker: most of its time is real game
-# timers and servers waiting, not CPU. WORKERS=0 runs it in one process.
+# The suite runs in 4 pytest-xdist workers (the long files pinned and balanced by tests/conftest.py's
+# WORKER_GROUPS, the rest handed out test by test): most of its time is real game timers and servers
+# waiting, not CPU. WORKERS=0 runs it in one process.
 WORKERS ?= 4
 
 .PHONY: setup run test lint bench train calibrate eval system-deps
@@ -32,7 +33,7 @@ lint: setup
 	$(PY) -m ruff check .
 
 test: setup system-deps lint
-	$(PY) -m pytest -q $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile) $(ARGS)
+	$(PY) -m pytest -q $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadgroup) $(ARGS)
 
 bench: setup
 	$(PY) -m bench $(ARGS)

@@ -103,3 +103,28 @@ def tight_server(tiny_checkpoint: Path):
 
     with running_server({"GRIFFON_MODEL": str(tiny_checkpoint), **TIGHT}) as server:
         yield server
+
+
+# The parallel run (`make test`: pytest-xdist `--dist loadgroup`) keeps each long file on one worker,
+# with its servers, and balances them by hand: these files wait on real game timers and servers (about
+# 2 minutes between them). Every other test is handed out one by one to whichever worker is free.
+# Measured with 4 workers: 130 s with one file per worker (one worker got 118 s of the 312), 106 s
+# like this (each worker 86-96 s).
+WORKER_GROUPS = {
+    "test_browser_play.py": "a",
+    "test_service_play.py": "b",
+    "test_service_restart.py": "b",
+    "test_browser_pictomania.py": "c",
+    "test_service_play_pictomania.py": "c",
+    "test_service_bot.py": "d",
+    "test_service_api.py": "d",
+    "test_model_guesser.py": "d",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Pin the long files to their worker group (see `WORKER_GROUPS`)."""
+    for item in items:
+        group = WORKER_GROUPS.get(item.path.name)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
