@@ -198,19 +198,21 @@ def test_kontour_draw_lines_see_the_ai_guess_and_resume_after_a_reload(page, ser
     shot(page, "kontour-guessing")
 
 
-def test_a_lost_update_frame_makes_the_page_ask_for_the_whole_state(page, server) -> None:
-    """The socket is relayed through Playwright, which drops the server's third update: the page
-    sees the gap in `seq`, sends a sync frame, and shows every stroke once the state is back."""
-    from playwright.sync_api import expect
-
-    sent: list[dict] = []
+def relay_losing_frames(page, syncs_to_drop: int) -> list[tuple[float, dict]]:
+    """Relay the game socket through Playwright, dropping the server's third update about the
+    person's strokes and the page's first `syncs_to_drop` sync frames (as the server's rate limit
+    drops frames without a word). Returns every frame the page sent, with its time."""
+    sent: list[tuple[float, dict]] = []
     updates = {"seen": 0}
 
     def relay(ws) -> None:
         upstream = ws.connect_to_server()
 
         def from_page(message) -> None:
-            sent.append(json.loads(message))
+            frame = json.loads(message)
+            sent.append((time.monotonic(), frame))
+            if frame["type"] == "sync" and sum(f["type"] == "sync" for _, f in sent) <= syncs_to_drop:
+                return  # lost on the way
             upstream.send(message)
 
         def from_server(message) -> None:
@@ -227,6 +229,15 @@ def test_a_lost_update_frame_makes_the_page_ask_for_the_whole_state(page, server
         upstream.on_message(from_server)
 
     page.route_web_socket(re.compile(r"/v1/play/"), relay)
+    return sent
+
+
+def test_a_lost_update_frame_makes_the_page_ask_for_the_whole_state(page, server) -> None:
+    """The relay drops the server's third update: the page sees the gap in `seq`, sends a sync
+    frame, and shows every stroke once the state is back."""
+    from playwright.sync_api import expect
+
+    sent = relay_losing_frames(page, syncs_to_drop=0)
     start(page, server, "pictomania", opponents=2, level="easy", seed=4)
     expect(page.locator(".card")).to_have_count(6)
     tools = page.locator(".draw-tools")
@@ -235,47 +246,22 @@ def test_a_lost_update_frame_makes_the_page_ask_for_the_whole_state(page, server
         if i < 2:
             expect(tools).to_have_attribute("data-strokes", str(i + 1))
     expect(tools).to_have_attribute("data-strokes", "4")
-    assert [f for f in sent if f["type"] == "sync"], "the page did not ask for the state"
+    assert [f for _, f in sent if f["type"] == "sync"], "the page did not ask for the state"
 
 
 def test_a_lost_sync_frame_is_sent_again(page, server) -> None:
-    """The relay drops the server's third update AND the page's first sync (as the server's rate
-    limit drops frames without a word): the page asks again after ~2 s and catches up."""
+    """The relay drops the server's third update AND the page's first sync: the page asks again
+    after ~2 s and catches up."""
     from playwright.sync_api import expect
 
-    syncs: list[float] = []
-    updates = {"seen": 0}
-
-    def relay(ws) -> None:
-        upstream = ws.connect_to_server()
-
-        def from_page(message) -> None:
-            if json.loads(message)["type"] == "sync":
-                syncs.append(time.monotonic())
-                if len(syncs) == 1:
-                    return  # lost on the way
-            upstream.send(message)
-
-        def from_server(message) -> None:
-            frame = json.loads(message)
-            if frame["type"] == "update" and any(
-                e["kind"] == "stroke_drawn" and e["player"] == "joueur" for e in frame["events"]
-            ):
-                updates["seen"] += 1
-                if updates["seen"] == 3:
-                    return
-            ws.send(message)
-
-        ws.on_message(from_page)
-        upstream.on_message(from_server)
-
-    page.route_web_socket(re.compile(r"/v1/play/"), relay)
+    sent = relay_losing_frames(page, syncs_to_drop=1)
     start(page, server, "pictomania", opponents=2, level="easy", seed=4)
     expect(page.locator(".card")).to_have_count(6)
     tools = page.locator(".draw-tools")
     for i in range(4):
         drag(page, (30, 40 + 40 * i), (220, 50 + 40 * i))
     expect(tools).to_have_attribute("data-strokes", "4", timeout=10_000)
+    syncs = [t for t, f in sent if f["type"] == "sync"]
     assert len(syncs) >= 2 and syncs[1] - syncs[0] >= 1.5, syncs
 
 
