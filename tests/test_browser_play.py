@@ -60,27 +60,26 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, has_touch=True)
+def page_in(browser, **context_options):
+    """A page in a new browser context; fails the test on any JavaScript error it raised."""
+    context = browser.new_context(**context_options)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     yield page
     context.close()
     assert not errors, f"JavaScript errors: {errors}"
+
+
+@pytest.fixture
+def page(browser):
+    yield from page_in(browser, viewport={"width": 1280, "height": 900}, has_touch=True)
 
 
 @pytest.fixture
 def phone(browser):
     """A phone held upright (390 x 844 CSS pixels, touch, no mouse hover)."""
-    context = browser.new_context(viewport=PORTRAIT, device_scale_factor=2, is_mobile=True, has_touch=True)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    context.close()
-    assert not errors, f"JavaScript errors: {errors}"
+    yield from page_in(browser, viewport=PORTRAIT, device_scale_factor=2, is_mobile=True, has_touch=True)
 
 
 PORTRAIT = {"width": 390, "height": 844}
