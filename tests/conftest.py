@@ -80,19 +80,26 @@ def fixture_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_checkpoint(fixture_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A checkpoint from a seconds-long training run on the fixture folder."""
+def tiny_checkpoint(fixture_data: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """A checkpoint from a seconds-long training run on the fixture folder, trained once for the
+    whole run: the pytest-xdist workers share it (the first one trains it, the others wait)."""
+    from filelock import FileLock
+
     from training.train import parse_config, train
 
-    out = tmp_path_factory.mktemp("run")
-    config = parse_config(
-        [
-            "--preset", "tiny", "--data", str(fixture_data), "--categories", "",
-            "--out", str(out), "--cache", str(out / "cache"), "--epochs", "12", "--per-class", "24",
-            "--ema", "0.9",
-        ]
-    )
-    train(config)
+    root = tmp_path_factory.getbasetemp()
+    root = root if worker_id == "master" else root.parent  # the folder the workers have in common
+    out = root / "tiny-run"
+    with FileLock(str(root / "tiny-run.lock")):
+        if not (out / "model.pt").is_file():
+            config = parse_config(
+                [
+                    "--preset", "tiny", "--data", str(fixture_data), "--categories", "",
+                    "--out", str(out), "--cache", str(out / "cache"), "--epochs", "12",
+                    "--per-class", "24", "--ema", "0.9",
+                ]
+            )
+            train(config)
     return out / "model.pt"
 
 
@@ -122,9 +129,24 @@ WORKER_GROUPS = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the markers into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Pin the long files to their worker group (see `WORKER_GROUPS`)."""
     for item in items:
         group = WORKER_GROUPS.get(item.path.name)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Refuse to run when pytest-xdist ignored the groups: its ``loadgroup`` mode marks a grouped
+    test by a ``@group`` suffix of its node id, which some pytest/xdist pairs silently lose
+    (pytest 9.2 with xdist 3.8): every worker would then start every server, a minute more."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [i.nodeid for i in session.items if i.path.name in WORKER_GROUPS and "@" not in i.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist ignored the worker groups ({lost[0]} has no @group suffix): "
+            "install the pytest version pinned in pyproject.toml (make setup)"
+        )
