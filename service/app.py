@@ -297,7 +297,8 @@ def _play_module() -> ModuleType | None:
     return importlib.import_module(PLAY_MODULE)
 
 
-async def _start_shared(settings: Settings) -> Shared:
+async def start_shared(settings: Settings) -> Shared:
+    """The model and vocabulary loaded (in a thread) and the batched inference started."""
     loaded = await asyncio.to_thread(load_shared, settings)
     inference = BatchInference(
         loaded["guesser"],
@@ -342,7 +343,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
         started = time.perf_counter()
         async with contextlib.AsyncExitStack() as release:  # in reverse order; a failed start too
             release.callback(store.close)
-            app.state.shared = await _start_shared(settings)
+            app.state.shared = await start_shared(settings)
             release.push_async_callback(app.state.shared.inference.aclose)
             writer = shared_writer(store, min_interval_s=settings.transcript_save_s)  # one, for all
             # the last transcripts and drawings reach the database

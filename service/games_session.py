@@ -151,15 +151,20 @@ class GameSession:
             _offer(queue, None)
 
     async def run(self) -> None:
-        """The driver: timers and AI decisions, every `tick_s`."""
+        """The driver: `tick` every `tick_s`."""
         while True:
             await asyncio.sleep(self.play.tick_s)
-            try:
-                self.step(self.now())
-            except RuleError as error:  # an AI move the rules refused: log it, play on
-                log.info("game %s: AI move refused: %s", self.id, error)
-            except Exception:  # a bug must not kill the game silently
-                log.exception("game %s: driver step failed", self.id)
+            self.tick()
+
+    def tick(self) -> None:
+        """One period of the driver: the timers and the AI decisions due now. A move the rules
+        refuse, or a bug, is logged and the game goes on."""
+        try:
+            self.step(self.now())
+        except RuleError as error:  # an AI move the rules refused: log it, play on
+            log.info("game %s: AI move refused: %s", self.id, error)
+        except Exception:  # a bug must not kill the game silently
+            log.exception("game %s: driver step failed", self.id)
 
     def step(self, now: float) -> None:
         """One tick of the driver task: the AI moves due now (through `apply`)."""

@@ -58,27 +58,32 @@ def new_game(server: Server, **body: Any) -> dict[str, Any]:
     return response.json()
 
 
-class Player:
-    """A WebSocket client for one game: keeps the latest state and every frame received."""
+class FrameReader:
+    """What a test sees of one game: the latest state and every frame received, read one by one
+    (`recv`) against a clock (`clock`). Two readers: `Player` (a real WebSocket, real seconds) and
+    `LocalPlayer` (in process, on the game's own clock moved forward by the test)."""
 
-    def __init__(self, server: Server, game: dict[str, Any]) -> None:
-        self.ws: ClientConnection = connect(server.ws_url + game["ws"], open_timeout=10).__enter__()
+    def __init__(self) -> None:
         self.frames: list[dict[str, Any]] = []
         self.state: dict[str, Any] = {}
         self.frame: dict[str, Any] = {}
 
     def send(self, frame: Any) -> None:
-        self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+        raise NotImplementedError
+
+    def recv(self, timeout: float) -> dict[str, Any] | None:
+        """The next frame, or None when none came within `timeout` seconds of `clock`."""
+        raise NotImplementedError
+
+    def clock(self) -> float:
+        raise NotImplementedError
 
     def move(self, **move: Any) -> None:
         self.send({"type": "move", "move": move})
 
-    def recv(self, timeout: float) -> dict[str, Any] | None:
-        try:
-            frame = json.loads(self.ws.recv(timeout=timeout))
-        except TimeoutError:
-            return None
-        if frame["type"] == "update":  # merged into the last full state, as the page does
+    def accept(self, frame: dict[str, Any]) -> dict[str, Any]:
+        """Keep a received frame: an update is merged into the last full state, as the page does."""
+        if frame["type"] == "update":
             frame = {**apply_update(self.frame, frame), "type": "update"}
         self.frames.append(frame)
         if frame["type"] in ("state", "update"):
@@ -87,9 +92,9 @@ class Player:
 
     def until(self, test: Callable[[dict[str, Any]], bool], timeout: float = 15.0) -> dict[str, Any]:
         """Read frames until one satisfies `test`; fails after `timeout` seconds."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            frame = self.recv(max(0.01, end - time.monotonic()))
+        end = self.clock() + timeout
+        while self.clock() < end:
+            frame = self.recv(max(0.01, end - self.clock()))
             if frame is not None and test(frame):
                 return frame
         raise AssertionError(f"no matching frame within {timeout} s; last: {self.frames[-3:]}")
@@ -104,6 +109,26 @@ class Player:
         """Every event of `kind` received so far."""
         frames = [f for f in self.frames if f["type"] in ("state", "update")]
         return [e for f in frames for e in f["events"] if e["kind"] == kind]
+
+
+class Player(FrameReader):
+    """A WebSocket client of one game on a real server."""
+
+    def __init__(self, server: Server, game: dict[str, Any]) -> None:
+        super().__init__()
+        self.ws: ClientConnection = connect(server.ws_url + game["ws"], open_timeout=10).__enter__()
+
+    def clock(self) -> float:
+        return time.monotonic()
+
+    def send(self, frame: Any) -> None:
+        self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+
+    def recv(self, timeout: float) -> dict[str, Any] | None:
+        try:
+            return self.accept(json.loads(self.ws.recv(timeout=timeout)))
+        except TimeoutError:
+            return None
 
     def close(self) -> None:
         self.ws.close()

@@ -1,9 +1,8 @@
-"""Solo games over the real uvicorn server: POST /v1/play and the game WebSocket.
-
-A whole Kontour turn each way (the person draws while the AI guesses, then the AI draws at a
-human pace while the person guesses), a whole Pictomania game of two short rounds, moves out of
-turn, malformed frames, a reconnect that resumes, and the bounds (games, idle expiry, rates,
-frame size); the socket limits (idle timeout, sockets per game, guess rate) in process.
+"""Solo games: over the real uvicorn server (POST /v1/play and the game WebSocket: moves out of
+turn, malformed frames, a reconnect that resumes, the bounds on games, idle expiry, rates and frame
+size), the socket limits (idle timeout, sockets per game, guess rate) in process, and a whole
+Kontour turn each way (the person draws while the AI guesses, then the AI draws at a human pace
+while the person guesses) in process on a clock the test moves (tests/local_play.py).
 """
 
 from __future__ import annotations
@@ -18,7 +17,8 @@ from starlette.websockets import WebSocketDisconnect
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.play_helpers import HAS_WEIGHTS, HOUSE, Player, has_event, new_game, play_server
+from tests.local_play import LocalTable
+from tests.play_helpers import HAS_WEIGHTS, HOUSE, Player, has_event, model_env, new_game, play_server
 from tests.service_server import in_process
 
 
@@ -27,6 +27,14 @@ def server(request: pytest.FixtureRequest):
     # Pictomania rounds of 12 s: the AI players start drawing several seconds into a round.
     with play_server(request, GRIFFON_PLAY_PICTOMANIA_ROUND_S="12") as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def table(request: pytest.FixtureRequest):
+    """The service's game manager in process (the shipped model), 12-second Pictomania rounds."""
+    local = LocalTable({**model_env(request), "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "12"})
+    yield local
+    local.close()
 
 
 def move_frame(move: dict) -> str:
@@ -101,10 +109,8 @@ def test_unknown_game_and_wrong_token_get_an_error_frame_and_a_close_code(server
 # -- Kontour ----------------------------------------------------------------------------------
 
 
-def test_a_full_kontour_turn_each_way(server) -> None:
-    game = new_game(server, game="kontour", opponents=1, level="hard", name="Ana", seed=5)
-    assert game["player"] == "joueur" and game["game"] == "kontour"
-    p = Player(server, game)
+def test_a_full_kontour_turn_each_way(table: LocalTable) -> None:
+    p = table.new_game(game="kontour", opponents=1, level="hard", name="Ana", seed=5)
     first = p.until(is_state)
     assert first["names"] == {"joueur": "Ana", "ia1": "Plume", "griffon": "Griffon"}
     assert p.state["phase"] == "draw" and p.state["drawer"] == "joueur"

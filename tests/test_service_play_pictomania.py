@@ -1,16 +1,16 @@
-"""A whole Pictomania game over the real server (HTTP + WebSocket): bets, refusals, token, scoring
-by hand from the rulebook's formula, next round, game over. Its own file, so that the parallel test
-run (pytest-xdist, one file per worker) plays it beside the other service tests; the server fixture
-is tests/test_service_play.py's."""
+"""A whole Pictomania game of the service, in process on a clock the test moves
+(tests/local_play.py): bets, refusals, token, scoring by hand from the rulebook's formula, next
+round, game over. The table fixture is tests/test_service_play.py's."""
 
 from __future__ import annotations
 
-from tests.play_helpers import Player, has_event, new_game
-from tests.test_service_play import is_state, server  # noqa: F401 - the fixture is found by name
+from tests.local_play import LocalTable
+from tests.play_helpers import has_event
+from tests.test_service_play import is_state, table  # noqa: F401 - the fixture is found by name
 
 
-def test_a_full_pictomania_game_of_two_rounds(server) -> None:  # noqa: F811 - fixture
-    p = Player(server, new_game(server, game="pictomania", opponents=2, level="hard", seed=3))
+def test_a_full_pictomania_game_of_two_rounds(table: LocalTable) -> None:  # noqa: F811 - fixture
+    p = table.new_game(game="pictomania", opponents=2, level="hard", seed=3)
     p.until(is_state)
     rnd = p.state["round"]
     assert len(rnd["cards"]) == 6 and all(len(c["words"]) == 7 for c in rnd["cards"])
