@@ -121,3 +121,18 @@ def test_rotation_labels_ship_an_ordinary_model(fixture_data: Path, tmp_path: Pa
     assert guesser.guess(shape("circle", np.random.default_rng(0)), top_k=4)[0].label in FIXTURE_WORDS
     with pytest.raises(ValueError, match="rotation labels"):
         tiny_run(fixture_data, tmp_path / "both", "--rotation-labels", "true", "--teacher", "x.pt")
+
+
+def test_init_starts_from_a_checkpoint_and_refuses_another_architecture(
+    tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
+) -> None:
+    """``--init``: the run starts from the checkpoint's weights (with a learning rate of almost 0
+    they stay those weights); a checkpoint of another width is refused before any training."""
+    almost_still = ["--epochs", "1", "--lr", "1e-12", "--ema", "0"]
+    tiny_run(fixture_data, tmp_path / "same", "--init", str(tiny_checkpoint), *almost_still)
+    start = torch.load(tiny_checkpoint, weights_only=True)["state_dict"]
+    after = torch.load(tmp_path / "same" / "model.pt", weights_only=True)["state_dict"]
+    convs = [k for k in start if k.endswith(".weight") and start[k].dim() == 4]
+    assert convs and all(torch.allclose(after[k].float(), start[k].float(), atol=1e-3) for k in convs)
+    with pytest.raises(CheckpointError, match="architecture differs"):
+        tiny_run(fixture_data, tmp_path / "wide", "--init", str(tiny_checkpoint), "--widths", "8,24")

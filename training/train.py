@@ -41,7 +41,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from model.checkpoint import save_checkpoint
+from model.checkpoint import CheckpointError, save_checkpoint
 from model.guesser import Guesser
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
@@ -84,6 +84,7 @@ class TrainConfig:
     seed: int = 0
     ema: float = 0.0  # decay of an exponential moving average of the weights, saved instead (0 = off)
     teacher: list[str] = field(default_factory=list)  # checkpoints to distil from (empty = no distillation)
+    init: str = ""  # a checkpoint whose weights start the run (same classes, raster, architecture)
     distill_temperature: float = 2.0  # softens teacher and student distributions in the distillation loss
     distill_weight: float = 0.7  # share of the distillation loss (the rest: cross-entropy on the labels)
     mixup: float = 0.0  # α of Beta(α, α): mix pairs of images and their targets (0 = off)
@@ -200,6 +201,18 @@ def load_teachers(paths: list[str], classes: list[str], spec: RasterSpec) -> lis
     return [
         Guesser.load(path, expected_classes=classes, expected_raster=spec, backend="torch") for path in paths
     ]
+
+
+def start_from(network: nn.Module, path: str, classes: list[str], spec: RasterSpec) -> None:
+    """Copy the weights of checkpoint ``path`` into ``network`` (``--init``: e.g. the student of a
+    distillation starts from one of its teachers); raises ``CheckpointError`` when the checkpoint
+    has other classes, another raster spec or another architecture."""
+    start = Guesser.load(path, expected_classes=classes, expected_raster=spec, backend="torch")
+    try:
+        network.load_state_dict(start.network.state_dict())
+    except RuntimeError as error:
+        first = str(error).splitlines()[1].strip() if "\n" in str(error) else str(error)
+        raise CheckpointError(f"{path}: its architecture differs from this run's ({first})") from None
 
 
 def teacher_targets(teachers: list[Guesser], images: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -321,6 +334,8 @@ def train(config: TrainConfig) -> dict:
     network = create_model(
         config.architecture, in_channels=len(spec.channels), num_classes=outputs, **arch_kwargs
     ).to(device)
+    if config.init:
+        start_from(network, config.init, data.classes, spec)
     model: nn.Module = network
     if world > 1:
         model = nn.parallel.DistributedDataParallel(
@@ -438,6 +453,8 @@ def check_config(config: TrainConfig) -> None:
         raise ValueError("distill weight must be in [0, 1], distill temperature > 0, mixup ≥ 0")
     if config.teacher and config.rotation_labels:
         raise ValueError("distillation with rotation labels is not supported (the teachers see no turns)")
+    if config.init and config.rotation_labels:
+        raise ValueError("--init with rotation labels is not supported (the checkpoint has 1 turn per class)")
     AugmentConfig(**config.augment)  # unknown augmentation keys raise TypeError
 
 
