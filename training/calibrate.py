@@ -5,11 +5,18 @@ The AI players act on the recognizer's probabilities, so they should mean what t
 smoothing makes the raw network under-confident; one scalar temperature fixes most of it without
 changing any ranking (top-k accuracy is unchanged).
 
-To keep the validation split untouched, the shipped model's temperature is fitted on the *dev* band
-with a run of the same recipe that held dev out, and then applied to the shipped checkpoint:
+To keep the validation split untouched, a model's temperature is fitted on the *dev* band with a
+run of the same recipe that held dev out, and then applied to the shipped checkpoint:
 
     python -m training.calibrate --model runs/exp1/model.pt --split dev \
         --apply-to model/weights/griffon-default.pt
+
+A distilled student has no such run (its teachers saw every training drawing), so its temperature is
+matched instead to a calibrated reference it learnt from (``--match``): the temperature whose
+probabilities on the dev band come closest (cross-entropy) to the reference's own. Both models
+trained on those drawings, so they are over-confident there alike; validation stays untouched:
+
+    python -m training.calibrate --model runs/shipped/model.pt --match runs/member-a/model.pt
 """
 
 from __future__ import annotations
@@ -52,6 +59,11 @@ def held_out_logits(
             f"{model_path} held out {held!r}, not {split!r}: fitting on drawings it trained on would "
             "make it over-confident"
         )
+    return split_logits(guesser, split, data, cache)
+
+
+def split_logits(guesser: Guesser, split: str, data: Path, cache: Path) -> tuple[torch.Tensor, torch.Tensor]:
+    """The logits (``T · log p``) and labels of every drawing of ``split``, whatever the model saw."""
     prepared = prepare_cached(data, cache, guesser.labels)
     indices = prepared.indices(split)
     drawings = [prepared.strokes(int(i)) for i in indices]
@@ -63,6 +75,30 @@ def held_out_logits(
     )
     logits = guesser.temperature * np.log(np.maximum(probs, np.finfo(np.float32).tiny))
     return torch.from_numpy(logits).float(), torch.from_numpy(prepared.labels[indices])
+
+
+def match_temperature(logits: torch.Tensor, reference: torch.Tensor, grid: np.ndarray | None = None) -> float:
+    """The temperature (grid 0.2–3.0) whose ``softmax(logits / T)`` is closest to the ``reference``
+    probabilities (lowest cross-entropy)."""
+    grid = grid if grid is not None else np.round(np.arange(0.2, 3.0001, 0.01), 2)
+    losses = [float(-(reference * torch.log_softmax(logits / t, 1)).sum(1).mean()) for t in grid]
+    return float(grid[int(np.argmin(losses))])
+
+
+def matched(model: Path, reference: Path, split: str, data: Path, cache: Path) -> tuple[float, str]:
+    """``--match``: the temperature of ``model`` that matches the calibrated ``reference`` on
+    ``split``; refused when either held the validation split in (it must stay untouched)."""
+    student, teacher = Guesser.load(model), Guesser.load(reference)
+    for path, guesser in ((model, student), (reference, teacher)):
+        if guesser.metadata.get("training", {}).get("holdout") != "val":
+            raise CheckpointError(f"{path} did not hold out 'val': --match needs two shipped-recipe models")
+    if student.labels != teacher.labels:
+        raise CheckpointError(f"{model} and {reference} do not share their class list")
+    logits, _ = split_logits(student, split, data, cache)
+    ref_logits, _ = split_logits(teacher, split, data, cache)
+    temperature = match_temperature(logits, torch.softmax(ref_logits / teacher.temperature, 1))
+    source = f"matched on the {split} band to {reference} (temperature {teacher.temperature:g})"
+    return temperature, source
 
 
 def set_temperature(path: Path, temperature: float, source: str) -> None:
@@ -83,13 +119,23 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--apply-to", type=Path, default=None, help="checkpoint to store it in (default --model)"
     )
+    parser.add_argument(
+        "--match", type=Path, default=None,
+        help="a calibrated checkpoint whose probabilities on --split the temperature matches",
+    )
     args = parser.parse_args(argv)
-    logits, labels = held_out_logits(args.model, args.split, default_data_root(args.data), args.cache)
+    data = default_data_root(args.data)
+    target = args.apply_to or args.model
+    if args.match is not None:
+        temperature, source = matched(args.model, args.match, args.split, data, args.cache)
+        set_temperature(target, temperature, source)
+        print(json.dumps({"temperature": temperature, "source": source, "written_to": str(target)}))
+        return {"temperature": temperature}
+    logits, labels = held_out_logits(args.model, args.split, data, args.cache)
     temperature = fit_temperature(logits, labels)
     before = calibration(torch.softmax(logits, 1).numpy(), labels.numpy())
     after = calibration(torch.softmax(logits / temperature, 1).numpy(), labels.numpy())
     result = {"temperature": temperature, "ece_before": before["ece"], "ece_after": after["ece"]}
-    target = args.apply_to or args.model
     source = f"fitted on the {args.split} band with {args.model}, which held it out"
     set_temperature(target, temperature, source)
     print(json.dumps({**result, "written_to": str(target)}))

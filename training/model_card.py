@@ -21,7 +21,7 @@ model's training: **{holdout}** ({held} drawings). Every drawing goes through th
 simplification (align, scale to 255, resample 1 px, RDP ε = 2) before rasterizing.
 
 **Training.** `{command}` — {epochs} epochs, {per_class} drawings per class per epoch (class-balanced),
-AdamW lr {lr}, cosine schedule, label smoothing {smoothing}{averaging}, augmentation {augment}.
+AdamW lr {lr}, cosine schedule, label smoothing {smoothing}{averaging}, augmentation {augment}.{distillation}
 {seconds:.0f} s on this machine ({sps:.0f} samples/s).
 
 **Metrics on the held-out {holdout} split** ({held} drawings, never trained on):
@@ -52,6 +52,21 @@ def _pct(metrics: dict[str, Any], key: str) -> str:
     return f"{100 * value:.1f} %" if isinstance(value, float) else "—"
 
 
+def _distillation(config: Any) -> str:
+    """The card's sentence on where the run started and whom it learnt from (empty for neither)."""
+    parts = []
+    if getattr(config, "init", ""):
+        parts.append(f"Started from the weights of `{config.init}`.")
+    if getattr(config, "teacher", None):
+        teachers = ", ".join(f"`{t}`" for t in config.teacher)
+        parts.append(
+            f"Distilled from {len(config.teacher)} teacher(s) ({teachers}): weight {config.distill_weight} "
+            f"on their averaged answers softened at temperature {config.distill_temperature}, the rest on "
+            "the labels."
+        )
+    return "\n" + " ".join(parts) if parts else ""
+
+
 def write_model_card(
     path: Path, config: Any, meta: dict, metrics: dict, network: nn.Module, temperature: float = 1.0
 ) -> None:
@@ -77,6 +92,7 @@ def write_model_card(
         lr=config.lr,
         smoothing=config.label_smoothing,
         averaging=f", weights averaged (EMA decay {config.ema})" if config.ema else "",
+        distillation=_distillation(config),
         augment=config.augment,
         seconds=metrics.get("train_seconds", 0.0),
         sps=metrics.get("train_samples_per_second", 0.0),
