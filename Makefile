@@ -40,7 +40,8 @@ bench: setup
 
 # The shipped model (about 2 h on 2 cores): ensemble member A (a 75-minute budget) beside members B
 # then C (45 epochs each), then the student distilled from the three (training/presets/*.yaml).
-# To ship it: cp runs/shipped/model.pt model/weights/griffon-default.pt; python -m training.export
+# To ship it: make calibrate; cp runs/shipped/model.pt model/weights/griffon-default.pt;
+# python -m training.model_card --model model/weights/griffon-default.pt; python -m training.export
 TRAIN := $(VENV)/bin/griffon train $(if $(DATA),--data $(DATA))
 train: setup
 	$(TRAIN) --preset member-a & a=$$!; \
@@ -48,11 +49,14 @@ train: setup
 	  wait $$a && test $$bc -eq 0
 	$(TRAIN) --preset shipped $(ARGS)
 
-# Fit the softmax temperature on the dev band with a run that held it out, store it in the shipped weights.
+# Softmax temperatures: member A's fitted on the dev band with a run of its recipe that held dev out,
+# then the student's matched to member A's probabilities on dev (training/calibrate.py).
 calibrate: setup
-	test -f runs/calibration/model.pt || $(VENV)/bin/griffon train --preset calibration $(if $(DATA),--data $(DATA))
+	test -f runs/calibration/model.pt || $(TRAIN) --preset calibration
 	$(PY) -m training.calibrate --model runs/calibration/model.pt --split dev \
-		--apply-to model/weights/griffon-default.pt $(if $(DATA),--data $(DATA))
+		--apply-to runs/member-a/model.pt $(if $(DATA),--data $(DATA))
+	$(PY) -m training.calibrate --model runs/shipped/model.pt --match runs/member-a/model.pt \
+		$(if $(DATA),--data $(DATA))
 
 eval: setup
 	$(VENV)/bin/griffon eval $(if $(DATA),--data $(DATA)) --out reports/eval $(ARGS)
