@@ -16,6 +16,12 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_WORDS = ("circle", "square", "triangle", "line")
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Several workers share the 2 cores: one compute thread each (and in the servers and training
+    # processes they start), instead of every one of them spinning a thread per core.
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def throwaway_data_dir() -> Iterator[None]:
