@@ -1,7 +1,8 @@
 """Train the sketch recognizer. Reads top to bottom: settings, data, model, loop, checkpoint.
 
     python -m training.train --help                 # every setting
-    python -m training.train --preset shipped       # the shipped model (≈ 1 h on 2 CPU cores)
+    python -m training.train --preset member-a      # an ensemble member (75 min on 2 CPU cores)
+    python -m training.train --preset shipped       # the student: from member A, taught by A, B, C
     python -m training.train --preset tiny --teacher runs/a/model.pt runs/b/model.pt   # distillation
     torchrun --nproc_per_node=2 -m training.train --preset tiny   # the same, distributed (DDP)
 
@@ -15,6 +16,8 @@ are shown to the teachers too, through their public :class:`model.Guesser` (thei
 and flip TTA); their probabilities, softened by ``--distill-temperature``, are averaged and the
 student learns ``(1 − w) · cross-entropy + w · τ² · KL(teachers ‖ student)`` with ``w`` =
 ``--distill-weight``. Teachers must share the student's class list and raster spec.
+``--init PATH`` starts from a checkpoint's weights instead of random ones (the shipped student starts
+from its strongest teacher); a checkpoint of another architecture is refused.
 
 Joint class × rotation labels (``--rotation-labels true``): each image is turned by 0, 90, 180 or
 270° at random and the network learns ``class × 4 + turn`` over four times as many outputs; the
