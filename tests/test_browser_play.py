@@ -231,19 +231,28 @@ def relay_losing_frames(page, syncs_to_drop: int) -> list[tuple[float, dict]]:
     return sent
 
 
+def four_lines_in_pictomania(page, server, check_first: int = 0):
+    """Start a Pictomania game and draw four lines, checking that the first `check_first` of them
+    show at once; returns the drawing tools' locator (``data-strokes``: the strokes shown)."""
+    from playwright.sync_api import expect
+
+    start(page, server, "pictomania", opponents=2, level="easy", seed=4)
+    expect(page.locator(".card")).to_have_count(6)
+    tools = page.locator(".draw-tools")
+    for i in range(4):
+        drag(page, (30, 40 + 40 * i), (220, 50 + 40 * i))
+        if i < check_first:
+            expect(tools).to_have_attribute("data-strokes", str(i + 1))
+    return tools
+
+
 def test_a_lost_update_frame_makes_the_page_ask_for_the_whole_state(page, server) -> None:
     """The relay drops the server's third update: the page sees the gap in `seq`, sends a sync
     frame, and shows every stroke once the state is back."""
     from playwright.sync_api import expect
 
     sent = relay_losing_frames(page, syncs_to_drop=0)
-    start(page, server, "pictomania", opponents=2, level="easy", seed=4)
-    expect(page.locator(".card")).to_have_count(6)
-    tools = page.locator(".draw-tools")
-    for i in range(4):
-        drag(page, (30, 40 + 40 * i), (220, 50 + 40 * i))
-        if i < 2:
-            expect(tools).to_have_attribute("data-strokes", str(i + 1))
+    tools = four_lines_in_pictomania(page, server, check_first=2)
     expect(tools).to_have_attribute("data-strokes", "4")
     assert [f for _, f in sent if f["type"] == "sync"], "the page did not ask for the state"
 
@@ -254,11 +263,7 @@ def test_a_lost_sync_frame_is_sent_again(page, server) -> None:
     from playwright.sync_api import expect
 
     sent = relay_losing_frames(page, syncs_to_drop=1)
-    start(page, server, "pictomania", opponents=2, level="easy", seed=4)
-    expect(page.locator(".card")).to_have_count(6)
-    tools = page.locator(".draw-tools")
-    for i in range(4):
-        drag(page, (30, 40 + 40 * i), (220, 50 + 40 * i))
+    tools = four_lines_in_pictomania(page, server)
     expect(tools).to_have_attribute("data-strokes", "4", timeout=10_000)
     syncs = [t for t, f in sent if f["type"] == "sync"]
     assert len(syncs) >= 2 and syncs[1] - syncs[0] >= 1.5, syncs

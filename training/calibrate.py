@@ -52,7 +52,7 @@ def held_out_logits(
     ``softmax(logits / T)``, ``T · log p`` gives the logits back up to a per-row constant, which
     changes no softmax.
     """
-    guesser = Guesser.load(model_path)
+    guesser = Guesser.load(model_path, backend="torch")  # the checkpoint's own float weights
     held = guesser.metadata.get("training", {}).get("holdout")
     if held != split:
         raise CheckpointError(
@@ -88,7 +88,7 @@ def match_temperature(logits: torch.Tensor, reference: torch.Tensor, grid: np.nd
 def matched(model: Path, reference: Path, split: str, data: Path, cache: Path) -> tuple[float, str]:
     """``--match``: the temperature of ``model`` that matches the calibrated ``reference`` on
     ``split``; refused when either held the validation split in (it must stay untouched)."""
-    student, teacher = Guesser.load(model), Guesser.load(reference)
+    student, teacher = Guesser.load(model, backend="torch"), Guesser.load(reference, backend="torch")
     for path, guesser in ((model, student), (reference, teacher)):
         if guesser.metadata.get("training", {}).get("holdout") != "val":
             raise CheckpointError(f"{path} did not hold out 'val': --match needs two shipped-recipe models")

@@ -55,9 +55,9 @@ def _pct(metrics: dict[str, Any], key: str) -> str:
 def _distillation(config: Any) -> str:
     """The card's sentence on where the run started and whom it learnt from (empty for neither)."""
     parts = []
-    if getattr(config, "init", ""):
+    if config.init:
         parts.append(f"Started from the weights of `{config.init}`.")
-    if getattr(config, "teacher", None):
+    if config.teacher:
         teachers = ", ".join(f"`{t}`" for t in config.teacher)
         parts.append(
             f"Distilled from {len(config.teacher)} teacher(s) ({teachers}): weight {config.distill_weight} "
