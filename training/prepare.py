@@ -23,7 +23,7 @@ from tqdm import tqdm
 from model.strokes import DrawingError, simplify_drawing, validate_drawing
 from training.data import ReadStats, assign_splits, in_dev_band, load_dataset, read_categories
 
-SPLIT_CODES = {"train": 0, "val": 1, "dev": 2}
+SPLIT_CODES = {"train": 0, "val": 1, "dev": 2, "extra": 3}  # extra: added training drawings (icons)
 
 
 @dataclass
@@ -52,10 +52,34 @@ class PreparedData:
         return out
 
     def indices(self, split: str) -> np.ndarray:
-        """Indices of one split: ``train`` (includes dev unless excluded by the caller), ``val``, ``dev``."""
+        """Indices of one split: ``train`` (includes dev unless excluded by the caller, and the extra
+        drawings), ``val``, ``dev``, ``extra``."""
         if split == "train":
             return np.flatnonzero(self.splits != SPLIT_CODES["val"])
         return np.flatnonzero(self.splits == SPLIT_CODES[split])
+
+    def with_extra(self, drawings: list[list], labels: list[int]) -> PreparedData:
+        """A copy with more training-only drawings (Quick, Draw! strokes, simplified here like the
+        dataset's) in the ``extra`` split: never in validation or dev, so every report stays comparable."""
+        points, stroke_ends, drawing_ends = [self.points], list(self.stroke_ends), list(self.drawing_ends)
+        total_points, total_strokes = len(self.points), len(self.stroke_ends)
+        for drawing in drawings:
+            for stroke in simplify_drawing(validate_drawing(drawing)):
+                points.append(stroke.astype(np.float32))
+                total_points += len(stroke)
+                stroke_ends.append(total_points)
+                total_strokes += 1
+            drawing_ends.append(total_strokes)
+        extra = len(drawings)
+        return PreparedData(
+            points=np.concatenate(points),
+            stroke_ends=np.asarray(stroke_ends, dtype=np.int64),
+            drawing_ends=np.asarray(drawing_ends, dtype=np.int64),
+            labels=np.concatenate([self.labels, np.asarray(labels, dtype=np.int64)]),
+            splits=np.concatenate([self.splits, np.full(extra, SPLIT_CODES["extra"], dtype=np.int8)]),
+            classes=self.classes,
+            meta={**self.meta, "extra_drawings": self.meta.get("extra_drawings", 0) + extra},
+        )
 
 
 def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None) -> PreparedData:

@@ -19,6 +19,9 @@ student learns ``(1 − w) · cross-entropy + w · τ² · KL(teachers ‖ stude
 ``--init PATH`` starts from a checkpoint's weights instead of random ones (the shipped student starts
 from its strongest teacher); a checkpoint of another architecture is refused.
 
+Outline icons (``--icons lucide,tabler``): the hand-mapped icons of ``training/icons.yaml``, drawn as
+strokes, join their categories' training drawings (training only; see :mod:`training.icons`).
+
 Joint class × rotation labels (``--rotation-labels true``): each image is turned by 0, 90, 180 or
 270° at random and the network learns ``class × 4 + turn`` over four times as many outputs; the
 checkpoint keeps only the upright rows of the last layer, so it is an ordinary model of the classes.
@@ -50,6 +53,7 @@ from model.network import create_model
 from model.raster import RasterSpec, rasterize
 from training.augment import AugmentConfig, augment, line_width_view
 from training.data import default_data_root, key_hash
+from training.icons import icon_drawings
 from training.metrics import headline_metrics
 from training.prepare import PreparedData, prepare_cached
 
@@ -92,6 +96,7 @@ class TrainConfig:
     distill_weight: float = 0.7  # share of the distillation loss (the rest: cross-entropy on the labels)
     mixup: float = 0.0  # α of Beta(α, α): mix pairs of images and their targets (0 = off)
     rotation_labels: bool = False  # joint class × rotation (0/90/180/270°) targets; upright rows shipped
+    icons: str = ""  # outline icon sets added as training drawings, e.g. "lucide,tabler" (training/icons.py)
     eval_every: int = 10  # epochs between evaluations (0 = only at the end)
     max_minutes: float = 0.0  # time budget: the LR schedule anneals by time and training stops (0 = off)
     half_weights: bool = True  # store float16 weights (half the file size)
@@ -328,6 +333,9 @@ def train(config: TrainConfig) -> dict:
         dist.barrier()
     if rank != 0:
         data = prepare_cached(root, cache, wanted)
+    if config.icons:
+        drawings, labels = icon_drawings(data.classes, [name for name in config.icons.split(",") if name])
+        data = data.with_extra(drawings, labels)
     spec = config.raster_spec()
     held_out = data.indices(config.holdout)
     pool = np.setdiff1d(data.indices("train"), held_out)
