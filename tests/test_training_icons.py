@@ -98,3 +98,5 @@ def test_training_with_icons_adds_them_to_the_training_pool(fixture_data: Path, 
     assert mapped > 0
     assert with_icons["train_drawings"] == plain["train_drawings"] + mapped
     assert with_icons["held_out_drawings"] == plain["held_out_drawings"]
+    assert "outline icons of lucide,tabler" in (tmp_path / "icons" / "MODEL_CARD.md").read_text()
+    assert "outline icons" not in (tmp_path / "plain" / "MODEL_CARD.md").read_text()

@@ -53,7 +53,8 @@ def _pct(metrics: dict[str, Any], key: str) -> str:
 
 
 def _distillation(config: Any) -> str:
-    """The card's sentence on where the run started and whom it learnt from (empty for neither)."""
+    """The card's sentences on where the run started, whom it learnt from and any extra training
+    drawings (empty for none)."""
     parts = []
     if config.init:
         parts.append(f"Started from the weights of `{config.init}`.")
@@ -63,6 +64,11 @@ def _distillation(config: Any) -> str:
             f"Distilled from {len(config.teacher)} teacher(s) ({teachers}): weight {config.distill_weight} "
             f"on their averaged answers softened at temperature {config.distill_temperature}, the rest on "
             "the labels."
+        )
+    if config.icons:
+        parts.append(
+            f"Extra training drawings: the outline icons of {config.icons} mapped in "
+            "`training/icons.yaml` (Lucide: ISC licence; Tabler Icons: MIT)."
         )
     return "\n" + " ".join(parts) if parts else ""
 
