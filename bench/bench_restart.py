@@ -24,6 +24,7 @@ from typing import Any
 
 from games.core import RuleError
 from service.games_manager import GameManager, handle_text
+from service.games_session import ManualClock
 from service.games_settings import PlaySettings
 from service.persistence import Journal
 from service.settings import Settings
@@ -36,7 +37,7 @@ async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
 
 def manager(store: Any, n: int) -> GameManager:
     settings = Settings(max_sessions=max(n, 1), games_per_client=max(n, 1), games_per_client_hour=max(n, 1))
-    return GameManager(settings, PlaySettings(), lambda key: uniform, frozenset(), store)
+    return GameManager(settings, PlaySettings(), lambda key: uniform, frozenset(), store, clock=ManualClock())
 
 
 def stroke(i: int) -> str:
@@ -66,8 +67,9 @@ async def run(n: int, seconds: float, db: Path) -> dict[str, Any]:
         if s.kind == "pictomania":
             for k in range(5):
                 handle_text(s, stroke(k))
-        for _ in range(int(seconds)):
-            s.t0 -= 1.0
+    for _ in range(int(seconds)):  # one clock for every game: each second, every game's driver steps
+        first.clock.advance(1.0)
+        for s in sessions:
             try:
                 s.step(s.now())
             except RuleError:

@@ -24,6 +24,7 @@ import functools
 import json
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -40,6 +41,7 @@ from service.games_decks import kontour_candidates, kontour_deck, load_words, pi
 from service.games_session import (
     HUMAN,
     MAX_GUESS_CHARS,
+    Clock,
     FrameError,
     GameSession,
     KontourSession,
@@ -79,15 +81,15 @@ class GameManager:
     def __init__(
         self, settings: Settings, play: PlaySettings, recognizer: Callable[[str], Recognize],
         labels: frozenset[str], store: Store | None = None,
-        spend_points: Callable[[str, int], None] | None = None,
+        spend_points: Callable[[str, int], None] | None = None, clock: Clock = time.monotonic,
     ) -> None:
         """``recognizer(key)`` gives each game its recognizer (``key``: the game's share of the
         preprocessing pool); ``store``: where games are kept (None: in memory only);
         ``spend_points(client, n)``: the per-client point budget the person's strokes are charged
-        to (``Shared.spend_points``, the budget of ``/v1/guess``; raises `RateLimited`)."""
+        to (``Shared.spend_points``, the budget of ``/v1/guess``; raises `RateLimited`); ``clock``:
+        the games' monotonic clock (a `ManualClock` in tests)."""
         self.settings, self.play, self.recognizer, self.labels = settings, play, recognizer, labels
-        self.store = store
-        self.spend_points = spend_points
+        self.store, self.spend_points, self.clock = store, spend_points, clock
         self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
@@ -166,6 +168,7 @@ class GameManager:
             labels=self.labels,
             play=self.play,
             names=dict(setup["names"]),
+            clock=self.clock,
         )
         if kind == "kontour":
             rules = KontourRules(KontourConfig.from_dict(setup["config"]), judge=words.judge)
@@ -296,7 +299,7 @@ class GameManager:
     async def sweep(self) -> list[str]:
         """Close the games idle for longer than ``idle_expiry_s``, and those no socket joined
         within ``game_idle_timeout_s``; returns their ids."""
-        now = asyncio.get_running_loop().time()
+        now = self.clock()
         limit, unjoined = now - self.settings.idle_expiry_s, now - self.settings.game_idle_timeout_s
         expired = [gid for gid, g in self.games.items()
                    if g.last_activity < limit or (gid not in self.joined and g.t0 < unjoined)]

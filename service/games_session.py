@@ -11,8 +11,9 @@ what the move changed, so a move costs the size of the move, not of the game (a 
 of 300 strokes is not sent again with each stroke). `apply_update` is the reference merge (the
 page's is `service/static/app.js`); docs/PLAY.md states the format.
 
-Time: `now` is seconds since the game was created, read from the event loop's monotonic clock and
-passed into the pure engines and the AI driver. A task (`run`) wakes every `tick_s` and calls
+Time: `now` is seconds since the game was created, read from the game's clock (`time.monotonic`,
+the event loop's own; tests and benchmarks give a `ManualClock` they move by hand) and passed
+into the pure engines and the AI driver. A task (`run`) wakes every `tick_s` and calls
 `ai.step(self, now)`: the AI driver (`games.ai.driver`, the same code `griffon simulate` runs
 with a fake clock) lets timers run out (`Tick`) and makes every AI decision (draw, guess, gesture,
 bet, take a token) through `apply`. The recognitions the driver asks for (`ai.looks()`) run in
@@ -28,6 +29,7 @@ import functools
 import json
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
@@ -43,6 +45,24 @@ from store import hash_token, token_matches
 log = logging.getLogger("griffon.play")
 
 Recognize = Callable[[list[Any], Sequence[str]], Awaitable[dict[str, float]]]
+Clock = Callable[[], float]  # monotonic seconds
+
+
+class ManualClock:
+    """A clock that moves only when told: whole games on game time without waiting (the tests,
+    `bench.bench_restart`). Give it to `GameManager(clock=...)`; every game shares it."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.seconds = start
+
+    def __call__(self) -> float:
+        return self.seconds
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` pass (never backwards: the clock is monotonic)."""
+        if seconds < 0:
+            raise ValueError("a monotonic clock never goes back")
+        self.seconds += seconds
 """``await recognize(drawing, candidates)`` -> probability of each candidate (renormalised)."""
 
 HUMAN = "joueur"
@@ -107,15 +127,16 @@ class GameSession:
         recognize: Recognize,
         labels: frozenset[str],
         play: PlaySettings,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.id, self.token, self.names, self.level, self.seed = game_id, token, names, level, seed
         self.token_hash = hash_token(token)  # a game resumed from the database knows only this
         self.journal: Any = None  # service.persistence.Journal: the move log in the database
         self.words, self.recognize, self.labels, self.play = words, recognize, labels, play
         self.ais = [p for p in names if p != HUMAN]
-        self.loop = asyncio.get_running_loop()
-        self.t0 = self.loop.time()
-        self.last_activity = self.loop.time()
+        self.clock = clock
+        self.t0 = clock()
+        self.last_activity = clock()
         self.listeners: set[asyncio.Queue[dict[str, Any] | None]] = set()
         self.tasks: set[asyncio.Task[Any]] = set()
         self.driver: asyncio.Task[None] | None = None
@@ -132,7 +153,7 @@ class GameSession:
     # -- clock, tasks, lifetime -------------------------------------------------------------------
     def now(self) -> float:
         """Seconds since the game was created (monotonic)."""
-        return self.loop.time() - self.t0
+        return self.clock() - self.t0
 
     def start(self) -> None:
         """Start the driver task."""
@@ -190,7 +211,7 @@ class GameSession:
         """A move from the human's socket (``player`` is set here); raises `RuleError`."""
         if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
             raise InvalidMove("'move' must be an object with a 'kind'")
-        self.last_activity = self.loop.time()
+        self.last_activity = self.clock()
         move = self.parse(dict(data, player=HUMAN))
         self.check_length(move)
         self.apply(move)

@@ -185,8 +185,8 @@ def replay_into(session: Any, game: StoredGame) -> None:
     if journal is not None:
         journal.writing = True
     session.moves = session.seq = len(game.moves)
-    session.t0 = session.loop.time() - now  # the clock goes on where it stopped: timers paused
-    session.last_activity = session.loop.time()
+    session.t0 = session.clock() - now  # the clock goes on where it stopped: timers paused
+    session.last_activity = session.clock()
     session.ai.resume(state, now)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from service.app import start_shared
 from service.games_manager import GameManager, handle_text
-from service.games_session import GameSession
+from service.games_session import GameSession, ManualClock
 from service.games_settings import PlaySettings
 from service.play import make_recognizer
 from service.settings import Settings
@@ -34,7 +34,10 @@ class LocalTable:
         self.shared = self.loop.run_until_complete(start_shared(Settings.from_env(environ)))
         play = PlaySettings.from_env({**FAST, **environ})
         labels = frozenset(self.shared.guesser.labels)
-        self.manager = GameManager(self.shared.settings, play, make_recognizer(self.shared), labels)
+        self.clock = ManualClock()  # moved by `LocalPlayer.recv`, one driver tick at a time
+        self.manager = GameManager(
+            self.shared.settings, play, make_recognizer(self.shared), labels, clock=self.clock
+        )
 
     def new_game(self, game: str = "kontour", opponents: int = 1, level: str = "normal",
                  name: str = "Joueur", seed: int | None = None) -> LocalPlayer:
@@ -86,7 +89,7 @@ class LocalPlayer(FrameReader):
 
     def recv(self, timeout: float) -> dict[str, Any] | None:
         if self.queue.empty():
-            self.session.t0 -= self.session.play.tick_s  # `tick_s` of game time pass at once
+            self.table.clock.advance(self.session.play.tick_s)  # `tick_s` of game time pass at once
             self.table.run(self.session, self.session.tick)
         if self.queue.empty():
             return None

@@ -16,7 +16,7 @@ import pytest
 
 from games.core import RuleError
 from service.games_manager import GameManager, handle_text
-from service.games_session import HUMAN, GameSession
+from service.games_session import HUMAN, GameSession, ManualClock
 from service.games_settings import PlaySettings
 from service.settings import Settings
 from store import Store, open_store
@@ -30,7 +30,8 @@ async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
 
 
 def manager(store: Store, **play: Any) -> GameManager:
-    return GameManager(Settings(), PlaySettings(**play), lambda key: uniform, frozenset(), store)
+    return GameManager(Settings(), PlaySettings(**play), lambda key: uniform, frozenset(), store,
+                       clock=ManualClock())
 
 
 def move(**fields: Any) -> str:
@@ -48,7 +49,7 @@ def play_a_while(session: GameSession, seconds: float, human: list[str]) -> None
         reply = handle_text(session, text)
         assert reply is None or reply.get("type") == "error", reply
     for _ in range(int(seconds)):
-        session.t0 -= 1.0
+        session.clock.advance(1.0)
         try:
             session.step(session.now())
         except RuleError:
@@ -113,8 +114,8 @@ def test_finished_and_expired_games_are_not_resumed_and_a_bad_log_is_abandoned(t
         done = store.load_game(over.id)
         assert done.status == "finished" and done.result["winners"] == list(over.state.winners)
         store.append_move(broken.id, broken.moves, 0.0, {"kind": "guess", "player": "nobody", "text": "x"})
-        first.settings = Settings(idle_expiry_s=1)
-        idle.last_activity -= 5
+        first.settings = Settings(idle_expiry_s=12)  # the games' clock stands at 10 s (one clock for all)
+        idle.last_activity -= 5  # idle 15 s: the only one past the limit
         assert idle.id in await first.sweep()
         assert store.load_game(idle.id).status == "expired"
         await first.aclose()
