@@ -45,6 +45,7 @@ from store import hash_token, token_matches
 log = logging.getLogger("griffon.play")
 
 Recognize = Callable[[list[Any], Sequence[str]], Awaitable[dict[str, float]]]
+"""``await recognize(drawing, candidates)`` -> probability of each candidate (renormalised)."""
 Clock = Callable[[], float]  # monotonic seconds
 
 
@@ -63,7 +64,7 @@ class ManualClock:
         if seconds < 0:
             raise ValueError("a monotonic clock never goes back")
         self.seconds += seconds
-"""``await recognize(drawing, candidates)`` -> probability of each candidate (renormalised)."""
+
 
 HUMAN = "joueur"
 COORD_MIN, COORD_MAX = -64.0, 320.0  # the page draws on a 0-255 canvas; a little slack outside
