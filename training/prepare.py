@@ -61,25 +61,36 @@ class PreparedData:
     def with_extra(self, drawings: list[list], labels: list[int]) -> PreparedData:
         """A copy with more training-only drawings (Quick, Draw! strokes, simplified here like the
         dataset's) in the ``extra`` split: never in validation or dev, so every report stays comparable."""
-        points, stroke_ends, drawing_ends = [self.points], list(self.stroke_ends), list(self.drawing_ends)
-        total_points, total_strokes = len(self.points), len(self.stroke_ends)
-        for drawing in drawings:
-            for stroke in simplify_drawing(validate_drawing(drawing)):
-                points.append(stroke.astype(np.float32))
-                total_points += len(stroke)
-                stroke_ends.append(total_points)
-                total_strokes += 1
-            drawing_ends.append(total_strokes)
+        simplified = [simplify_drawing(validate_drawing(drawing)) for drawing in drawings]
+        points, stroke_ends, drawing_ends = _flatten(simplified, len(self.points), len(self.stroke_ends))
         extra = len(drawings)
         return PreparedData(
-            points=np.concatenate(points),
-            stroke_ends=np.asarray(stroke_ends, dtype=np.int64),
-            drawing_ends=np.asarray(drawing_ends, dtype=np.int64),
+            points=np.concatenate([self.points, *points]),
+            stroke_ends=np.concatenate([self.stroke_ends, np.asarray(stroke_ends, dtype=np.int64)]),
+            drawing_ends=np.concatenate([self.drawing_ends, np.asarray(drawing_ends, dtype=np.int64)]),
             labels=np.concatenate([self.labels, np.asarray(labels, dtype=np.int64)]),
             splits=np.concatenate([self.splits, np.full(extra, SPLIT_CODES["extra"], dtype=np.int8)]),
             classes=self.classes,
             meta={**self.meta, "extra_drawings": self.meta.get("extra_drawings", 0) + extra},
         )
+
+
+def _flatten(
+    drawings: list[list[np.ndarray]], points_before: int = 0, strokes_before: int = 0
+) -> tuple[list[np.ndarray], list[int], list[int]]:
+    """Simplified drawings as flat arrays: their points (float32, per stroke), the end offset of
+    every stroke and of every drawing, counted after ``points_before`` points and ``strokes_before``
+    strokes already stored."""
+    points, stroke_ends, drawing_ends = [], [], []
+    total_points, total_strokes = points_before, strokes_before
+    for strokes in drawings:
+        for stroke in strokes:
+            points.append(stroke.astype(np.float32))
+            total_points += len(stroke)
+            stroke_ends.append(total_points)
+        total_strokes += len(strokes)
+        drawing_ends.append(total_strokes)
+    return points, stroke_ends, drawing_ends
 
 
 def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None) -> PreparedData:
@@ -91,24 +102,18 @@ def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None)
     split_of = assign_splits(records)
     index_of = {name: i for i, name in enumerate(classes)}
     records.sort(key=lambda r: (index_of[r.word], r.key_id))
-    points, stroke_ends, drawing_ends, labels, splits, rejected = [], [], [], [], [], 0
-    total_points = total_strokes = 0
+    kept, labels, splits, rejected = [], [], [], 0
     for record in tqdm(records, desc="prepare", unit="drawing", leave=False):
         try:
-            strokes = simplify_drawing(validate_drawing(record.strokes))
+            kept.append(simplify_drawing(validate_drawing(record.strokes)))
         except DrawingError:
             rejected += 1
             continue
-        for stroke in strokes:
-            points.append(stroke.astype(np.float32))
-            total_points += len(stroke)
-            stroke_ends.append(total_points)
-        total_strokes += len(strokes)
-        drawing_ends.append(total_strokes)
         labels.append(index_of[record.word])
         code = split_of[record.key_id]
         dev = code == "train" and in_dev_band(record.key_id)
         splits.append(SPLIT_CODES["dev" if dev else code])
+    points, stroke_ends, drawing_ends = _flatten(kept)
     data = PreparedData(
         points=np.concatenate(points),
         stroke_ends=np.asarray(stroke_ends, dtype=np.int64),
