@@ -100,7 +100,7 @@ def test_export_command_makes_a_matching_int8_copy(
     command += ["--data", str(fixture_data), "--drawings", "48"]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=True, env=env)
-    assert "calibrated on 48 training drawings" in out.stdout
+    assert "calibrated on 48 training-split drawings" in out.stdout
     quantized = Guesser.load(checkpoint)
     assert quantized.backend == "onnx-int8"
     reference = Guesser.load(checkpoint, backend="torch")

@@ -14,6 +14,7 @@ from tests.conftest import FIXTURE_WORDS, shape
 from training.train import (
     ROTATIONS,
     distillation_loss,
+    load_teachers,
     mix,
     parse_config,
     teacher_targets,
@@ -84,6 +85,33 @@ def test_student_learns_what_the_teacher_says(
     assert said == {"square"}  # circles, triangles and lines too: the labels were never used
     log = json.loads((tmp_path / "student" / "train_log.json").read_text())
     assert len(log) == 3
+
+
+def test_int8_teachers_are_made_when_missing_and_agree_with_the_float_ones(
+    tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
+) -> None:
+    """``--teacher-backend onnx-int8``: each teacher's int8 copy is exported beside it on first use
+    (and again once its weights change), and its softened answers stay close to the float ones."""
+    from model.runtime import int8_path
+
+    teacher = tmp_path / "teacher.pt"
+    teacher.write_bytes(tiny_checkpoint.read_bytes())
+    reference = Guesser.load(teacher, backend="torch")
+    classes, spec = reference.labels, reference.spec
+    assert not int8_path(teacher).exists()
+    [fast] = load_teachers([str(teacher)], classes, spec, "onnx-int8", str(fixture_data))
+    assert fast.backend == "onnx-int8" and int8_path(teacher).is_file()
+    rng = np.random.default_rng(3)
+    images = torch.from_numpy(np.stack([reference.prepare(shape(w, rng)) for w in FIXTURE_WORDS * 4]))
+    exact, quantized = teacher_targets([reference], images, 2.0), teacher_targets([fast], images, 2.0)
+    assert (exact.argmax(1) == quantized.argmax(1)).float().mean() >= 0.9
+    assert float((exact - quantized).abs().max()) < 0.1
+    square_teacher(tiny_checkpoint, teacher)  # new weights: the old int8 copy is stale, made again
+    [fast] = load_teachers([str(teacher)], classes, spec, "onnx-int8", str(fixture_data))
+    said = teacher_targets([fast], images, 2.0).argmax(1)
+    assert set(said.tolist()) == {classes.index("square")}
+    with pytest.raises(ValueError, match="teacher_backend must be one of"):
+        tiny_run(fixture_data, tmp_path / "run", "--teacher-backend", "gpu")
 
 
 def test_a_mismatched_teacher_is_refused(fixture_data: Path, tmp_path: Path) -> None:

@@ -75,11 +75,13 @@ def quantize(
 
     guesser = Guesser.load(checkpoint, backend="torch")
 
+    # equal batches: ONNX Runtime's histogram calibration cannot stack a shorter last batch
+    size = min(CALIBRATION_BATCH, len(images))
+    whole = len(images) // size * size
+
     class Batches(CalibrationDataReader):
         def __init__(self) -> None:
-            self.batches = iter(
-                {INPUT: images[i : i + CALIBRATION_BATCH]} for i in range(0, len(images), CALIBRATION_BATCH)
-            )
+            self.batches = iter({INPUT: images[i : i + size]} for i in range(0, whole, size))
 
         def get_next(self) -> dict | None:
             return next(self.batches, None)
@@ -108,7 +110,7 @@ def quantize(
     for key, value in {
         SOURCE_KEY: weights_sha256(guesser.network),
         "griffon.source_name": checkpoint.name,
-        "griffon.calibration": f"{len(images)} training-split drawings, {method}"
+        "griffon.calibration": f"{whole} training-split drawings, {method}"
         + (", first convolution and classifier in float" if keep_ends_float else ""),
         "griffon.command": "python -m training.export",
     }.items():
@@ -127,11 +129,26 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--drawings", type=int, default=CALIBRATION_DRAWINGS)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    guesser = Guesser.load(args.checkpoint, backend="torch")
-    images = calibration_rasters(guesser, args.data, args.drawings, args.seed)
-    out = quantize(args.checkpoint, images, args.out or int8_path(args.checkpoint))
-    print(f"{out}: {out.stat().st_size / 1e6:.2f} MB, calibrated on {len(images)} training drawings")
+    out = export_checkpoint(args.checkpoint, args.data, args.out, args.drawings, args.seed)
+    import onnx  # noqa: PLC0415
+
+    calibration = {p.key: p.value for p in onnx.load(str(out)).metadata_props}["griffon.calibration"]
+    print(f"{out}: {out.stat().st_size / 1e6:.2f} MB, calibrated on {calibration}")
     return out
+
+
+def export_checkpoint(
+    checkpoint: Path,
+    data: Path | None = None,
+    out: Path | None = None,
+    drawings: int = CALIBRATION_DRAWINGS,
+    seed: int = 0,
+) -> Path:
+    """Write the int8 copy of ``checkpoint`` (default: beside it, where ``Guesser.load`` looks),
+    calibrated on ``drawings`` training-split drawings of the Quick, Draw! folder ``data``."""
+    guesser = Guesser.load(checkpoint, backend="torch")
+    images = calibration_rasters(guesser, data, drawings, seed)
+    return quantize(checkpoint, images, out or int8_path(checkpoint))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ are shown to the teachers too, through their public :class:`model.Guesser` (thei
 and flip TTA); their probabilities, softened by ``--distill-temperature``, are averaged and the
 student learns ``(1 − w) · cross-entropy + w · τ² · KL(teachers ‖ student)`` with ``w`` =
 ``--distill-weight``. Teachers must share the student's class list and raster spec.
+``--teacher-backend onnx-int8`` runs the teachers through their int8 copies (made by
+``training.export`` when missing): about 6× faster than the float reference for four teachers.
 ``--init PATH`` starts from a checkpoint's weights instead of random ones (the shipped student starts
 from its strongest teacher); a checkpoint of another architecture is refused.
 
@@ -58,6 +60,7 @@ from training.metrics import headline_metrics
 from training.prepare import PreparedData, prepare_cached
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+TEACHER_BACKENDS = ("torch", "onnx-int8")
 
 
 # -- settings ------------------------------------------------------------------------------------
@@ -91,6 +94,7 @@ class TrainConfig:
     seed: int = 0
     ema: float = 0.0  # decay of an exponential moving average of the weights, saved instead (0 = off)
     teacher: list[str] = field(default_factory=list)  # checkpoints to distil from (empty = no distillation)
+    teacher_backend: str = "torch"  # the teachers' back-end: torch (float reference) or onnx-int8 (faster)
     init: str = ""  # a checkpoint whose weights start the run (same classes, raster, architecture)
     distill_temperature: float = 2.0  # softens teacher and student distributions in the distillation loss
     distill_weight: float = 0.7  # share of the distillation loss (the rest: cross-entropy on the labels)
@@ -203,12 +207,30 @@ def balanced_epoch(
 
 
 # -- distillation --------------------------------------------------------------------------------
-def load_teachers(paths: list[str], classes: list[str], spec: RasterSpec) -> list[Guesser]:
+def load_teachers(
+    paths: list[str], classes: list[str], spec: RasterSpec, backend: str = "torch", data: str = ""
+) -> list[Guesser]:
     """The teacher checkpoints as Guessers; raises ``CheckpointError`` when one does not share the
-    student's class list or raster spec. The float reference back-end: no ONNX export per teacher."""
-    return [
-        Guesser.load(path, expected_classes=classes, expected_raster=spec, backend="torch") for path in paths
-    ]
+    student's class list or raster spec.
+
+    ``backend``: ``torch`` (the float reference) or ``onnx-int8`` (each teacher's int8 copy, about
+    6× faster for four teachers; made by :func:`training.export.export_checkpoint`, calibrated on
+    the training split of ``data``, when it is missing or was made from other weights)."""
+    if backend not in TEACHER_BACKENDS:
+        raise ValueError(f"teacher_backend must be one of {', '.join(TEACHER_BACKENDS)}, not {backend!r}")
+    checks = {"expected_classes": classes, "expected_raster": spec}
+    teachers = [Guesser.load(path, backend="torch", **checks) for path in paths]
+    if backend == "torch":
+        return teachers
+    for index, path in enumerate(paths):  # each checkpoint is known good: a failure is its int8 copy's
+        try:
+            teachers[index] = Guesser.load(path, backend=backend, **checks)
+        except CheckpointError:  # no int8 copy yet, or one made from other weights: make it
+            from training.export import export_checkpoint  # noqa: PLC0415 - only for int8 teachers
+
+            export_checkpoint(Path(path), Path(data) if data else None)
+            teachers[index] = Guesser.load(path, backend=backend, **checks)
+    return teachers
 
 
 def start_from(network: nn.Module, path: str, classes: list[str], spec: RasterSpec) -> None:
@@ -372,7 +394,7 @@ def train(config: TrainConfig) -> dict:
         lambda step: min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * progress(step))),
     )
     loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
-    teachers = load_teachers(config.teacher, data.classes, spec)
+    teachers = load_teachers(config.teacher, data.classes, spec, config.teacher_backend, config.data)
     bf16 = use_bf16(config.bf16, device)
     log: list[dict] = []
     samples = 0
@@ -466,6 +488,8 @@ def check_config(config: TrainConfig) -> None:
         raise ValueError("distillation with rotation labels is not supported (the teachers see no turns)")
     if config.init and config.rotation_labels:
         raise ValueError("--init with rotation labels is not supported (the checkpoint has 1 turn per class)")
+    if config.teacher_backend not in TEACHER_BACKENDS:
+        raise ValueError(f"teacher_backend must be one of {', '.join(TEACHER_BACKENDS)}")
     AugmentConfig(**config.augment)  # unknown augmentation keys raise TypeError
 
 
