@@ -60,10 +60,11 @@ def _distillation(config: Any) -> str:
         parts.append(f"Started from the weights of `{config.init}`.")
     if config.teacher:
         teachers = ", ".join(f"`{t}`" for t in config.teacher)
+        int8 = config.teacher_backend == "onnx-int8"
         parts.append(
             f"Distilled from {len(config.teacher)} teacher(s) ({teachers}): weight {config.distill_weight} "
             f"on their averaged answers softened at temperature {config.distill_temperature}, the rest on "
-            "the labels."
+            "the labels" + (" (the teachers ran through their int8 copies)." if int8 else ".")
         )
     if config.icons:
         parts.append(
