@@ -154,7 +154,14 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_ddp_training_with_two_cpu_processes(fixture_data: Path, tmp_path: Path) -> None:
+def test_ddp_training_with_two_cpu_processes(
+    tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
+) -> None:
+    """Two processes train one model, distilled from an int8 teacher whose copy rank 0 makes first."""
+    from model.runtime import int8_path
+
+    teacher = tmp_path / "teacher.pt"
+    teacher.write_bytes(tiny_checkpoint.read_bytes())
     torchrun = Path(sys.executable).parent / "torchrun"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [
@@ -162,9 +169,14 @@ def test_ddp_training_with_two_cpu_processes(fixture_data: Path, tmp_path: Path)
         "--preset", "tiny",
         "--data", str(fixture_data), "--categories", "", "--out", str(tmp_path / "ddp"),
         "--cache", str(tmp_path / "cache"), "--epochs", "2",
-    ]
+        "--teacher", str(teacher), "--teacher-backend", "onnx-int8",
+    ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=240)
     assert result.returncode == 0, result.stderr[-2000:]
     metrics = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
     assert metrics["epochs_run"] == 2
-    assert Guesser.load(tmp_path / "ddp" / "model.pt").labels == list(FIXTURE_WORDS)
+    student = Guesser.load(tmp_path / "ddp" / "model.pt")
+    assert student.labels == list(FIXTURE_WORDS)
+    assert student.metadata["training"]["teacher_backend"] == "onnx-int8"
+    assert Guesser.load(teacher, backend="onnx-int8").backend == "onnx-int8"  # made, and fresh
+    assert int8_path(teacher).is_file()

@@ -2,7 +2,7 @@
 
     python -m training.train --help                 # every setting
     python -m training.train --preset member-a      # an ensemble member (75 min on 2 CPU cores)
-    python -m training.train --preset shipped       # the student: from member A, taught by A, B, C
+    python -m training.train --preset shipped       # the student: from scratch, taught by A, B, C, D
     python -m training.train --preset tiny --teacher runs/a/model.pt runs/b/model.pt   # distillation
     torchrun --nproc_per_node=2 -m training.train --preset tiny   # the same, distributed (DDP)
 
@@ -18,8 +18,8 @@ student learns ``(1 − w) · cross-entropy + w · τ² · KL(teachers ‖ stude
 ``--distill-weight``. Teachers must share the student's class list and raster spec.
 ``--teacher-backend onnx-int8`` runs the teachers through their int8 copies (made by
 ``training.export`` when missing): about 6× faster than the float reference for four teachers.
-``--init PATH`` starts from a checkpoint's weights instead of random ones (the shipped student starts
-from its strongest teacher); a checkpoint of another architecture is refused.
+``--init PATH`` starts from a checkpoint's weights instead of random ones (an earlier shipped student
+started from its strongest teacher); a checkpoint of another architecture is refused.
 
 Outline icons (``--icons lucide,tabler``): the hand-mapped icons of ``training/icons.yaml``, drawn as
 strokes, join their categories' training drawings (training only; see :mod:`training.icons`).
@@ -394,7 +394,11 @@ def train(config: TrainConfig) -> dict:
         lambda step: min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * progress(step))),
     )
     loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
+    if world > 1 and rank != 0:
+        dist.barrier()  # rank 0 makes any missing int8 teacher copy first: one writer per file
     teachers = load_teachers(config.teacher, data.classes, spec, config.teacher_backend, config.data)
+    if world > 1 and rank == 0:
+        dist.barrier()
     bf16 = use_bf16(config.bf16, device)
     log: list[dict] = []
     samples = 0
