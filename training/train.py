@@ -219,17 +219,18 @@ def load_teachers(
     if backend not in TEACHER_BACKENDS:
         raise ValueError(f"teacher_backend must be one of {', '.join(TEACHER_BACKENDS)}, not {backend!r}")
     checks = {"expected_classes": classes, "expected_raster": spec}
-    teachers = [Guesser.load(path, backend="torch", **checks) for path in paths]
-    if backend == "torch":
-        return teachers
-    for index, path in enumerate(paths):  # each checkpoint is known good: a failure is its int8 copy's
+    teachers = []
+    for path in paths:
         try:
-            teachers[index] = Guesser.load(path, backend=backend, **checks)
-        except CheckpointError:  # no int8 copy yet, or one made from other weights: make it
+            teachers.append(Guesser.load(path, backend=backend, **checks))
+        except CheckpointError:
+            if backend == "torch":
+                raise
+            Guesser.load(path, backend="torch", **checks)  # a bad checkpoint raises here, as in float
             from training.export import export_checkpoint  # noqa: PLC0415 - only for int8 teachers
 
-            export_checkpoint(Path(path), Path(data) if data else None)
-            teachers[index] = Guesser.load(path, backend=backend, **checks)
+            export_checkpoint(Path(path), Path(data) if data else None)  # missing or stale int8 copy
+            teachers.append(Guesser.load(path, backend=backend, **checks))
     return teachers
 
 
