@@ -67,11 +67,13 @@ def headline_metrics(
     seed: int = 0,
     batch: int = 256,
     class_names: Sequence[str] | None = None,
+    inputs: Callable[[list[list[np.ndarray]]], Any] | None = None,
 ) -> dict[str, float]:
     """Top-1/top-3 for each condition and the 42-candidate table accuracy; with ``class_names``
     (the model's labels) also the Kontour-deck and Pictomania-table game conditions.
 
-    ``predict`` maps rasters ``(n, channels, size, size)`` to probabilities ``(n, classes)``.
+    ``predict`` maps rasters ``(n, channels, size, size)`` to probabilities ``(n, classes)``; with
+    ``inputs``, it maps ``inputs(drawings)`` instead (a model that does not read rasters).
     """
     results: dict[str, float] = {"count": float(len(labels))}
     probs_of = {}
@@ -79,7 +81,7 @@ def headline_metrics(
         chunks = []
         for start in range(0, len(drawings), batch):
             part = [transform(strokes) for strokes in drawings[start : start + batch]]
-            chunks.append(predict(rasterize_all(part, spec)))
+            chunks.append(predict(inputs(part) if inputs else rasterize_all(part, spec)))
         probs = probs_of[name] = np.concatenate(chunks)
         results[f"{name}_top1"] = topk_accuracy(probs, labels, 1)
         results[f"{name}_top3"] = topk_accuracy(probs, labels, 3)
