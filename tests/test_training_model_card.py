@@ -22,6 +22,7 @@ def test_refresh_rewrites_the_card_and_leaves_the_checkpoint_alone(
     card = (tmp_path / "MODEL_CARD.md").read_text()
     deck = f"{100 * metrics['kontour_deck_top1']:.1f} %"
     assert "Kontour as played" in card and deck in card
+    assert "**Training.** `griffon train --preset tiny --data " in card  # the command that made it
     assert "pictomania_top1" not in metrics  # four shapes: the Pictomania deck's words are unknown
     assert "| Pictomania as played: a dealt table, 6 cards × 7 related words | — | — |" in card
     stored = refresh(model, fixture_data, cache=tmp_path / "cache", store=True)

@@ -93,7 +93,7 @@ def write_model_card(
         val=split["val"],
         holdout=metrics.get("held_out", config.holdout),
         held=int(metrics.get("held_out_drawings", metrics.get("count", 0))),
-        command=f"griffon train --preset {Path(config.out).name}",
+        command=config.command or f"griffon train --preset {Path(config.out).name}",
         epochs=metrics.get("epochs_run"),
         per_class=config.per_class,
         lr=config.lr,

@@ -36,6 +36,7 @@ import copy
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -105,6 +106,7 @@ class TrainConfig:
     max_minutes: float = 0.0  # time budget: the LR schedule anneals by time and training stops (0 = off)
     half_weights: bool = True  # store float16 weights (half the file size)
     augment: dict = field(default_factory=lambda: AugmentConfig().to_dict())
+    command: str = ""  # the command line that made the run (recorded by parse_config; not a flag)
 
     def raster_spec(self) -> RasterSpec:
         """The raster spec of this run (the checkpoint's input contract)."""
@@ -124,6 +126,8 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     parser = argparse.ArgumentParser(prog="griffon train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="", help=f"a preset name in {PRESETS_DIR} or a YAML path")
     for item in fields(TrainConfig):
+        if item.name == "command":
+            continue
         if item.name == "augment":
             keys = ", ".join(f"{k}={v}" for k, v in AugmentConfig().to_dict().items())
             example = '{"order_dropout_p": 0.3}'
@@ -150,6 +154,7 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
     for key, value in vars(args).items():
         if key != "preset" and value is not None:
             _set(config, key, value, parser)
+    config.command = "griffon train " + shlex.join(sys.argv[1:] if argv is None else argv)
     return config
 
 
@@ -553,7 +558,6 @@ def write_outputs(
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     training = asdict(config)
-    training["command"] = "griffon train " + " ".join(sys.argv[1:])
     training["data_sha256"] = data.meta["sha256"]
     save_checkpoint(
         out / "model.pt",
