@@ -67,7 +67,8 @@ TEACHER_BACKENDS = ("torch", "onnx-int8")
 # -- settings ------------------------------------------------------------------------------------
 @dataclass
 class TrainConfig:
-    """Every training setting (each one is a ``--flag`` of the command line)."""
+    """Every training setting (each one is a ``--flag`` of the command line), and the command line
+    itself (``command``, recorded by :func:`parse_config`)."""
 
     data: str = ""  # Quick, Draw! folder; empty = the configured one (training.data.default_data_root)
     out: str = "runs/latest"  # where the checkpoint, model card and metrics go
