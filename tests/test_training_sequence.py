@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
-from model import Guesser
+from model import CheckpointError, Guesser
+from tests.conftest import FIXTURE_WORDS, shape
 from training.prepare import prepare_cached
 from training.sequence import (
     FEATURES,
@@ -15,9 +17,12 @@ from training.sequence import (
     collate,
     compare,
     featurize,
+    load_member,
     predict,
+    save_member,
     train_member,
 )
+from training.train import check_config, parse_config, teacher_targets, train
 
 
 def test_featurize_reads_the_pen_path_in_order() -> None:
@@ -61,3 +66,67 @@ def test_a_short_run_learns_the_fixture_shapes_and_is_compared(
         assert 0.0 <= results[name]["full_top1"] <= 1.0 and results[name]["count"] == len(data.indices("val"))
     paired = results["paired"]
     assert paired["only_average"] >= 0 and paired["only_raster"] >= 0
+
+
+def square_member(path: Path) -> Path:
+    """A member that says « square » whatever it reads (output layer: bias only)."""
+    network = StrokeSequenceNet(len(FIXTURE_WORDS))
+    head = network.head[-1]
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.fill_(-4.0)
+        head.bias[FIXTURE_WORDS.index("square")] = 4.0
+    save_member(network, FIXTURE_WORDS, path)
+    return path
+
+
+def test_a_sequence_teacher_counts_as_one_vote(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    member = load_member(square_member(tmp_path / "square.pt"), FIXTURE_WORDS)
+    rng = np.random.default_rng(0)
+    raws = [shape(word, rng) for word in FIXTURE_WORDS]
+    x, lengths, _ = collate([(featurize([np.array(raw[0][:2], dtype=float).T]), 0) for raw in raws])
+    raster = Guesser.load(tiny_checkpoint)
+    images = torch.from_numpy(np.stack([raster.prepare(raw) for raw in raws]))
+    alone = teacher_targets([], images, 2.0, [member], (x, lengths))
+    logits = torch.full((len(FIXTURE_WORDS),), -4.0)
+    logits[FIXTURE_WORDS.index("square")] = 4.0
+    expected = torch.softmax(logits / 2.0, dim=0).expand(len(raws), -1)
+    assert torch.allclose(alone, expected, atol=1e-5)
+    both = teacher_targets([raster], images, 2.0, [member], (x, lengths))
+    assert torch.allclose(both, (teacher_targets([raster], images, 2.0) + alone) / 2, atol=1e-5)
+    with pytest.raises(ValueError, match="sequences"):
+        teacher_targets([raster], images, 2.0, [member], None)
+
+
+def test_a_sequence_member_teaches_a_raster_student(fixture_data: Path, tmp_path: Path) -> None:
+    member = square_member(tmp_path / "square.pt")
+    out = tmp_path / "student"
+    config = parse_config(
+        [
+            "--preset", "tiny", "--data", str(fixture_data), "--categories", "", "--out", str(out),
+            "--cache", str(tmp_path / "cache"), "--epochs", "4", "--per-class", "24",
+            "--sequence-teacher", str(member), "--distill-weight", "1.0", "--distill-temperature", "1.0",
+        ]
+    )  # fmt: skip
+    train(config)
+    payload = torch.load(out / "model.pt", weights_only=True)
+    assert payload["training"]["sequence_teacher"] == [str(member)]
+    assert "1 of them read stroke sequences" in (out / "MODEL_CARD.md").read_text()
+    student = Guesser.load(out / "model.pt")
+    rng = np.random.default_rng(1)
+    said = [student.guess(shape(word, rng), top_k=1)[0].label for word in FIXTURE_WORDS for _ in range(3)]
+    assert said.count("square") >= 10  # taught only by a member that always says « square »
+
+
+def test_bad_sequence_teachers_are_refused(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="not a stroke-sequence member"):
+        load_member(tiny_checkpoint)  # a raster checkpoint
+    member = square_member(tmp_path / "square.pt")
+    with pytest.raises(CheckpointError, match="classes differ"):
+        load_member(member, ["cat", "dog", "car", "sun"])
+    garbage = tmp_path / "garbage.pt"
+    garbage.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="cannot be read"):
+        load_member(garbage)
+    with pytest.raises(ValueError, match="mixup"):
+        check_config(parse_config(["--sequence-teacher", str(member), "--mixup", "0.2"]))

@@ -58,14 +58,18 @@ def _distillation(config: Any) -> str:
     parts = []
     if config.init:
         parts.append(f"Started from the weights of `{config.init}`.")
-    if config.teacher:
-        teachers = ", ".join(f"`{t}`" for t in config.teacher)
-        int8 = config.teacher_backend == "onnx-int8"
+    sequence = list(getattr(config, "sequence_teacher", []))
+    if config.teacher or sequence:
+        teachers = ", ".join(f"`{t}`" for t in [*config.teacher, *sequence])
+        int8 = config.teacher_backend == "onnx-int8" and config.teacher
         parts.append(
-            f"Distilled from {len(config.teacher)} teacher(s) ({teachers}): weight {config.distill_weight} "
-            f"on their averaged answers softened at temperature {config.distill_temperature}, the rest on "
-            "the labels" + (" (the teachers ran through their int8 copies)." if int8 else ".")
+            f"Distilled from {len(config.teacher) + len(sequence)} teacher(s) ({teachers}): weight "
+            f"{config.distill_weight} on their averaged answers softened at temperature "
+            f"{config.distill_temperature}, the rest on the labels"
+            + (" (the teachers ran through their int8 copies)." if int8 else ".")
         )
+        if sequence:
+            parts.append(f"{len(sequence)} of them read stroke sequences (`training/sequence.py`).")
     if config.icons:
         parts.append(
             f"Extra training drawings: the outline icons of {config.icons} mapped in "

@@ -10,8 +10,12 @@ headline metrics (``training.metrics``) of the member alone, of the raster model
 
     python -m training.sequence --minutes 40 --compare model/weights/griffon-default.pt --out runs/sequence
 
-The simplified Quick, Draw! format keeps no timing, so the member sees order, not speed. It is an
-experiment: the service never loads it (``model/`` knows only raster networks).
+A member can also teach a raster student (``griffon train --sequence-teacher runs/sequence/sequence.pt``,
+beside or instead of ``--teacher``): the distillation loop then hands it each augmented view as a
+sequence, so the student keeps one raster model's speed.
+
+The simplified Quick, Draw! format keeps no timing, so the member sees order, not speed. The service
+never loads a member (``model/`` knows only raster networks).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pickle
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +35,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from model import Guesser
+from model import CheckpointError, Guesser
 from training.augment import AugmentConfig, augment
 from training.data import default_data_root
 from training.metrics import headline_metrics, mcnemar_p, rasterize_all
@@ -98,6 +103,31 @@ class StrokeSequenceNet(nn.Module):
         mean = (out * mask).sum(1) / lengths[:, None].clamp(min=1)
         peak = out.masked_fill(~mask, float("-inf")).max(1).values
         return self.head(torch.cat([mean, peak], dim=1))
+
+
+def save_member(network: StrokeSequenceNet, classes: list[str], path: Path | str) -> None:
+    """Write a member checkpoint: its weights, class list and the sequence format it reads."""
+    payload = {"kind": "stroke-sequence", "state_dict": network.state_dict(), "classes": list(classes),
+               "features": FEATURES, "max_steps": MAX_STEPS}
+    torch.save(payload, path)
+
+
+def load_member(path: Path | str, classes: list[str] | None = None) -> StrokeSequenceNet:
+    """A member saved by this module, ready for inference; ``CheckpointError`` when the file is not
+    one, reads another sequence format, or (with ``classes``) knows other classes."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(payload, dict) or payload.get("kind") != "stroke-sequence":
+            raise CheckpointError(f"{path}: not a stroke-sequence member (python -m training.sequence)")
+        if payload.get("features", FEATURES) != FEATURES:
+            raise CheckpointError(f"{path}: reads {payload['features']} features per point, not {FEATURES}")
+        if classes is not None and list(payload["classes"]) != list(classes):
+            raise CheckpointError(f"{path}: its classes differ from this run's")
+        network = StrokeSequenceNet(len(payload["classes"]))
+        network.load_state_dict(payload["state_dict"])
+    except (OSError, RuntimeError, KeyError, TypeError, EOFError, pickle.UnpicklingError) as error:
+        raise CheckpointError(f"{path}: cannot be read as a stroke-sequence member ({error})") from None
+    return network.eval()
 
 
 class AugmentedSequences(Dataset):
@@ -227,7 +257,7 @@ def main(argv: list[str] | None = None) -> None:
     results = compare(network, raster, data, args.split)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": network.state_dict(), "classes": data.classes}, out / "sequence.pt")
+    save_member(network, data.classes, out / "sequence.pt")
     (out / "metrics.json").write_text(json.dumps({"split": args.split, "epochs": log, **results}, indent=1))
     print(json.dumps({name: value for name, value in results.items()}, indent=1))
 

@@ -39,6 +39,7 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -97,6 +98,7 @@ class TrainConfig:
     ema: float = 0.0  # decay of an exponential moving average of the weights, saved instead (0 = off)
     teacher: list[str] = field(default_factory=list)  # checkpoints to distil from (empty = no distillation)
     teacher_backend: str = "torch"  # the teachers' back-end: torch (float reference) or onnx-int8 (faster)
+    sequence_teacher: list[str] = field(default_factory=list)  # stroke-sequence members (training.sequence)
     init: str = ""  # a checkpoint whose weights start the run (same classes, raster, architecture)
     distill_temperature: float = 2.0  # softens teacher and student distributions in the distillation loss
     distill_weight: float = 0.7  # share of the distillation loss (the rest: cross-entropy on the labels)
@@ -139,6 +141,9 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
         kind = type(default)
         if item.name == "teacher":
             parser.add_argument("--teacher", nargs="+", metavar="PATH", help="checkpoints to distil from")
+        elif item.name == "sequence_teacher":
+            help_text = "stroke-sequence members (python -m training.sequence) to distil from as well"
+            parser.add_argument("--sequence-teacher", nargs="+", metavar="PATH", help=help_text)
         elif kind is bool:
             parser.add_argument(f"--{item.name.replace('_', '-')}", type=_bool, help=f"default {default}")
         else:
@@ -178,24 +183,42 @@ def _set(config: TrainConfig, key: str, value: object, parser: argparse.Argument
 
 # -- data ----------------------------------------------------------------------------------------
 class AugmentedDrawings(Dataset):
-    """Random augmented rasters of the chosen drawings; the RNG depends on (seed, epoch, position)."""
+    """Random augmented rasters of the chosen drawings; the RNG depends on (seed, epoch, position).
+
+    With ``sequences`` each item also carries the same view as a stroke sequence, for the
+    stroke-sequence teachers (``training.sequence.featurize``)."""
 
     def __init__(
-        self, data: PreparedData, order: np.ndarray, spec: RasterSpec, config: TrainConfig, epoch: int
+        self, data: PreparedData, order: np.ndarray, spec: RasterSpec, config: TrainConfig, epoch: int,
+        sequences: bool = False,
     ):
         self.data, self.order, self.spec = data, order, spec
         self.augment = AugmentConfig(**config.augment)
-        self.seed, self.epoch = config.seed, epoch
+        self.seed, self.epoch, self.sequences = config.seed, epoch, sequences
 
     def __len__(self) -> int:
         return len(self.order)
 
-    def __getitem__(self, position: int) -> tuple[torch.Tensor, int]:
+    def __getitem__(self, position: int) -> tuple:
         index = int(self.order[position])
         rng = np.random.default_rng((self.seed, self.epoch, position))
         strokes = augment(self.data.strokes(index), rng, self.augment)
         spec = line_width_view(self.spec, rng, self.augment.line_width_jitter)
-        return torch.from_numpy(rasterize(strokes, spec)), int(self.data.labels[index])
+        image, label = torch.from_numpy(rasterize(strokes, spec)), int(self.data.labels[index])
+        if not self.sequences:
+            return image, label
+        from training.sequence import featurize  # noqa: PLC0415 - training.sequence imports this module
+
+        return image, featurize(strokes), label
+
+
+def collate_views(items: list[tuple]) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """Batch ``(image, sequence, label)`` items: images, padded sequences with their lengths, labels."""
+    from training.sequence import collate  # noqa: PLC0415 - training.sequence imports this module
+
+    sequences, lengths, _ = collate([(sequence, label) for _, sequence, label in items])
+    images = torch.stack([image for image, _, _ in items])
+    return images, (sequences, lengths), torch.tensor([label for _, _, label in items])
 
 
 def balanced_epoch(
@@ -252,18 +275,34 @@ def start_from(network: nn.Module, path: str, classes: list[str], spec: RasterSp
         raise CheckpointError(f"{path}: its architecture differs from this run's ({first})") from None
 
 
-def teacher_targets(teachers: list[Guesser], images: torch.Tensor, temperature: float) -> torch.Tensor:
-    """The teachers' averaged probabilities for ``images``, softened by ``temperature``.
+def teacher_targets(
+    teachers: list[Guesser],
+    images: torch.Tensor,
+    temperature: float,
+    sequence_teachers: Sequence[nn.Module] = (),
+    sequences: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """The teachers' averaged probabilities for ``images``, softened by ``temperature``; the
+    stroke-sequence teachers read the same views as ``sequences`` (padded, lengths) and count as
+    one teacher each.
 
     A Guesser returns ``softmax(z / T)`` (its own temperature ``T``, flip TTA included), so
     ``softmax(T · log p / τ) = softmax(z / τ)``.
     """
     batch = images.detach().float().cpu().numpy()
-    total = torch.zeros(len(batch), len(teachers[0].labels))
+    classes = len(teachers[0].labels) if teachers else None
+    total = torch.zeros(len(batch), classes) if classes else 0.0
     for teacher in teachers:
         probs = np.maximum(teacher.probabilities_from_images(batch), np.finfo(np.float32).tiny)
         total += torch.softmax(torch.from_numpy(teacher.temperature * np.log(probs)) / temperature, dim=1)
-    return (total / len(teachers)).to(images.device)
+    if sequence_teachers:
+        if sequences is None:
+            raise ValueError("stroke-sequence teachers need the views' sequences")
+        with torch.inference_mode():
+            for teacher in sequence_teachers:
+                total = total + torch.softmax(teacher(*sequences).float() / temperature, dim=1)
+    count = len(teachers) + len(sequence_teachers)
+    return (torch.as_tensor(total) / count).to(images.device)
 
 
 def distillation_loss(
@@ -406,6 +445,12 @@ def train(config: TrainConfig) -> dict:
     teachers = load_teachers(config.teacher, data.classes, spec, config.teacher_backend, config.data)
     if world > 1 and rank == 0:
         dist.barrier()
+    sequence_teachers = []
+    if config.sequence_teacher:
+        from training.sequence import load_member  # noqa: PLC0415 - training.sequence imports this module
+
+        sequence_teachers = [load_member(path, data.classes) for path in config.sequence_teacher]
+    distilling = bool(teachers or sequence_teachers)
     bf16 = use_bf16(config.bf16, device)
     log: list[dict] = []
     samples = 0
@@ -416,24 +461,30 @@ def train(config: TrainConfig) -> dict:
         )
         order = order[rank::world]
         loader = DataLoader(
-            AugmentedDrawings(data, order, spec, config, epoch),
+            AugmentedDrawings(data, order, spec, config, epoch, sequences=bool(sequence_teachers)),
             batch_size=config.batch_size,
             shuffle=False,
             num_workers=config.workers,
             persistent_workers=False,
+            collate_fn=collate_views if sequence_teachers else None,
         )
         running, seen = 0.0, 0
         mixing = np.random.default_rng((config.seed, epoch, rank, 1))
         turning = np.random.default_rng((config.seed, epoch, rank, 2))
         bar = tqdm(loader, desc=f"epoch {epoch + 1}/{config.epochs}", disable=rank != 0, leave=False)
-        for images, labels in bar:
-            images, labels = images.to(device), labels.to(device)
+        for batch in bar:
+            images, labels = batch[0].to(device), batch[-1].to(device)
+            sequences = batch[1] if sequence_teachers else None
             perm, lam = None, 1.0
             if config.rotation_labels:
                 images, labels = turn(images, labels, turning)
             if config.mixup:
                 images, perm, lam = mix(images, config.mixup, mixing)
-            targets = teacher_targets(teachers, images, config.distill_temperature) if teachers else None
+            targets = None
+            if distilling:
+                targets = teacher_targets(
+                    teachers, images, config.distill_temperature, sequence_teachers, sequences
+                )
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 logits = model(images)
                 loss = loss_fn(logits, labels)
@@ -495,8 +546,10 @@ def check_config(config: TrainConfig) -> None:
     """Refuse settings that cannot train, before any data is read (``ValueError``)."""
     if not 0.0 <= config.distill_weight <= 1.0 or config.distill_temperature <= 0 or config.mixup < 0:
         raise ValueError("distill weight must be in [0, 1], distill temperature > 0, mixup ≥ 0")
-    if config.teacher and config.rotation_labels:
+    if (config.teacher or config.sequence_teacher) and config.rotation_labels:
         raise ValueError("distillation with rotation labels is not supported (the teachers see no turns)")
+    if config.sequence_teacher and config.mixup:
+        raise ValueError("stroke-sequence teachers with mixup are not supported (a sequence cannot be mixed)")
     if config.init and config.rotation_labels:
         raise ValueError("--init with rotation labels is not supported (the checkpoint has 1 turn per class)")
     if config.teacher_backend not in TEACHER_BACKENDS:
