@@ -298,7 +298,7 @@ def teacher_targets(
     if sequence_teachers:
         if sequences is None:
             raise ValueError("stroke-sequence teachers need the views' sequences")
-        with torch.inference_mode():
+        with torch.no_grad():  # targets, not inference tensors: the loss keeps them for its gradient
             for teacher in sequence_teachers:
                 total = total + torch.softmax(teacher(*sequences).float() / temperature, dim=1)
     count = len(teachers) + len(sequence_teachers)
