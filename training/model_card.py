@@ -62,11 +62,12 @@ def _distillation(config: Any) -> str:
     if config.teacher or sequence:
         teachers = ", ".join(f"`{t}`" for t in [*config.teacher, *sequence])
         int8 = config.teacher_backend == "onnx-int8" and config.teacher
+        which = "image " if sequence else ""
         parts.append(
             f"Distilled from {len(config.teacher) + len(sequence)} teacher(s) ({teachers}): weight "
             f"{config.distill_weight} on their averaged answers softened at temperature "
             f"{config.distill_temperature}, the rest on the labels"
-            + (" (the teachers ran through their int8 copies)." if int8 else ".")
+            + (f" (the {which}teachers ran through their int8 copies)." if int8 else ".")
         )
         if sequence:
             parts.append(f"{len(sequence)} of them read stroke sequences (`training/sequence.py`).")
