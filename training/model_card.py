@@ -58,7 +58,7 @@ def _distillation(config: Any) -> str:
     parts = []
     if config.init:
         parts.append(f"Started from the weights of `{config.init}`.")
-    sequence = list(getattr(config, "sequence_teacher", []))
+    sequence = list(config.sequence_teacher)
     if config.teacher or sequence:
         teachers = ", ".join(f"`{t}`" for t in [*config.teacher, *sequence])
         int8 = config.teacher_backend == "onnx-int8" and config.teacher
