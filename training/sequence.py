@@ -40,7 +40,7 @@ from training.augment import AugmentConfig, augment
 from training.data import default_data_root
 from training.metrics import headline_metrics, mcnemar_p, rasterize_all
 from training.prepare import PreparedData, prepare_cached
-from training.train import balanced_epoch
+from training.schedule import balanced_epoch, warmup_cosine
 
 MAX_STEPS = 160  # points kept per drawing (evenly spaced when a drawing has more)
 FEATURES = 7  # x, y, dx, dy, stroke start, stroke end, stroke rank
@@ -182,7 +182,7 @@ def train_member(
         network.train()
         total = 0.0
         for x, lengths, labels in tqdm(loader, desc=f"epoch {epoch + 1}/{epochs}", leave=False):
-            rate = lr * min(1.0, (step + 1) / steps_per_epoch) * 0.5 * (1 + math.cos(math.pi * done()))
+            rate = lr * warmup_cosine(step, steps_per_epoch, done())
             for group in optimizer.param_groups:
                 group["lr"] = rate
             loss = loss_fn(network(x, lengths), labels)

@@ -60,6 +60,8 @@ from training.data import default_data_root, key_hash
 from training.icons import icon_drawings
 from training.metrics import headline_metrics
 from training.prepare import PreparedData, prepare_cached
+from training.schedule import balanced_epoch, warmup_cosine
+from training.sequence import collate, featurize, load_member
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 TEACHER_BACKENDS = ("torch", "onnx-int8")
@@ -207,32 +209,14 @@ class AugmentedDrawings(Dataset):
         image, label = torch.from_numpy(rasterize(strokes, spec)), int(self.data.labels[index])
         if not self.sequences:
             return image, label
-        from training.sequence import featurize  # noqa: PLC0415 - training.sequence imports this module
-
         return image, featurize(strokes), label
 
 
 def collate_views(items: list[tuple]) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
     """Batch ``(image, sequence, label)`` items: images, padded sequences with their lengths, labels."""
-    from training.sequence import collate  # noqa: PLC0415 - training.sequence imports this module
-
     sequences, lengths, _ = collate([(sequence, label) for _, sequence, label in items])
     images = torch.stack([image for image, _, _ in items])
     return images, (sequences, lengths), torch.tensor([label for _, _, label in items])
-
-
-def balanced_epoch(
-    labels: np.ndarray, pool: np.ndarray, per_class: int, rng: np.random.Generator
-) -> np.ndarray:
-    """``per_class`` drawings of every class (cycling through a class's drawings without
-    replacement before repeating one), shuffled. Large classes are sub-sampled, small ones repeated."""
-    chosen = []
-    for label in np.unique(labels[pool]):
-        members = pool[labels[pool] == label]
-        repeats = math.ceil(per_class / len(members))
-        cycle = np.concatenate([rng.permutation(members) for _ in range(repeats)])
-        chosen.append(cycle[:per_class])
-    return rng.permutation(np.concatenate(chosen))
 
 
 # -- distillation --------------------------------------------------------------------------------
@@ -437,7 +421,7 @@ def train(config: TrainConfig) -> dict:
 
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
-        lambda step: min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * progress(step))),
+        lambda step: warmup_cosine(step, warmup, progress(step)),
     )
     loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
     if world > 1 and rank != 0:
@@ -445,11 +429,7 @@ def train(config: TrainConfig) -> dict:
     teachers = load_teachers(config.teacher, data.classes, spec, config.teacher_backend, config.data)
     if world > 1 and rank == 0:
         dist.barrier()
-    sequence_teachers = []
-    if config.sequence_teacher:
-        from training.sequence import load_member  # noqa: PLC0415 - training.sequence imports this module
-
-        sequence_teachers = [load_member(path, data.classes) for path in config.sequence_teacher]
+    sequence_teachers = [load_member(path, data.classes) for path in config.sequence_teacher]
     distilling = bool(teachers or sequence_teachers)
     bf16 = use_bf16(config.bf16, device)
     log: list[dict] = []
