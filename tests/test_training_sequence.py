@@ -130,3 +130,25 @@ def test_bad_sequence_teachers_are_refused(tiny_checkpoint: Path, tmp_path: Path
         load_member(garbage)
     with pytest.raises(ValueError, match="mixup"):
         check_config(parse_config(["--sequence-teacher", str(member), "--mixup", "0.2"]))
+
+
+def test_the_onnx_member_gives_the_packed_network_s_answers_on_a_padded_batch(tmp_path: Path) -> None:
+    import onnxruntime as ort
+
+    from training.sequence import export_member_onnx
+
+    torch.manual_seed(0)
+    network = StrokeSequenceNet(5).eval()
+    rng = np.random.default_rng(0)
+    drawings = [[rng.uniform(0, 255, (n, 2)), rng.uniform(0, 255, (3, 2))] for n in (2, 9, 30, 4)]
+    expected = predict(network, drawings)
+    path = export_member_onnx(network, tmp_path / "member.onnx")
+    x, lengths, _ = collate([(featurize(d), 0) for d in drawings])
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = session.run(None, {"sequences": x.numpy(), "lengths": lengths.numpy()})[0]
+    assert got.shape == (4, 5)
+    assert np.allclose(got, expected, atol=1e-5)
+    assert not np.allclose(expected[0], expected[1], atol=1e-3)  # the drawings do get different answers
+    alone = featurize(drawings[2])
+    one = session.run(None, {"sequences": alone[None], "lengths": np.array([len(alone)])})[0]
+    assert np.allclose(one[0], expected[2], atol=1e-5)  # batch 1, unpadded: the live path

@@ -25,6 +25,7 @@ import json
 import math
 import pickle
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -103,6 +104,55 @@ class StrokeSequenceNet(nn.Module):
         mean = (out * mask).sum(1) / lengths[:, None].clamp(min=1)
         peak = out.masked_fill(~mask, float("-inf")).max(1).values
         return self.head(torch.cat([mean, peak], dim=1))
+
+
+class ExportableMember(nn.Module):
+    """The same member without packed sequences, so ``torch.onnx.export`` can trace it: the GRU's
+    backward direction runs forwards over each drawing reversed in place (padding stays at the end),
+    which gives the packed network's answers on padded batches. Outputs probabilities."""
+
+    def __init__(self, network: StrokeSequenceNet):
+        super().__init__()
+        gru = network.gru
+        self.conv, self.head = network.conv, network.head
+        self.forwards = nn.GRU(gru.input_size, gru.hidden_size, batch_first=True)
+        self.backwards = nn.GRU(gru.input_size, gru.hidden_size, batch_first=True)
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(self.forwards, f"{name}_l0").data = getattr(gru, f"{name}_l0").data
+            getattr(self.backwards, f"{name}_l0").data = getattr(gru, f"{name}_l0_reverse").data
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Probabilities for padded sequences ``x`` ``(n, steps, FEATURES)`` of the given lengths."""
+        positions = torch.arange(x.shape[1])[None, :]
+        mask = (positions < lengths[:, None]).unsqueeze(1)
+        h = x.transpose(1, 2) * mask
+        for block in self.conv:
+            h = block(h) * mask
+        h = h.transpose(1, 2)
+        mask = mask.transpose(1, 2)
+        mirror = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
+        mirror = mirror.unsqueeze(2).expand(-1, -1, h.shape[2])  # its own inverse
+        ahead, _ = self.forwards(h)
+        behind, _ = self.backwards(torch.gather(h, 1, mirror))
+        out = torch.cat([ahead, torch.gather(behind, 1, mirror)], dim=2)
+        mean = (out * mask).sum(1) / lengths[:, None].clamp(min=1)
+        peak = out.masked_fill(~mask, float("-inf")).max(1).values
+        return torch.softmax(self.head(torch.cat([mean, peak], dim=1)), dim=1)
+
+
+def export_member_onnx(network: StrokeSequenceNet, path: Path | str) -> Path:
+    """Write the member as an ONNX graph (inputs ``sequences`` ``(n, steps, FEATURES)`` float32 and
+    ``lengths`` ``(n,)`` int64; output ``probabilities``), for ONNX Runtime."""
+    exportable = ExportableMember(network.eval()).eval()
+    example = (torch.zeros(2, 8, FEATURES), torch.tensor([8, 5]))
+    with warnings.catch_warnings():  # the TorchScript exporter (as model.runtime): deprecated, not removed
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            exportable, example, str(path), input_names=["sequences", "lengths"],
+            output_names=["probabilities"], opset_version=17, dynamo=False,
+            dynamic_axes={"sequences": {0: "n", 1: "steps"}, "lengths": {0: "n"}, "probabilities": {0: "n"}},
+        )
+    return Path(path)
 
 
 def save_member(network: StrokeSequenceNet, classes: list[str], path: Path | str) -> None:
