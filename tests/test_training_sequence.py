@@ -9,47 +9,11 @@ import pytest
 import torch
 
 from model import CheckpointError, Guesser
+from model.sequence import StrokeSequenceNet, featurize, load_member, save_member
 from tests.conftest import FIXTURE_WORDS, shape
 from training.prepare import prepare_cached
-from training.sequence import (
-    FEATURES,
-    StrokeSequenceNet,
-    collate,
-    compare,
-    featurize,
-    load_member,
-    predict,
-    save_member,
-    train_member,
-)
+from training.sequence import collate, compare, predict, train_member
 from training.train import check_config, parse_config, teacher_targets, train
-
-
-def test_featurize_reads_the_pen_path_in_order() -> None:
-    first = np.array([[10.0, 10.0], [110.0, 10.0], [110.0, 60.0]])
-    second = np.array([[10.0, 60.0], [60.0, 60.0]])
-    seq = featurize([first, second])
-    assert seq.shape == (5, FEATURES) and seq.dtype == np.float32
-    assert np.allclose(seq[:, :2].min(axis=0), [-0.5, -0.25])  # centred, the longer side spans 1
-    assert np.allclose(seq[:, :2].max(axis=0), [0.5, 0.25])
-    assert seq[:, 4].tolist() == [1, 0, 0, 1, 0]  # stroke starts
-    assert seq[:, 5].tolist() == [0, 0, 1, 0, 1]  # stroke ends
-    assert seq[:, 6].tolist() == [0, 0, 0, 1, 1]  # stroke rank
-    assert np.allclose(seq[1, 2:4], [4.0, 0.0])  # the step from the previous point (× 4)
-    long = featurize([np.column_stack([np.arange(500.0), np.zeros(500)])], max_steps=40)
-    assert long.shape == (40, FEATURES) and long[0, 4] == 1 and long[-1, 5] == 1
-
-
-def test_padding_does_not_change_a_drawing_s_answer() -> None:
-    torch.manual_seed(0)
-    network = StrokeSequenceNet(4).eval()
-    short = featurize([np.array([[0.0, 0.0], [50.0, 50.0], [90.0, 10.0]])])
-    long = featurize([np.column_stack([np.linspace(0, 200, 30), np.sin(np.arange(30.0)) * 40])])
-    alone = predict(network, [[np.array([[0.0, 0.0], [50.0, 50.0], [90.0, 10.0]])]])
-    x, lengths, _ = collate([(short, 0), (long, 1)])
-    with torch.inference_mode():
-        padded = torch.softmax(network(x, lengths), dim=1).numpy()
-    assert np.allclose(alone[0], padded[0], atol=1e-5)
 
 
 def test_a_short_run_learns_the_fixture_shapes_and_is_compared(
@@ -130,25 +94,3 @@ def test_bad_sequence_teachers_are_refused(tiny_checkpoint: Path, tmp_path: Path
         load_member(garbage)
     with pytest.raises(ValueError, match="mixup"):
         check_config(parse_config(["--sequence-teacher", str(member), "--mixup", "0.2"]))
-
-
-def test_the_onnx_member_gives_the_packed_network_s_answers_on_a_padded_batch(tmp_path: Path) -> None:
-    import onnxruntime as ort
-
-    from training.sequence import export_member_onnx
-
-    torch.manual_seed(0)
-    network = StrokeSequenceNet(5).eval()
-    rng = np.random.default_rng(0)
-    drawings = [[rng.uniform(0, 255, (n, 2)), rng.uniform(0, 255, (3, 2))] for n in (2, 9, 30, 4)]
-    expected = predict(network, drawings)
-    path = export_member_onnx(network, tmp_path / "member.onnx")
-    x, lengths, _ = collate([(featurize(d), 0) for d in drawings])
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    got = session.run(None, {"sequences": x.numpy(), "lengths": lengths.numpy()})[0]
-    assert got.shape == (4, 5)
-    assert np.allclose(got, expected, atol=1e-5)
-    assert not np.allclose(expected[0], expected[1], atol=1e-3)  # the drawings do get different answers
-    alone = featurize(drawings[2])
-    one = session.run(None, {"sequences": alone[None], "lengths": np.array([len(alone)])})[0]
-    assert np.allclose(one[0], expected[2], atol=1e-5)  # batch 1, unpadded: the live path

@@ -12,10 +12,12 @@ headline metrics (``training.metrics``) of the member alone, of the raster model
 
 A member can also teach a raster student (``griffon train --sequence-teacher runs/sequence/sequence.pt``,
 beside or instead of ``--teacher``): the distillation loop then hands it each augmented view as a
-sequence, so the student keeps one raster model's speed.
+sequence, so the student keeps one raster model's speed (measured: the student gains nothing from it;
+README).
 
-The simplified Quick, Draw! format keeps no timing, so the member sees order, not speed. The service
-never loads a member (``model/`` knows only raster networks).
+The simplified Quick, Draw! format keeps no timing, so the member sees order, not speed. The network,
+its features, exact ONNX form and checkpoint live in ``model.sequence``; the service does not load a
+member yet (``Guesser`` reads raster networks only).
 """
 
 from __future__ import annotations
@@ -23,161 +25,29 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import pickle
 import time
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from model import CheckpointError, Guesser
+from model import Guesser
+from model.sequence import StrokeSequenceNet, featurize, pad_sequences, save_member
 from training.augment import AugmentConfig, augment
 from training.data import default_data_root
 from training.metrics import headline_metrics, mcnemar_p, rasterize_all
 from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
 
-MAX_STEPS = 160  # points kept per drawing (evenly spaced when a drawing has more)
-FEATURES = 7  # x, y, dx, dy, stroke start, stroke end, stroke rank
-
-
-def featurize(strokes: Sequence[np.ndarray], max_steps: int = MAX_STEPS) -> np.ndarray:
-    """A drawing as a ``(steps, FEATURES)`` float32 sequence, centred on its bounding box and scaled
-    so its longer side spans 1: position, step from the previous point, whether the point starts or
-    ends a stroke, and its stroke's rank (0 for the first stroke, 1 for the last)."""
-    parts = [np.asarray(s, dtype=np.float64).reshape(-1, 2) for s in strokes if len(s)]
-    if not parts:
-        return np.zeros((1, FEATURES), dtype=np.float32)
-    points = np.concatenate(parts)
-    starts = np.concatenate([np.eye(1, len(p), 0).ravel() for p in parts])
-    ends = np.concatenate([np.eye(1, len(p), len(p) - 1).ravel() for p in parts])
-    rank = np.concatenate([np.full(len(p), i / max(len(parts) - 1, 1)) for i, p in enumerate(parts)])
-    if len(points) > max_steps:
-        keep = np.linspace(0, len(points) - 1, max_steps).round().astype(int)
-        points, starts, ends, rank = points[keep], starts[keep], ends[keep], rank[keep]
-    low, high = points.min(axis=0), points.max(axis=0)
-    scale = max(float((high - low).max()), 1e-6)
-    xy = (points - (low + high) / 2) / scale
-    step = np.diff(xy, axis=0, prepend=xy[:1])
-    return np.column_stack([xy, step * 4.0, starts, ends, rank]).astype(np.float32)
-
 
 def collate(items: list[tuple[np.ndarray, int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Pad sequences to the longest of the batch: ``(features, lengths, labels)``."""
-    lengths = torch.tensor([len(seq) for seq, _ in items])
-    batch = torch.zeros(len(items), int(lengths.max()), FEATURES)
-    for row, (seq, _) in enumerate(items):
-        batch[row, : len(seq)] = torch.from_numpy(seq)
+    batch, lengths = pad_sequences([seq for seq, _ in items])
     return batch, lengths, torch.tensor([label for _, label in items])
-
-
-class StrokeSequenceNet(nn.Module):
-    """1-D convolutions over the points, a bidirectional GRU, then mean and max over the steps."""
-
-    def __init__(self, num_classes: int, width: int = 128, hidden: int = 128, dropout: float = 0.3):
-        super().__init__()
-        self.conv = nn.ModuleList(
-            nn.Sequential(nn.Conv1d(cin, cout, kernel, padding=kernel // 2), nn.BatchNorm1d(cout), nn.ReLU())
-            for cin, cout, kernel in ((FEATURES, 64, 5), (64, width, 5), (width, width, 3))
-        )
-        self.gru = nn.GRU(width, hidden, batch_first=True, bidirectional=True)
-        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(4 * hidden, num_classes))
-
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Logits for padded sequences ``x`` ``(n, steps, FEATURES)`` of the given lengths."""
-        steps = x.shape[1]
-        mask = (torch.arange(steps)[None, :] < lengths[:, None]).unsqueeze(1)  # (n, 1, steps)
-        h = x.transpose(1, 2) * mask
-        for block in self.conv:  # padding stays zero: a drawing's answer does not depend on its batch
-            h = block(h) * mask
-        h = h.transpose(1, 2)
-        mask = mask.transpose(1, 2)  # (n, steps, 1)
-        packed = pack_padded_sequence(h, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, _ = self.gru(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=steps)
-        mean = (out * mask).sum(1) / lengths[:, None].clamp(min=1)
-        peak = out.masked_fill(~mask, float("-inf")).max(1).values
-        return self.head(torch.cat([mean, peak], dim=1))
-
-
-class ExportableMember(nn.Module):
-    """The same member without packed sequences, so ``torch.onnx.export`` can trace it: the GRU's
-    backward direction runs forwards over each drawing reversed in place (padding stays at the end),
-    which gives the packed network's answers on padded batches. Outputs probabilities."""
-
-    def __init__(self, network: StrokeSequenceNet):
-        super().__init__()
-        gru = network.gru
-        self.conv, self.head = network.conv, network.head
-        self.forwards = nn.GRU(gru.input_size, gru.hidden_size, batch_first=True)
-        self.backwards = nn.GRU(gru.input_size, gru.hidden_size, batch_first=True)
-        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-            getattr(self.forwards, f"{name}_l0").data = getattr(gru, f"{name}_l0").data
-            getattr(self.backwards, f"{name}_l0").data = getattr(gru, f"{name}_l0_reverse").data
-
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Probabilities for padded sequences ``x`` ``(n, steps, FEATURES)`` of the given lengths."""
-        positions = torch.arange(x.shape[1])[None, :]
-        mask = (positions < lengths[:, None]).unsqueeze(1)
-        h = x.transpose(1, 2) * mask
-        for block in self.conv:
-            h = block(h) * mask
-        h = h.transpose(1, 2)
-        mask = mask.transpose(1, 2)
-        mirror = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
-        mirror = mirror.unsqueeze(2).expand(-1, -1, h.shape[2])  # its own inverse
-        ahead, _ = self.forwards(h)
-        behind, _ = self.backwards(torch.gather(h, 1, mirror))
-        out = torch.cat([ahead, torch.gather(behind, 1, mirror)], dim=2)
-        mean = (out * mask).sum(1) / lengths[:, None].clamp(min=1)
-        peak = out.masked_fill(~mask, float("-inf")).max(1).values
-        return torch.softmax(self.head(torch.cat([mean, peak], dim=1)), dim=1)
-
-
-def export_member_onnx(network: StrokeSequenceNet, path: Path | str) -> Path:
-    """Write the member as an ONNX graph (inputs ``sequences`` ``(n, steps, FEATURES)`` float32 and
-    ``lengths`` ``(n,)`` int64; output ``probabilities``), for ONNX Runtime."""
-    exportable = ExportableMember(network.eval()).eval()
-    example = (torch.zeros(2, 8, FEATURES), torch.tensor([8, 5]))
-    with warnings.catch_warnings():  # the TorchScript exporter (as model.runtime): deprecated, not removed
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            exportable, example, str(path), input_names=["sequences", "lengths"],
-            output_names=["probabilities"], opset_version=17, dynamo=False,
-            dynamic_axes={"sequences": {0: "n", 1: "steps"}, "lengths": {0: "n"}, "probabilities": {0: "n"}},
-        )
-    return Path(path)
-
-
-def save_member(network: StrokeSequenceNet, classes: list[str], path: Path | str) -> None:
-    """Write a member checkpoint: its weights, class list and the sequence format it reads."""
-    payload = {"kind": "stroke-sequence", "state_dict": network.state_dict(), "classes": list(classes),
-               "features": FEATURES, "max_steps": MAX_STEPS}
-    torch.save(payload, path)
-
-
-def load_member(path: Path | str, classes: list[str] | None = None) -> StrokeSequenceNet:
-    """A member saved by this module, ready for inference; ``CheckpointError`` when the file is not
-    one, reads another sequence format, or (with ``classes``) knows other classes."""
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-        if not isinstance(payload, dict) or payload.get("kind") != "stroke-sequence":
-            raise CheckpointError(f"{path}: not a stroke-sequence member (python -m training.sequence)")
-        if payload.get("features", FEATURES) != FEATURES:
-            raise CheckpointError(f"{path}: reads {payload['features']} features per point, not {FEATURES}")
-        if classes is not None and list(payload["classes"]) != list(classes):
-            raise CheckpointError(f"{path}: its classes differ from this run's")
-        network = StrokeSequenceNet(len(payload["classes"]))
-        network.load_state_dict(payload["state_dict"])
-    except (OSError, RuntimeError, KeyError, TypeError, EOFError, pickle.UnpicklingError) as error:
-        raise CheckpointError(f"{path}: cannot be read as a stroke-sequence member ({error})") from None
-    return network.eval()
 
 
 class AugmentedSequences(Dataset):

@@ -55,13 +55,14 @@ from model.checkpoint import CheckpointError, save_checkpoint
 from model.guesser import Guesser
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
+from model.sequence import featurize, load_member
 from training.augment import AugmentConfig, augment, line_width_view
 from training.data import default_data_root, key_hash
 from training.icons import icon_drawings
 from training.metrics import headline_metrics
 from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
-from training.sequence import collate, featurize, load_member
+from training.sequence import collate
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 TEACHER_BACKENDS = ("torch", "onnx-int8")
