@@ -55,14 +55,13 @@ from model.checkpoint import CheckpointError, save_checkpoint
 from model.guesser import Guesser
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
-from model.sequence import featurize, load_member
+from model.sequence import featurize, load_member, pad_sequences
 from training.augment import AugmentConfig, augment, line_width_view
 from training.data import default_data_root, key_hash
 from training.icons import icon_drawings
 from training.metrics import headline_metrics
 from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
-from training.sequence import collate
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 TEACHER_BACKENDS = ("torch", "onnx-int8")
@@ -189,7 +188,7 @@ class AugmentedDrawings(Dataset):
     """Random augmented rasters of the chosen drawings; the RNG depends on (seed, epoch, position).
 
     With ``sequences`` each item also carries the same view as a stroke sequence, for the
-    stroke-sequence teachers (``training.sequence.featurize``)."""
+    stroke-sequence teachers (``model.sequence.featurize``)."""
 
     def __init__(
         self, data: PreparedData, order: np.ndarray, spec: RasterSpec, config: TrainConfig, epoch: int,
@@ -215,7 +214,7 @@ class AugmentedDrawings(Dataset):
 
 def collate_views(items: list[tuple]) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
     """Batch ``(image, sequence, label)`` items: images, padded sequences with their lengths, labels."""
-    sequences, lengths, _ = collate([(sequence, label) for _, sequence, label in items])
+    sequences, lengths = pad_sequences([sequence for _, sequence, _ in items])
     images = torch.stack([image for image, _, _ in items])
     return images, (sequences, lengths), torch.tensor([label for _, _, label in items])
 
