@@ -9,7 +9,7 @@ This package knows nothing of games or HTTP.
 """
 
 from model.checkpoint import CheckpointError
-from model.guesser import DEFAULT_WEIGHTS, Guess, Guesser, GuessSession
+from model.guesser import DEFAULT_WEIGHTS, Guess, Guesser, GuessSession, Views
 from model.raster import RasterSpec, rasterize
 from model.strokes import DrawingError, simplify_drawing, validate_drawing
 
@@ -24,4 +24,5 @@ __all__ = [
     "rasterize",
     "simplify_drawing",
     "validate_drawing",
+    "Views",
 ]

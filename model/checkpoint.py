@@ -37,9 +37,13 @@ def fingerprint(classes: list[str], input_contract: dict[str, Any]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def make_input_contract(spec: RasterSpec) -> dict[str, Any]:
-    """The input contract stored in checkpoints for a raster spec."""
-    return {"preprocessing": PREPROCESSING, "raster": spec.to_dict()}
+def make_input_contract(spec: RasterSpec, sequence: dict[str, int] | None = None) -> dict[str, Any]:
+    """The input contract stored in checkpoints for a raster spec (and, for a two-view model, the
+    stroke-sequence format its member reads: ``{"features": ..., "max_steps": ...}``)."""
+    contract: dict[str, Any] = {"preprocessing": PREPROCESSING, "raster": spec.to_dict()}
+    if sequence is not None:
+        contract["sequence"] = dict(sequence)
+    return contract
 
 
 def save_checkpoint(
@@ -54,9 +58,16 @@ def save_checkpoint(
     metrics: dict[str, Any] | None = None,
     temperature: float = 1.0,
     half: bool = False,
+    sequence_member: dict[str, Any] | None = None,
 ) -> None:
-    """Write a checkpoint (``half`` stores floating weights as float16 to halve the file)."""
-    contract = make_input_contract(spec)
+    """Write a checkpoint (``half`` stores floating weights as float16 to halve the file).
+
+    ``sequence_member`` (``{"features", "max_steps", "state_dict"}``) makes it a two-view model: the
+    raster network and a stroke-sequence member (:mod:`model.sequence`) whose answers are averaged."""
+    sequence = None if sequence_member is None else {
+        "features": int(sequence_member["features"]), "max_steps": int(sequence_member["max_steps"])
+    }
+    contract = make_input_contract(spec, sequence)
     weights = {
         name: (tensor.half() if half and tensor.is_floating_point() else tensor).detach().cpu().clone()
         for name, tensor in state_dict.items()
@@ -72,6 +83,11 @@ def save_checkpoint(
         "metrics": metrics or {},
         "state_dict": weights,
     }
+    if sequence_member is not None:
+        payload["sequence_member"] = {
+            name: (tensor.half() if half and tensor.is_floating_point() else tensor).detach().cpu().clone()
+            for name, tensor in sequence_member["state_dict"].items()
+        }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(payload, path)
@@ -114,6 +130,8 @@ def read_checkpoint(
             f"{len(expected_classes)} classes; missing e.g. {missing}, unexpected e.g. {extra}, "
             "or a different order)"
         )
+    if "sequence" in contract and not isinstance(payload.get("sequence_member"), dict):
+        raise CheckpointError(f"{path}: a two-view input contract without its stroke-sequence member")
     if expected_raster is not None and expected_raster != spec:
         raise CheckpointError(f"{path}: raster spec {spec} does not match expected {expected_raster}")
     payload["raster_spec"] = spec

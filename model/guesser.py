@@ -16,6 +16,7 @@ from model.checkpoint import CheckpointError, read_checkpoint
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
 from model.runtime import CHUNK, BackendError, Runner, default_backend, select_runner, torch_runner
+from model.sequence import FEATURES, MAX_STEPS, SequenceMember, StrokeSequenceNet, featurize
 from model.strokes import (
     MAX_POINTS,
     MAX_STROKES,
@@ -39,11 +40,22 @@ class Guess:
     prob: float
 
 
+@dataclass(frozen=True)
+class Views:
+    """What the model reads of one drawing: its raster ``(channels, size, size)`` and, for a
+    two-view model, its pen path (``model.sequence.featurize``; ``None`` otherwise)."""
+
+    image: np.ndarray
+    sequence: np.ndarray | None = None
+
+
 class Guesser:
     """A trained sketch recognizer. Thread-safe; inference runs on the CPU.
 
     ``network`` is the float PyTorch module (the reference); ``runner``, when given, computes the
-    logits instead (e.g. ONNX Runtime, see :mod:`model.runtime`) and ``backend`` names it."""
+    logits instead (e.g. ONNX Runtime, see :mod:`model.runtime`) and ``backend`` names it. With a
+    ``member`` (a two-view model) the probabilities are the average of the raster network's and the
+    stroke-sequence member's."""
 
     def __init__(
         self,
@@ -55,8 +67,10 @@ class Guesser:
         flip_tta: bool = False,
         runner: Runner | None = None,
         backend: str = "torch",
+        member: SequenceMember | None = None,
     ) -> None:
         self.network = network.eval()
+        self.member = member
         self.backend = backend if runner is not None else "torch"
         self._run = runner or torch_runner(self.network)
         self.labels = list(classes)
@@ -106,12 +120,23 @@ class Guesser:
         except BackendError as error:
             raise CheckpointError(str(error)) from error
         temperature = payload.get("temperature", 1.0)
-        return cls(network, payload["classes"], spec, temperature, metadata, flip_tta, runner, used)
+        member = _sequence_member(path, payload, used) if "sequence" in payload["input_contract"] else None
+        return cls(network, payload["classes"], spec, temperature, metadata, flip_tta, runner, used, member)
 
     # -- preprocessing -------------------------------------------------------------------------
     def prepare(self, drawing: Any) -> np.ndarray:
         """Validate, simplify and rasterize one drawing to a ``(channels, size, size)`` array."""
         return rasterize(simplify_drawing(validate_drawing(drawing)), self.spec)
+
+    def views(self, simplified: Sequence[np.ndarray]) -> Views:
+        """What the model reads of a simplified drawing: its raster, and its pen path when the model
+        has a stroke-sequence member."""
+        sequence = featurize(simplified) if self.member is not None else None
+        return Views(rasterize(simplified, self.spec), sequence)
+
+    def prepare_views(self, drawing: Any) -> Views:
+        """Validate and simplify one drawing, then :meth:`views`."""
+        return self.views(simplify_drawing(validate_drawing(drawing)))
 
     def candidate_indices(self, candidates: Iterable[str] | None) -> np.ndarray | None:
         """Class indices of ``candidates`` (``None`` = all classes); unknown or empty lists raise."""
@@ -126,8 +151,23 @@ class Guesser:
         return np.array([self._index[name] for name in names])
 
     # -- inference -----------------------------------------------------------------------------
+    def probabilities_from_views(self, views: Sequence[Views]) -> np.ndarray:
+        """Class probabilities ``(batch, classes)`` for prepared drawings (:meth:`views`)."""
+        probs = self._raster_probabilities(np.stack([v.image for v in views]))
+        if self.member is None:
+            return probs
+        if any(v.sequence is None for v in views):
+            raise ValueError("this model also reads the pen's path: prepare the drawings with Guesser.views")
+        return (probs + self.member.probabilities([v.sequence for v in views])) / 2
+
     def probabilities_from_images(self, images: np.ndarray) -> np.ndarray:
-        """Class probabilities ``(batch, classes)`` for rasters ``(batch, channels, size, size)``."""
+        """Class probabilities ``(batch, classes)`` for rasters ``(batch, channels, size, size)``; a
+        two-view model refuses (its answer needs the pen's path: :meth:`probabilities_from_views`)."""
+        if self.member is not None:
+            raise ValueError("this model also reads the pen's path: use Guesser.probabilities_from_views")
+        return self._raster_probabilities(images)
+
+    def _raster_probabilities(self, images: np.ndarray) -> np.ndarray:
         images = np.ascontiguousarray(images, dtype=np.float32)
         with self._lock:
             logits = self._run(images)
@@ -171,23 +211,23 @@ class Guesser:
     def _pipelined(self, drawings: Sequence[Any]) -> np.ndarray:
         """Probabilities of every drawing, preparing chunk k + 1 while the network runs chunk k."""
         if len(drawings) <= CHUNK:
-            return self.probabilities_from_images(np.stack([self.prepare(d) for d in drawings]))
+            return self.probabilities_from_views([self.prepare_views(d) for d in drawings])
         if self._pipeline is None:
             self._pipeline = ThreadPoolExecutor(1, thread_name_prefix="griffon-network")
         parts: list[np.ndarray] = []
         running: Future | None = None
         for start in range(0, len(drawings), CHUNK):
-            images = np.stack([self.prepare(d) for d in drawings[start : start + CHUNK]])
+            views = [self.prepare_views(d) for d in drawings[start : start + CHUNK]]
             if running is not None:
                 parts.append(running.result())
-            running = self._pipeline.submit(self.probabilities_from_images, images)
+            running = self._pipeline.submit(self.probabilities_from_views, views)
         parts.append(running.result())
         return np.concatenate(parts)
 
     def probabilities(self, drawing: Any, candidates: Iterable[str] | None = None) -> dict[str, float]:
         """Probability of every label (or of each candidate, renormalised) for one drawing."""
         chosen = self.candidate_indices(candidates)
-        return self.as_dict(self.probabilities_from_images(self.prepare(drawing)[None])[0], chosen)
+        return self.as_dict(self.probabilities_from_views([self.prepare_views(drawing)])[0], chosen)
 
     def session(self, candidates: Iterable[str] | None = None, top_k: int = 5) -> GuessSession:
         """A live session that takes strokes one at a time."""
@@ -219,14 +259,14 @@ class GuessSession:
 
     def add_stroke(self, stroke: Any) -> list[Guess]:
         """Add one stroke (``[[x...], [y...](, [t...])]``) and return the current guesses."""
-        image = self.stage(stroke)
-        probs = self.guesser.probabilities_from_images(image[None])[0] if image is not None else None
+        views = self.stage(stroke)
+        probs = self.guesser.probabilities_from_views([views])[0] if views is not None else None
         return self.commit(probs)
 
-    def stage(self, stroke: Any) -> np.ndarray | None:
-        """First half of :meth:`add_stroke`: validate the stroke, add it, and return the raster to
-        classify (``None`` while the drawing has no extent). A caller that batches inference across
-        sessions runs the network itself, then calls :meth:`commit` with the probabilities."""
+    def stage(self, stroke: Any) -> Views | None:
+        """First half of :meth:`add_stroke`: validate the stroke, add it, and return what the model
+        reads (``None`` while the drawing has no extent). A caller that batches inference across
+        sessions runs the model itself (``probabilities_from_views``), then calls :meth:`commit`."""
         if len(self._strokes) >= MAX_STROKES:
             raise DrawingError(f"too many strokes: more than {MAX_STROKES}")
         points = validate_stroke(stroke, len(self._strokes))
@@ -241,7 +281,7 @@ class GuessSession:
         else:
             self._simplified = simplify_drawing(self._strokes)
         self._frame = frame
-        return rasterize(self._simplified, self.guesser.spec)
+        return self.guesser.views(self._simplified)
 
     def commit(self, probs: np.ndarray | None) -> list[Guess]:
         """Second half of :meth:`add_stroke`: record the probabilities of the staged stroke."""
@@ -291,3 +331,17 @@ def _restrict(probs: np.ndarray, candidates: np.ndarray | None) -> tuple[np.ndar
         return np.arange(len(probs)), probs
     sub = probs[candidates]
     return candidates, sub / max(float(sub.sum()), 1e-12)
+
+
+def _sequence_member(path: Path, payload: dict[str, Any], backend: str) -> SequenceMember:
+    """The stroke-sequence member of a two-view checkpoint, on ONNX Runtime unless ``backend`` is torch."""
+    form = payload["input_contract"]["sequence"]
+    if form != {"features": FEATURES, "max_steps": MAX_STEPS}:
+        expected = f"{FEATURES} features, {MAX_STEPS} steps"
+        raise CheckpointError(f"{path}: its member reads sequences {form}, this version {expected}")
+    network = StrokeSequenceNet(len(payload["classes"]))
+    try:
+        network.load_state_dict({k: v.float() for k, v in payload["sequence_member"].items()})
+    except (RuntimeError, TypeError, AttributeError) as error:
+        raise CheckpointError(f"{path}: the stroke-sequence member's weights do not fit: {error}") from error
+    return SequenceMember(network, "torch" if backend == "torch" else "onnx")

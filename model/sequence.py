@@ -5,6 +5,7 @@ model is raster only)."""
 
 from __future__ import annotations
 
+import io
 import pickle
 import warnings
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from model.checkpoint import CheckpointError
+from model.runtime import onnx_session
 
 MAX_STEPS = 160  # points kept per drawing (evenly spaced when a drawing has more)
 FEATURES = 7  # x, y, dx, dy, stroke start, stroke end, stroke rank
@@ -114,19 +116,54 @@ class ExportableMember(nn.Module):
         return torch.softmax(self.head(torch.cat([mean, peak], dim=1)), dim=1)
 
 
-def export_member_onnx(network: StrokeSequenceNet, path: Path | str) -> Path:
-    """Write the member as an ONNX graph (inputs ``sequences`` ``(n, steps, FEATURES)`` float32 and
+def member_onnx_bytes(network: StrokeSequenceNet) -> bytes:
+    """The member as an ONNX graph (inputs ``sequences`` ``(n, steps, FEATURES)`` float32 and
     ``lengths`` ``(n,)`` int64; output ``probabilities``), for ONNX Runtime."""
     exportable = ExportableMember(network.eval()).eval()
     example = (torch.zeros(2, 8, FEATURES), torch.tensor([8, 5]))
+    buffer = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter (as model.runtime): deprecated, not removed
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            exportable, example, str(path), input_names=["sequences", "lengths"],
+            exportable, example, buffer, input_names=["sequences", "lengths"],
             output_names=["probabilities"], opset_version=17, dynamo=False,
             dynamic_axes={"sequences": {0: "n", 1: "steps"}, "lengths": {0: "n"}, "probabilities": {0: "n"}},
         )
-    return Path(path)
+    return buffer.getvalue()
+
+
+def export_member_onnx(network: StrokeSequenceNet, path: Path | str) -> Path:
+    """Write :func:`member_onnx_bytes` to ``path``."""
+    path = Path(path)
+    path.write_bytes(member_onnx_bytes(network))
+    return path
+
+
+class SequenceMember:
+    """The member at inference: probabilities for featurized drawings, in groups of similar length
+    (little padding). ``backend`` ``onnx`` (ONNX Runtime, the exact form above; exported at load)
+    or ``torch`` (the reference). Thread-safe."""
+
+    GROUP = 64
+
+    def __init__(self, network: StrokeSequenceNet, backend: str = "onnx") -> None:
+        self.network, self.backend = network.eval(), backend
+        self._session = onnx_session(member_onnx_bytes(network)) if backend == "onnx" else None
+
+    def _run(self, batch: torch.Tensor, lengths: torch.Tensor) -> np.ndarray:
+        if self._session is not None:
+            return self._session.run(None, {"sequences": batch.numpy(), "lengths": lengths.numpy()})[0]
+        with torch.inference_mode():
+            return torch.softmax(self.network(batch, lengths), dim=1).numpy()
+
+    def probabilities(self, sequences: Sequence[np.ndarray]) -> np.ndarray:
+        """Class probabilities ``(n, classes)`` for featurized drawings (:func:`featurize`)."""
+        order = np.argsort([len(seq) for seq in sequences], kind="stable")
+        out = np.empty((len(sequences), self.network.head[-1].out_features), dtype=np.float32)
+        for start in range(0, len(order), self.GROUP):
+            rows = order[start : start + self.GROUP]
+            out[rows] = self._run(*pad_sequences([sequences[i] for i in rows]))
+        return out
 
 
 def save_member(network: StrokeSequenceNet, classes: list[str], path: Path | str) -> None:

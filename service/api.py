@@ -52,22 +52,22 @@ async def guess_drawings(
     for i, drawing in enumerate(drawings):
         points += check_drawing(drawing, settings, f"drawing {i}" if where else "")
     shared.spend_points(client, points)
-    images = await shared.inference.run_cpu(_prepare_all, shared.guesser, drawings, where, key=client)
-    probs = await shared.inference.probabilities(images)
+    views = await shared.inference.run_cpu(_prepare_all, shared.guesser, drawings, where, key=client)
+    probs = await shared.inference.probabilities(views)
     indices = shared.guesser.candidate_indices(chosen)
     return [GuessResponse(guesses=rank(shared, row, top_k, indices)) for row in probs]
 
 
-def _prepare_all(guesser: Any, drawings: list[list], where: bool) -> np.ndarray:
+def _prepare_all(guesser: Any, drawings: list[list], where: bool) -> list[Any]:
     from model.strokes import DrawingError
 
-    images = []
+    views = []
     for i, drawing in enumerate(drawings):
         try:
-            images.append(guesser.prepare(drawing))
+            views.append(guesser.prepare_views(drawing))
         except DrawingError as error:
             raise DrawingError(f"drawing {i}: {error}" if where else str(error)) from error
-    return np.stack(images)
+    return views
 
 
 # -- routes ----------------------------------------------------------------------------------------

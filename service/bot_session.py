@@ -275,7 +275,7 @@ class BotSession:
         inference = self.shared.inference
         try:
             self.shared.spend_points(self.budget_key, len(stroke[0]))
-            image = await inference.run_cpu(rnd.session.stage, stroke, key=self.budget_key)
+            views = await inference.run_cpu(rnd.session.stage, stroke, key=self.budget_key)
         except DrawingError as error:
             raise FrameError("bad_drawing", str(error), ref) from error
         except ServiceError as error:  # over the session's points or CPU budget
@@ -285,7 +285,7 @@ class BotSession:
         rnd.strokes.append([list(stroke[0]), list(stroke[1]),
                             list(stroke[2]) if len(stroke) > 2 else [elapsed_ms] * len(stroke[0])])
         try:
-            probs = None if image is None else (await inference.probabilities(image[None]))[0]
+            probs = None if views is None else (await inference.probabilities([views]))[0]
         except Overloaded as error:
             rnd.session.commit(None)  # the stroke stays; the next one is classified with it
             raise FrameError("overloaded", str(error), ref) from error

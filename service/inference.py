@@ -1,11 +1,11 @@
 """Shared, non-blocking inference: one model, many rooms and games.
 
-:class:`BatchInference` owns one worker thread that runs ``Guesser.probabilities_from_images``
-on rasters stacked from every concurrent caller (a micro-batcher): callers ``await
-probabilities(images)`` and the event loop never waits on the network. The queue is bounded;
+:class:`BatchInference` owns one worker thread that runs ``Guesser.probabilities_from_views``
+on prepared drawings gathered from every concurrent caller (a micro-batcher): callers ``await
+probabilities(views)`` and the event loop never waits on the network. The queue is bounded;
 when it is full a caller gets :class:`Overloaded` at once (the HTTP layer turns it into 503)
 instead of an ever-growing delay. CPU preprocessing (validation, simplification, rasterising:
-``Guesser.prepare``, ``GuessSession.stage``) runs in a small thread pool via :meth:`run_cpu`,
+``Guesser.prepare_views``, ``GuessSession.stage``) runs in a small thread pool via :meth:`run_cpu`,
 shared fairly: each caller names a ``key`` (a client, a bot session); when every thread is busy,
 waiting keys are served in turn (round robin) and no key holds every thread, so a key with a
 long backlog delays another key by at most the jobs already running. Each key also has a budget
@@ -14,8 +14,8 @@ of CPU seconds (``cpu_share`` seconds per second, ``cpu_burst_s`` at once): a ke
 
 >>> inference = BatchInference(guesser, max_batch=64, max_queue=512)
 >>> inference.start()
->>> image = await inference.run_cpu(session.stage, stroke)      # validation + raster, off-loop
->>> probs = (await inference.probabilities(image[None]))[0]     # shared forward pass
+>>> views = await inference.run_cpu(session.stage, stroke)      # validation + raster, off-loop
+>>> probs = (await inference.probabilities([views]))[0]         # shared forward pass
 >>> session.commit(probs)
 >>> await inference.aclose()
 """
@@ -50,7 +50,7 @@ class InferenceClosed(RuntimeError):
 
 @dataclass
 class _Job:
-    images: np.ndarray
+    views: list[Any]  # model.Views
     future: asyncio.Future
     loop: asyncio.AbstractEventLoop
 
@@ -88,7 +88,7 @@ class BatchInference:
 
     def __init__(
         self,
-        source: Any,  # anything with probabilities_from_images(images), e.g. model.Guesser
+        source: Any,  # anything with probabilities_from_views(views), e.g. model.Guesser
         max_batch: int = 64,
         max_queue: int = 512,
         batch_wait_s: float = 0.001,
@@ -104,7 +104,7 @@ class BatchInference:
         self.batch_wait_s = batch_wait_s
         self.stats = InferenceStats()
         self._queue: queue.Queue[Any] = queue.Queue()
-        self._pending = 0  # images queued or running
+        self._pending = 0  # drawings queued or running
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(preprocess_threads, thread_name_prefix="griffon-prep")
         self._slots = preprocess_threads
@@ -138,27 +138,28 @@ class BatchInference:
         return self._pending
 
     # -- public API -----------------------------------------------------------------------------
-    async def probabilities(self, images: np.ndarray) -> np.ndarray:
-        """Probabilities ``(n, classes)`` for rasters ``(n, c, h, w)``, batched with other callers.
+    async def probabilities(self, views: list[Any]) -> np.ndarray:
+        """Probabilities ``(n, classes)`` for prepared drawings (``model.Views``), batched with
+        other callers.
 
-        Raises :class:`Overloaded` when accepting them would exceed ``max_queue`` rasters.
+        Raises :class:`Overloaded` when accepting them would exceed ``max_queue`` drawings.
         """
         if self._closed or self._worker is None:
             raise InferenceClosed("the inference worker is not running")
-        images = np.asarray(images, dtype=np.float32)
-        if images.ndim != 4 or len(images) == 0:
-            raise ValueError(f"expected rasters (n, c, h, w) with n >= 1, got shape {images.shape}")
+        views = list(views)
+        if not views:
+            raise ValueError("expected at least one prepared drawing")
         with self._lock:
-            if self._pending + len(images) > self.max_queue:
+            if self._pending + len(views) > self.max_queue:
                 self.stats.rejected += 1
                 raise Overloaded(
                     f"the recognizer is busy ({self._pending} drawings waiting); retry shortly"
                 )
-            self._pending += len(images)
+            self._pending += len(views)
             self.stats.requests += 1
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()
-        self._queue.put(_Job(images, future, loop))
+        self._queue.put(_Job(views, future, loop))
         return await future
 
     async def run_cpu(self, fn: Callable[..., T], *args: Any, key: str = "") -> T:
@@ -235,7 +236,7 @@ class BatchInference:
     # -- worker ---------------------------------------------------------------------------------
     def _gather(self, first: _Job) -> tuple[list[_Job], bool]:
         """The first job plus whatever else arrives within ``batch_wait_s``, up to ``max_batch``."""
-        jobs, size, stop = [first], len(first.images), False
+        jobs, size, stop = [first], len(first.views), False
         deadline = time.monotonic() + self.batch_wait_s
         while size < self.max_batch:
             timeout = deadline - time.monotonic()
@@ -247,7 +248,7 @@ class BatchInference:
                 stop = True
                 break
             jobs.append(item)
-            size += len(item.images)
+            size += len(item.views)
         return jobs, stop
 
     def _run(self) -> None:
@@ -260,13 +261,13 @@ class BatchInference:
             self._classify(jobs)
 
     def _classify(self, jobs: list[_Job]) -> None:
-        images = np.concatenate([job.images for job in jobs])
+        views = [view for job in jobs for view in job.views]
         started = time.perf_counter()
         try:
             probs = np.concatenate(
                 [
-                    self.source.probabilities_from_images(images[i : i + self.max_batch])
-                    for i in range(0, len(images), self.max_batch)
+                    self.source.probabilities_from_views(views[i : i + self.max_batch])
+                    for i in range(0, len(views), self.max_batch)
                 ]
             )
             error: BaseException | None = None
@@ -274,13 +275,13 @@ class BatchInference:
             probs, error = None, exc
         self.stats.busy_s += time.perf_counter() - started
         self.stats.batches += 1
-        self.stats.images += len(images)
-        self.stats.largest_batch = max(self.stats.largest_batch, len(images))
+        self.stats.images += len(views)
+        self.stats.largest_batch = max(self.stats.largest_batch, len(views))
         with self._lock:
-            self._pending -= len(images)
+            self._pending -= len(views)
         offset = 0
         for job in jobs:
-            n = len(job.images)
+            n = len(job.views)
             result = None if probs is None else probs[offset : offset + n]
             offset += n
             job.loop.call_soon_threadsafe(_settle, job.future, result, error)

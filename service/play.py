@@ -71,8 +71,8 @@ def make_recognizer(shared: Shared) -> Callable[[str], Recognize]:
     def recognizer(key: str) -> Recognize:
         async def recognize(drawing: list[Any], candidates: Sequence[str]) -> dict[str, float]:
             chosen = guesser.candidate_indices(list(candidates))
-            image = await inference.run_cpu(guesser.prepare, drawing, key=key)
-            probs = (await inference.probabilities(image[None]))[0]
+            views = await inference.run_cpu(guesser.prepare_views, drawing, key=key)
+            probs = (await inference.probabilities([views]))[0]
             return guesser.as_dict(probs, chosen)
 
         return recognize

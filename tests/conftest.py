@@ -110,6 +110,23 @@ def tiny_checkpoint(fixture_data: Path, tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.fixture(scope="session")
+def two_view_checkpoint(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny raster checkpoint with an untrained stroke-sequence member attached (a two-view
+    model); its member is saved beside it as ``sequence.pt``."""
+    import torch
+
+    from model import Guesser
+    from model.sequence import StrokeSequenceNet, save_member
+    from training.sequence import attach_member
+
+    folder = tmp_path_factory.mktemp("two-view")
+    classes = Guesser.load(tiny_checkpoint, backend="torch").labels
+    torch.manual_seed(1)
+    save_member(StrokeSequenceNet(len(classes)), classes, folder / "sequence.pt")
+    return attach_member(tiny_checkpoint, folder / "sequence.pt", folder / "model.pt")
+
+
+@pytest.fixture(scope="session")
 def tight_server(tiny_checkpoint: Path):
     """The real service (uvicorn) with small limits and short timeouts, shared by the service tests."""
     from tests.service_server import TIGHT, running_server

@@ -49,9 +49,9 @@ def test_live_session_stage_and_commit_on_the_int8_path(shipped_backends: dict[s
     guesser = shipped_backends["onnx-int8"]
     stroke = drawings(1)[0][0]
     batched = guesser.session(top_k=3)
-    image = batched.stage(stroke)
-    assert image is not None and image.shape == (2, 48, 48)
-    staged = batched.commit(guesser.probabilities_from_images(np.stack([image, image]))[0])
+    views = batched.stage(stroke)
+    assert views is not None and views.image.shape == (2, 48, 48) and views.sequence is None
+    staged = batched.commit(guesser.probabilities_from_views([views, views])[0])
     assert staged == guesser.session(top_k=3).add_stroke(stroke)
     assert staged == guesser.guess([stroke], top_k=3)
 

@@ -1,4 +1,5 @@
-"""The stroke-sequence member at inference (`model.sequence`): its features, padding, exact ONNX form."""
+"""The stroke-sequence member at inference (`model.sequence`): its features, padding, exact ONNX form,
+and a two-view model (raster network + member in one checkpoint) through `Guesser`."""
 
 from __future__ import annotations
 
@@ -6,9 +7,21 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 import torch
 
-from model.sequence import FEATURES, StrokeSequenceNet, export_member_onnx, featurize, pad_sequences
+from model import CheckpointError, Guesser, simplify_drawing, validate_drawing
+from model.sequence import (
+    FEATURES,
+    StrokeSequenceNet,
+    export_member_onnx,
+    featurize,
+    load_member,
+    pad_sequences,
+    save_member,
+)
+from tests.conftest import FIXTURE_WORDS, shape
+from training.sequence import attach_member
 
 
 def probabilities(network: StrokeSequenceNet, sequences: list[np.ndarray]) -> np.ndarray:
@@ -60,3 +73,81 @@ def test_the_onnx_member_gives_the_packed_network_s_answers_on_a_padded_batch(tm
     alone = featurize(drawings[2])
     one = session.run(None, {"sequences": alone[None], "lengths": np.array([len(alone)])})[0]
     assert np.allclose(one[0], expected[2], atol=1e-5)  # batch 1, unpadded: the live path
+
+
+# -- a two-view model: the raster network and a member, one checkpoint ---------------------------
+@pytest.fixture(scope="module")
+def two_view(two_view_checkpoint: Path) -> tuple[Path, StrokeSequenceNet]:
+    """The two-view checkpoint and its member."""
+    return two_view_checkpoint, load_member(two_view_checkpoint.parent / "sequence.pt")
+
+
+def fixture_drawings(count: int) -> list:
+    rng = np.random.default_rng(3)
+    return [shape(FIXTURE_WORDS[i % len(FIXTURE_WORDS)], rng) for i in range(count)]
+
+
+def test_a_two_view_model_averages_the_raster_network_and_the_member(
+    tiny_checkpoint: Path, two_view: tuple[Path, StrokeSequenceNet]
+) -> None:
+    path, member = two_view
+    raster = Guesser.load(tiny_checkpoint, backend="torch")
+    both = Guesser.load(path, backend="torch")
+    assert both.member is not None and raster.member is None
+    drawings = fixture_drawings(6)
+    simplified = [simplify_drawing(validate_drawing(d)) for d in drawings]
+    expected = (
+        raster.probabilities_from_images(np.stack([raster.prepare(d) for d in drawings]))
+        + probabilities(member, [featurize(s) for s in simplified])
+    ) / 2
+    got = both.probabilities_from_views([both.prepare_views(d) for d in drawings])
+    assert np.allclose(got, expected, atol=1e-5)
+    assert not np.allclose(got, raster.probabilities_from_views([raster.prepare_views(d) for d in drawings]))
+    assert [g.label for g in both.guess(drawings[0], top_k=2)] == [
+        both.labels[i] for i in np.argsort(-expected[0], kind="stable")[:2]
+    ]
+    with pytest.raises(ValueError, match="pen's path"):
+        both.probabilities_from_images(np.stack([both.prepare(d) for d in drawings]))
+
+
+def test_a_two_view_model_on_onnx_runtime_batched_and_live_gives_the_same_answers(
+    two_view: tuple[Path, StrokeSequenceNet],
+) -> None:
+    path, _ = two_view
+    reference = Guesser.load(path, backend="torch")
+    served = Guesser.load(path, backend="onnx")
+    assert served.member is not None and served.member.backend == "onnx"
+    drawings = fixture_drawings(40)  # more than one chunk: the pipelined path
+    one_by_one = [reference.probabilities_from_views([reference.prepare_views(d)])[0] for d in drawings]
+    by_torch = np.stack(one_by_one)
+    by_onnx = served.probabilities_from_views([served.prepare_views(d) for d in drawings])
+    assert np.abs(by_onnx - by_torch).max() < 1e-4
+    pipelined = served.guess_batch(drawings, top_k=1)
+    assert [g[0].label for g in pipelined] == [served.labels[i] for i in by_onnx.argmax(1)]
+    drawing = drawings[5]
+    session = served.session(top_k=3)
+    for stroke in drawing:
+        live = session.add_stroke(stroke)
+    assert live == served.guess(drawing, top_k=3)
+    staged = served.session(top_k=3)
+    views = staged.stage(drawing[0])
+    assert views is not None and views.sequence is not None and views.sequence.shape[1] == FEATURES
+
+
+def test_a_two_view_checkpoint_missing_or_mismatching_its_member_is_refused(
+    two_view: tuple[Path, StrokeSequenceNet], tmp_path: Path
+) -> None:
+    path, _ = two_view
+    payload = torch.load(path, weights_only=True)
+    broken = dict(payload, sequence_member=None)
+    torch.save(broken, tmp_path / "missing.pt")
+    with pytest.raises(CheckpointError, match="without its stroke-sequence member"):
+        Guesser.load(tmp_path / "missing.pt")
+    wrong = dict(payload, sequence_member={"head.1.weight": torch.zeros(3, 3)})
+    torch.save(wrong, tmp_path / "wrong.pt")
+    with pytest.raises(CheckpointError, match="do not fit"):
+        Guesser.load(tmp_path / "wrong.pt")
+    other = StrokeSequenceNet(2)
+    save_member(other, ["a", "b"], tmp_path / "other.pt")
+    with pytest.raises(CheckpointError, match="classes differ"):
+        attach_member(path, tmp_path / "other.pt", tmp_path / "never.pt")

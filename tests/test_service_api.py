@@ -315,14 +315,14 @@ def test_batcher_shares_forward_passes_and_bounds_its_queue() -> None:
 
     torch.manual_seed(0)  # an untrained network: the batcher must only give each caller its row
     guesser = Guesser(create_model("plain", num_classes=4), sorted(LABELS), RasterSpec())
-    images = [guesser.prepare(drawing(w, i)) for i in range(10) for w in ("circle", "square", "line")]
-    expected = guesser.probabilities_from_images(np.stack(images))
+    views = [guesser.prepare_views(drawing(w, i)) for i in range(10) for w in ("circle", "square", "line")]
+    expected = guesser.probabilities_from_views(views)
 
     async def concurrent(max_queue: int) -> tuple[list, BatchInference]:
         inference = BatchInference(guesser, max_batch=8, max_queue=max_queue, batch_wait_s=0.002)
         inference.start()
         try:
-            calls = [inference.probabilities(image[None]) for image in images]
+            calls = [inference.probabilities([one]) for one in views]
             return await asyncio.gather(*calls, return_exceptions=True), inference
         finally:
             await inference.aclose()

@@ -38,6 +38,13 @@ class ModelUnderTest:
     predict: Callable[[np.ndarray], np.ndarray]
     info: dict[str, Any] = field(default_factory=dict)
     prepare: Callable[[Any], np.ndarray] | None = None
+    # a two-view model (raster + stroke-sequence member): rasters and pen paths → probabilities
+    predict_views: Callable[[np.ndarray, Sequence[np.ndarray]], np.ndarray] | None = None
+
+    @property
+    def reads_sequences(self) -> bool:
+        """Whether the model also reads each drawing's pen path (``model.sequence.featurize``)."""
+        return self.predict_views is not None
 
     def __post_init__(self) -> None:
         if len(set(self.labels)) != len(self.labels) or not self.labels:
@@ -65,18 +72,31 @@ def as_model(
     """Wrap a predictor object, or a function images → probabilities plus ``labels`` and ``spec``."""
     if isinstance(predictor, ModelUnderTest):
         return predictor
+    predict_views = None
     if hasattr(predictor, "probabilities_from_images"):
         labels = list(labels if labels is not None else predictor.labels)
         spec = spec or predictor.spec
         predict = predictor.probabilities_from_images
         prepare = getattr(predictor, "prepare", None)
+        if getattr(predictor, "member", None) is not None:
+            predict_views = _two_view_predict(predictor)
     elif callable(predictor):
         if labels is None or spec is None:
             raise EvalError("a plain predict function needs explicit labels and a raster spec")
         predict, prepare = predictor, None
     else:
         raise EvalError(f"not a predictor: {type(predictor).__name__}")
-    return ModelUnderTest(name, list(labels), spec, predict, dict(info or {}), prepare)
+    return ModelUnderTest(name, list(labels), spec, predict, dict(info or {}), prepare, predict_views)
+
+
+def _two_view_predict(guesser: Any) -> Callable[[np.ndarray, Sequence[np.ndarray]], np.ndarray]:
+    from model import Views  # noqa: PLC0415 - only two-view models need it
+
+    def predict(images: np.ndarray, sequences: Sequence[np.ndarray]) -> np.ndarray:
+        views = [Views(image, sequence) for image, sequence in zip(images, sequences, strict=True)]
+        return guesser.probabilities_from_views(views)
+
+    return predict
 
 
 def file_sha256(path: Path) -> str:

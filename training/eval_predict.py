@@ -15,6 +15,7 @@ import numpy as np
 from tqdm import tqdm
 
 from model.raster import RasterSpec, rasterize
+from model.sequence import featurize
 from model.strokes import DrawingError, simplify_drawing, validate_drawing
 from training.augment import first_fraction, kontour_style
 from training.eval_data import EvalData
@@ -39,12 +40,19 @@ class PreparedChunk:
     prefix_of: np.ndarray  # (valid drawings, fractions) → row of ``prefixes``
     kontour: dict[int, np.ndarray]  # raster spec index → Kontour-style rasters, one per valid drawing
     seconds: float
+    prefix_sequences: list[np.ndarray] | None = None  # pen paths of ``prefixes`` (two-view models)
+    kontour_sequences: list[np.ndarray] | None = None  # pen paths of the Kontour-style drawings
 
 
 def prepare_chunk(
-    drawings: Sequence[list], specs: Sequence[RasterSpec], fractions: Sequence[float], kontour_lines: int
+    drawings: Sequence[list],
+    specs: Sequence[RasterSpec],
+    fractions: Sequence[float],
+    kontour_lines: int,
+    sequences: bool = False,
 ) -> PreparedChunk:
-    """Validate, simplify and rasterize drawings: every stroke fraction and the Kontour style."""
+    """Validate, simplify and rasterize drawings: every stroke fraction and the Kontour style (and
+    their pen paths, ``sequences``, when a model reads them)."""
     start = time.perf_counter()
     valid, simplified = [], []
     for drawing in drawings:
@@ -70,6 +78,8 @@ def prepare_chunk(
         prefix_of,
         {index: _raster_stack(kontour, spec) for index, spec in enumerate(specs)},
         time.perf_counter() - start,
+        [featurize(strokes) for strokes in prefix_strokes] if sequences else None,
+        [featurize(strokes) for strokes in kontour] if sequences else None,
     )
 
 
@@ -80,12 +90,16 @@ def _raster_stack(drawings: Sequence[list[np.ndarray]], spec: RasterSpec) -> np.
 
 
 def _chunks(
-    data: EvalData, specs: Sequence[RasterSpec], settings: EvalSettings, pool: Executor | None
+    data: EvalData,
+    specs: Sequence[RasterSpec],
+    settings: EvalSettings,
+    pool: Executor | None,
+    sequences: bool = False,
 ) -> Iterator[tuple[range, PreparedChunk]]:
     """Prepared chunks in order; with a pool, at most ``2 × workers`` chunks are in flight."""
     size = settings.batch_size
     spans = [range(s, min(s + size, len(data))) for s in range(0, len(data), size)]
-    args = (tuple(specs), settings.fractions, settings.kontour_lines)
+    args = (tuple(specs), settings.fractions, settings.kontour_lines, sequences)
     if pool is None:
         for span in spans:
             yield span, prepare_chunk([data.strokes[i] for i in span], *args)
@@ -119,12 +133,19 @@ class ModelOutputs:
     images: int = 0
 
 
-def _predict(model: ModelUnderTest, images: np.ndarray, batch_size: int) -> np.ndarray:
-    """Probabilities for ``uint8`` rasters, ``batch_size`` at a time, with the output shape checked."""
+def _predict(
+    model: ModelUnderTest, images: np.ndarray, batch_size: int, sequences: list[np.ndarray] | None = None
+) -> np.ndarray:
+    """Probabilities for ``uint8`` rasters (and their pen paths, for a two-view model), ``batch_size``
+    at a time, with the output shape checked."""
     parts = []
     for start in range(0, len(images), batch_size):
-        batch = images[start : start + batch_size]
-        probs = np.asarray(model.predict(batch.astype(np.float32) / 255.0), dtype=np.float64)
+        batch = images[start : start + batch_size].astype(np.float32) / 255.0
+        if model.predict_views is not None and sequences is not None:
+            probs = model.predict_views(batch, sequences[start : start + batch_size])
+        else:
+            probs = model.predict(batch)
+        probs = np.asarray(probs, dtype=np.float64)
         if probs.shape != (len(batch), len(model.labels)):
             raise EvalError(
                 f"model {model.name!r} returned probabilities of shape {probs.shape}, expected "
@@ -155,7 +176,7 @@ def run_models(
     pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
     bar = tqdm(total=len(data), desc="eval", unit="drawing", disable=not progress, leave=False)
     try:
-        for span, chunk in _chunks(data, specs, settings, pool):
+        for span, chunk in _chunks(data, specs, settings, pool, any(m.reads_sequences for m in models)):
             preprocess += chunk.seconds
             valid_all.append(chunk.valid)
             words = [data.words[i] for i, ok in zip(span, chunk.valid, strict=True) if ok]
@@ -163,8 +184,12 @@ def run_models(
                 truth = np.array([model.index[w] for w in words], dtype=np.int64)
                 labels[m].append(truth)
                 tick = time.perf_counter()
-                prefix_probs = _predict(model, chunk.prefixes[spec_of[m]], settings.batch_size)
-                kontour[m].append(_predict(model, chunk.kontour[spec_of[m]], settings.batch_size))
+                prefix_probs = _predict(
+                    model, chunk.prefixes[spec_of[m]], settings.batch_size, chunk.prefix_sequences
+                )
+                kontour[m].append(
+                    _predict(model, chunk.kontour[spec_of[m]], settings.batch_size, chunk.kontour_sequences)
+                )
                 infer[m] += time.perf_counter() - tick
                 counted[m] += len(prefix_probs) + len(truth)
                 for j, name in enumerate(names):
@@ -215,11 +240,18 @@ def measure_latency(model: ModelUnderTest, data: EvalData, samples: int, seed: i
     for n, index in enumerate(chosen):
         tick = time.perf_counter()
         try:
-            image = model.prepare_one(data.strokes[int(index)])
+            if model.predict_views is not None:  # a two-view model: its raster and its pen path
+                strokes = simplify_drawing(validate_drawing(data.strokes[int(index)]))
+                image, sequence = rasterize(strokes, model.spec), featurize(strokes)
+            else:
+                image = model.prepare_one(data.strokes[int(index)])
         except DrawingError:
             continue
         mid = time.perf_counter()
-        model.predict(image[None].astype(np.float32))
+        if model.predict_views is not None:
+            model.predict_views(image[None].astype(np.float32), [sequence])
+        else:
+            model.predict(image[None].astype(np.float32))
         end = time.perf_counter()
         if n < warm and len(chosen) > 2 * warm:
             continue  # first calls pay one-off costs (allocator, lazy init)

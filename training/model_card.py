@@ -12,7 +12,7 @@ CARD = """# Griffon sketch recognizer — model card
 **What it does.** Guesses which of {classes} Quick, Draw! categories a drawing shows, from its strokes
 (rasterized to {size}×{size}, channels: {channels}). Used live, stroke by stroke, by Griffon's AI players.
 
-**Architecture.** `{architecture}` {kwargs} — {params:,} parameters.
+**Architecture.** `{architecture}` {kwargs} — {params:,} parameters.{member}
 
 **Data.** Google's Quick, Draw! dataset (© Google, [CC BY 4.0](https://creativecommons.org/licenses/by/4.0/),
 https://github.com/googlecreativelab/quickdraw-dataset), the subset at `{source}`: {drawings} drawings,
@@ -79,10 +79,31 @@ def _distillation(config: Any) -> str:
     return "\n" + " ".join(parts) if parts else ""
 
 
+def _member(member: nn.Module | None) -> str:
+    """The card's sentence on a two-view model's stroke-sequence member (empty for none)."""
+    if member is None:
+        return ""
+    params = sum(p.numel() for p in member.parameters())
+    return (
+        "\nA **two-view model**: its answers are the average of this network's and a stroke-sequence "
+        f"member's ({params:,} parameters: 1-D convolutions and a bidirectional GRU over the pen's path, "
+        "trained by `python -m training.sequence` on the same split, attached with `python -m "
+        "training.sequence attach`; the Training line below is the raster network's). The metrics "
+        "are the pair's."
+    )
+
+
 def write_model_card(
-    path: Path, config: Any, meta: dict, metrics: dict, network: nn.Module, temperature: float = 1.0
+    path: Path,
+    config: Any,
+    meta: dict,
+    metrics: dict,
+    network: nn.Module,
+    temperature: float = 1.0,
+    member: nn.Module | None = None,
 ) -> None:
-    """Fill the card template from a run's settings, data metadata and metrics."""
+    """Fill the card template from a run's settings, data metadata and metrics (``member``: the
+    stroke-sequence member of a two-view model, whose metrics these are with the network's)."""
     split = meta["per_split"]
     text = CARD.format(
         classes=len(meta["classes"]),
@@ -91,6 +112,7 @@ def write_model_card(
         architecture=config.architecture,
         kwargs=config.architecture_kwargs(),
         params=sum(p.numel() for p in network.parameters()),
+        member=_member(member),
         source=Path(meta["source"]).name,
         drawings=meta["drawings"],
         train=split["train"] + split["dev"],
@@ -153,11 +175,12 @@ def refresh(
     held_out = prepared.indices(config.holdout)
     drawings = [prepared.strokes(int(i)) for i in held_out]
     metrics = headline_metrics(
-        guesser.probabilities_from_images,
+        guesser.probabilities_from_views,
         drawings,
         prepared.labels[held_out],
         guesser.spec,
         class_names=guesser.labels,
+        inputs=lambda part: [guesser.views(strokes) for strokes in part],
     )
     payload["metrics"] = {**payload["metrics"], **metrics, "held_out_drawings": len(held_out)}
     if store:
@@ -169,6 +192,7 @@ def refresh(
         payload["metrics"],
         guesser.network,
         payload.get("temperature", 1.0),
+        guesser.member.network if guesser.member is not None else None,
     )
     return payload["metrics"]
 

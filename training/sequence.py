@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,7 +37,16 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from model import Guesser
-from model.sequence import StrokeSequenceNet, featurize, pad_sequences, save_member
+from model.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
+from model.sequence import (
+    FEATURES,
+    MAX_STEPS,
+    StrokeSequenceNet,
+    featurize,
+    load_member,
+    pad_sequences,
+    save_member,
+)
 from training.augment import AugmentConfig, augment
 from training.data import default_data_root
 from training.metrics import headline_metrics, mcnemar_p, rasterize_all
@@ -160,8 +170,44 @@ def compare(
     return results
 
 
+def attach_member(model: Path | str, member: Path | str, out: Path | str) -> Path:
+    """Write a two-view checkpoint: the raster model ``model`` with the member ``member`` (same
+    classes), whose probabilities ``Guesser`` averages (equal weights, as measured by :func:`compare`).
+    The raster part keeps its weights, temperature, training record and metrics."""
+    payload = read_checkpoint(model)
+    network = load_member(member, payload["classes"])
+    half = any(t.dtype == torch.float16 for t in payload["state_dict"].values())
+    save_checkpoint(
+        out,
+        architecture=payload["architecture"]["name"],
+        architecture_kwargs=payload["architecture"]["kwargs"],
+        classes=payload["classes"],
+        spec=payload["raster_spec"],
+        state_dict=payload["state_dict"],
+        training=payload.get("training"),
+        metrics=payload.get("metrics"),
+        temperature=payload.get("temperature", 1.0),
+        half=half,
+        sequence_member={"features": FEATURES, "max_steps": MAX_STEPS, "state_dict": network.state_dict()},
+    )
+    return Path(out)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Command line: train a member, compare it with a raster model, write ``metrics.json``."""
+    """Command line: train a member, compare it with a raster model, write ``metrics.json``; or
+    ``attach --model M --member S --out O``: write the two-view checkpoint of the two."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["attach"]:
+        attach = argparse.ArgumentParser(prog="python -m training.sequence attach")
+        attach.add_argument("--model", type=Path, required=True, help="raster checkpoint")
+        attach.add_argument("--member", type=Path, required=True, help="stroke-sequence member (sequence.pt)")
+        attach.add_argument("--out", type=Path, required=True, help="the two-view checkpoint to write")
+        args = attach.parse_args(argv[1:])
+        try:
+            print(f"wrote {attach_member(args.model, args.member, args.out)}")
+        except CheckpointError as error:
+            raise SystemExit(f"error: {error}") from None
+        return
     parser = argparse.ArgumentParser(prog="python -m training.sequence", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=None, help="Quick, Draw! folder (default: training.data rule)")
     parser.add_argument("--cache", default="runs/prepared", help="prepared-data cache (as training.train)")
