@@ -37,3 +37,11 @@ def test_match_copies_a_reference_temperature_and_fit_refuses_a_band_the_model_t
     assert source.startswith("matched on the dev band")
     with pytest.raises(CheckpointError, match="held out 'val', not 'dev'"):
         main(["--model", str(student), "--split", "dev", *cache])
+
+
+def test_a_two_view_model_is_not_calibrated_as_one_softmax(
+    two_view_checkpoint: Path, tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
+) -> None:
+    cache = ["--data", str(fixture_data), "--cache", str(tmp_path / "cache")]
+    with pytest.raises(CheckpointError, match="calibrate its raster network, then attach"):
+        main(["--model", str(two_view_checkpoint), "--match", str(tiny_checkpoint), *cache])

@@ -64,6 +64,11 @@ def held_out_logits(
 
 def split_logits(guesser: Guesser, split: str, data: Path, cache: Path) -> tuple[torch.Tensor, torch.Tensor]:
     """The logits (``T · log p``) and labels of every drawing of ``split``, whatever the model saw."""
+    if guesser.member is not None:
+        raise CheckpointError(
+            "a two-view model's answers are an average, not softmax(logits / T): calibrate its raster "
+            "network, then attach the member (python -m training.sequence attach)"
+        )
     prepared = prepare_cached(data, cache, guesser.labels)
     indices = prepared.indices(split)
     drawings = [prepared.strokes(int(i)) for i in indices]
