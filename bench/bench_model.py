@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from model import Guesser
+from model import Guesser, Views
 from model.guesser import CHUNK
 from model.raster import rasterize, rasterize_reference
 from model.strokes import (
@@ -148,16 +148,16 @@ def per_second(fn: Callable[[Any], Any], items: Sequence[Any]) -> float:
     return len(items) / (time.perf_counter() - start)
 
 
-def top1(guesser: Guesser, images: np.ndarray, labels: np.ndarray) -> tuple[float, np.ndarray]:
-    """Validation top-1 and the predicted classes, 256 rasters at a time."""
+def top1(guesser: Guesser, views: list[Views], labels: np.ndarray) -> tuple[float, np.ndarray]:
+    """Validation top-1 and the predicted classes, 256 prepared drawings at a time."""
     predicted = np.concatenate(
-        [guesser.probabilities_from_images(images[i : i + 256]).argmax(1) for i in range(0, len(images), 256)]
+        [guesser.probabilities_from_views(views[i : i + 256]).argmax(1) for i in range(0, len(views), 256)]
     )
     return float((predicted == labels).mean()), predicted
 
 
 def backend_figures(
-    guesser: Guesser, drawings: list, val_images: np.ndarray | None, labels: np.ndarray | None, batch: int
+    guesser: Guesser, drawings: list, val_views: list[Views] | None, labels: np.ndarray | None, batch: int
 ) -> dict[str, float]:
     """Batch-1 latency and batched throughput from raw strokes, and validation top-1, for one back-end."""
     out: dict[str, float] = {}
@@ -169,8 +169,8 @@ def backend_figures(
     chunk = (drawings * math.ceil(batch / len(drawings)))[:batch]
     spent = min(timed(lambda: guesser.guess_batch(chunk), 3))
     out[f"batch{batch}_per_s"] = len(chunk) / spent
-    if val_images is not None and labels is not None:
-        out["val_top1"], _ = top1(guesser, val_images, labels)
+    if val_views is not None and labels is not None:
+        out["val_top1"], _ = top1(guesser, val_views, labels)
     return out
 
 
@@ -179,11 +179,11 @@ def cpu_figures(guesser: Guesser, drawings: list) -> dict[str, float]:
     network in chunks of ``CHUNK``; guess_batch overlaps the two, one core each, so on two free
     cores its throughput is bounded by the larger."""
     start = time.process_time()
-    images = np.stack([guesser.prepare(d) for d in drawings])
+    views = [guesser.prepare_views(d) for d in drawings]
     prepare = (time.process_time() - start) / len(drawings)
     start = time.process_time()
-    for i in range(0, len(images), CHUNK):
-        guesser.probabilities_from_images(images[i : i + CHUNK])
+    for i in range(0, len(views), CHUNK):
+        guesser.probabilities_from_views(views[i : i + CHUNK])
     network = (time.process_time() - start) / len(drawings)
     return {
         "prepare_cpu_ms": prepare * 1000,
@@ -227,27 +227,25 @@ def main(argv: list[str] | None = None) -> dict:
     results["simplified_same_as_legacy"] = f"{same}/{len(simplified)} drawings"
 
     # the back-ends
-    val_images = labels = None
+    val_views = labels = None
     if records:
         words = {w: i for i, w in enumerate(guesser.labels)}
         kept = [(s, w) for s, w, _ in records if w in words]
-        val_images = np.stack([guesser.prepare(s) for s, _ in kept])
+        val_views = [guesser.prepare_views(s) for s, _ in kept]
         labels = np.array([words[w] for _, w in kept])
-        legacy_images = np.stack(
-            [rasterize(legacy_simplify(validate_drawing(s)), guesser.spec) for s, _ in kept]
-        )
-        results["legacy_preprocessing_torch_val_top1"], _ = top1(guesser, legacy_images, labels)
+        legacy_views = [guesser.views(legacy_simplify(validate_drawing(s))) for s, _ in kept]
+        results["legacy_preprocessing_torch_val_top1"], _ = top1(guesser, legacy_views, labels)
         results["val_drawings"] = len(kept)
     table = {}
     for backend in args.backends.split(","):
         candidate = Guesser.load(backend=backend)
-        table[backend] = backend_figures(candidate, drawings, val_images, labels, args.batch)
+        table[backend] = backend_figures(candidate, drawings, val_views, labels, args.batch)
     results["backends"] = table
 
     # before: torch with the legacy preprocessing, batch 1 from raw strokes
     def legacy_guess(d: list) -> None:
-        image = rasterize(legacy_simplify(validate_drawing(d)), guesser.spec)
-        guesser.rank(guesser.probabilities_from_images(image[None])[0], 3, None)
+        views = guesser.views(legacy_simplify(validate_drawing(d)))
+        guesser.rank(guesser.probabilities_from_views([views])[0], 3, None)
 
     for d in drawings[:20]:
         legacy_guess(d)
@@ -274,7 +272,7 @@ def main(argv: list[str] | None = None) -> dict:
         entry: dict[str, Any] = {"json_bytes": len(json.dumps(drawing, separators=(",", ":")))}
         entry["resampled_points_legacy"] = resampled_points(drawing, corners=False)
         entry["resampled_points_now"] = resampled_points(drawing, corners=True)
-        entry["prepare_ms_now"] = min(timed(lambda d=drawing: live.prepare(d), 3)) * 1000
+        entry["prepare_ms_now"] = min(timed(lambda d=drawing: live.prepare_views(d), 3)) * 1000
         if name != "zigzag_canvas" or args.slow:
             spent = timed(lambda d=drawing: rasterize(legacy_simplify(validate_drawing(d)), live.spec), 1)
             entry["prepare_ms_legacy"] = spent[0] * 1000

@@ -68,9 +68,11 @@ class Guesser:
         runner: Runner | None = None,
         backend: str = "torch",
         member: SequenceMember | None = None,
+        pair_temperature: float = 1.0,
     ) -> None:
         self.network = network.eval()
         self.member = member
+        self.pair_temperature = float(pair_temperature)  # softens the two views' average
         self.backend = backend if runner is not None else "torch"
         self._run = runner or torch_runner(self.network)
         self.labels = list(classes)
@@ -121,7 +123,10 @@ class Guesser:
             raise CheckpointError(str(error)) from error
         temperature = payload.get("temperature", 1.0)
         member = _sequence_member(path, payload, used) if "sequence" in payload["input_contract"] else None
-        return cls(network, payload["classes"], spec, temperature, metadata, flip_tta, runner, used, member)
+        return cls(
+            network, payload["classes"], spec, temperature, metadata, flip_tta, runner, used, member,
+            payload.get("pair_temperature", 1.0),
+        )
 
     # -- preprocessing -------------------------------------------------------------------------
     def prepare(self, drawing: Any) -> np.ndarray:
@@ -158,7 +163,11 @@ class Guesser:
             return probs
         if any(v.sequence is None for v in views):
             raise ValueError("this model also reads the pen's path: prepare the drawings with Guesser.views")
-        return (probs + self.member.probabilities([v.sequence for v in views])) / 2
+        average = (probs + self.member.probabilities([v.sequence for v in views])) / 2
+        if self.pair_temperature == 1.0:
+            return average
+        softened = np.power(np.maximum(average, np.finfo(np.float32).tiny), 1.0 / self.pair_temperature)
+        return softened / softened.sum(axis=1, keepdims=True)  # softmax(log(average) / T)
 
     def probabilities_from_images(self, images: np.ndarray) -> np.ndarray:
         """Class probabilities ``(batch, classes)`` for rasters ``(batch, channels, size, size)``; a

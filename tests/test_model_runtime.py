@@ -35,11 +35,11 @@ def test_shipped_weights_run_on_the_int8_copy_made_from_them() -> None:
 
 
 def test_back_ends_agree_with_the_float_reference(shipped_backends: dict[str, Guesser]) -> None:
-    images = np.stack([shipped_backends["torch"].prepare(d) for d in drawings(48)])
-    probs = {name: g.probabilities_from_images(images) for name, g in shipped_backends.items()}
+    views = [shipped_backends["torch"].prepare_views(d) for d in drawings(48)]
+    probs = {name: g.probabilities_from_views(views) for name, g in shipped_backends.items()}
     assert all(p.shape == (48, 345) for p in probs.values())
     assert np.allclose(probs["onnx"].sum(axis=1), 1.0, atol=1e-5)
-    assert np.abs(probs["onnx"] - probs["torch"]).max() < 1e-4  # the same float network
+    assert np.abs(probs["onnx"] - probs["torch"]).max() < 1e-4  # the same float networks
     int8_top1 = probs["onnx-int8"].argmax(1)
     assert (int8_top1 == probs["torch"].argmax(1)).mean() >= 0.9
     assert np.abs(probs["onnx-int8"] - probs["torch"]).sum(axis=1).mean() < 0.3

@@ -32,6 +32,13 @@ def test_shipped_weights_are_small_and_documented() -> None:
     assert DEFAULT_WEIGHTS.stat().st_size < 20 * 1024 * 1024
     card = (DEFAULT_WEIGHTS.parent / "MODEL_CARD.md").read_text()
     assert "Quick, Draw!" in card and "CC BY 4.0" in card and "griffon train" in card
+    assert "two-view model" in card  # the raster network and its stroke-sequence member
+
+
+def test_shipped_model_reads_the_pen_path_as_well_as_the_raster(shipped: Guesser) -> None:
+    assert shipped.member is not None and shipped.backend == "onnx-int8" and shipped.member.backend == "onnx"
+    views = shipped.prepare_views(shape("square", np.random.default_rng(1)))
+    assert views.sequence is not None and views.image.shape == (2, 48, 48)
 
 
 def test_classes_are_the_official_categories_in_order(shipped: Guesser) -> None:

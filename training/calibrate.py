@@ -31,7 +31,7 @@ import torch
 from model import Guesser
 from model.checkpoint import CheckpointError
 from training.data import default_data_root
-from training.metrics import calibration, rasterize_all
+from training.metrics import calibration
 from training.prepare import prepare_cached
 
 
@@ -47,7 +47,7 @@ def held_out_logits(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits and labels of ``split`` for a model whose training held that split out.
 
-    The probabilities come from the model's own :meth:`model.Guesser.probabilities_from_images` (so
+    The probabilities come from the model's own :meth:`model.Guesser.probabilities_from_views` (so
     flip test-time augmentation is included when the checkpoint uses it); since they are
     ``softmax(logits / T)``, ``T · log p`` gives the logits back up to a per-row constant, which
     changes no softmax.
@@ -64,21 +64,14 @@ def held_out_logits(
 
 def split_logits(guesser: Guesser, split: str, data: Path, cache: Path) -> tuple[torch.Tensor, torch.Tensor]:
     """The logits (``T · log p``) and labels of every drawing of ``split``, whatever the model saw."""
-    if guesser.member is not None:
-        raise CheckpointError(
-            "a two-view model's answers are an average, not softmax(logits / T): calibrate its raster "
-            "network, then attach the member (python -m training.sequence attach)"
-        )
     prepared = prepare_cached(data, cache, guesser.labels)
     indices = prepared.indices(split)
     drawings = [prepared.strokes(int(i)) for i in indices]
-    probs = np.concatenate(
-        [
-            guesser.probabilities_from_images(rasterize_all(drawings[start : start + 256], guesser.spec))
-            for start in range(0, len(drawings), 256)
-        ]
-    )
-    logits = guesser.temperature * np.log(np.maximum(probs, np.finfo(np.float32).tiny))
+    chunks = [drawings[start : start + 256] for start in range(0, len(drawings), 256)]
+    probs = np.concatenate([guesser.probabilities_from_views([guesser.views(d) for d in c]) for c in chunks])
+    # a two-view model answers softmax(log(average) / pair_temperature): its "logits" are log(average)
+    temperature = guesser.pair_temperature if guesser.member is not None else guesser.temperature
+    logits = temperature * np.log(np.maximum(probs, np.finfo(np.float32).tiny))
     return torch.from_numpy(logits).float(), torch.from_numpy(prepared.labels[indices])
 
 
@@ -107,10 +100,12 @@ def matched(model: Path, reference: Path, split: str, data: Path, cache: Path) -
 
 
 def set_temperature(path: Path, temperature: float, source: str) -> None:
-    """Rewrite a checkpoint with a new temperature (the weights and fingerprint stay as they are)."""
+    """Rewrite a checkpoint with a new temperature (the weights and fingerprint stay as they are); for
+    a two-view model, the temperature of the two views' average (``pair_temperature``)."""
     payload = torch.load(path, map_location="cpu", weights_only=True)
-    payload["temperature"] = float(temperature)
-    payload.setdefault("metrics", {})["temperature_source"] = source
+    key = "pair_temperature" if "sequence_member" in payload else "temperature"
+    payload[key] = float(temperature)
+    payload.setdefault("metrics", {})[f"{key}_source"] = source
     torch.save(payload, path)
 
 

@@ -38,7 +38,7 @@ AdamW lr {lr}, cosine schedule, label smoothing {smoothing}{averaging}, augmenta
 The Pictomania table pools levels 1–4 and deal seeds 0–2 (`vocab.deal_table`); the random table and
 the game conditions use fixed seeds, so a rerun gives the same numbers.
 
-**Calibration.** Softmax temperature {temperature} ({temperature_source}).
+**Calibration.** Softmax temperature {temperature} ({temperature_source}).{pair_calibration}
 
 **Limits.** Trained on ~25 drawings per category, mostly the first lines of Google's public files (not a
 random sample): expect errors on unusual styles and on categories that look alike (see the evaluation
@@ -101,6 +101,7 @@ def write_model_card(
     network: nn.Module,
     temperature: float = 1.0,
     member: nn.Module | None = None,
+    pair_temperature: float = 1.0,
 ) -> None:
     """Fill the card template from a run's settings, data metadata and metrics (``member``: the
     stroke-sequence member of a two-view model, whose metrics these are with the network's)."""
@@ -132,6 +133,10 @@ def write_model_card(
         sps=metrics.get("train_samples_per_second", 0.0),
         temperature=temperature,
         temperature_source=metrics.get("temperature_source", "not fitted"),
+        pair_calibration="" if member is None else (
+            f" The two views' average is softened at temperature {pair_temperature} "
+            f"({metrics.get('pair_temperature_source', 'not fitted')})."
+        ),
         **{
             k: _pct(metrics, k)
             for k in (
@@ -193,6 +198,7 @@ def refresh(
         guesser.network,
         payload.get("temperature", 1.0),
         guesser.member.network if guesser.member is not None else None,
+        guesser.pair_temperature,
     )
     return payload["metrics"]
 
