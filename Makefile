@@ -38,25 +38,33 @@ test: setup system-deps lint
 bench: setup
 	$(PY) -m bench $(ARGS)
 
-# The shipped model (about 3 h 20 min on 2 cores): ensemble members A (a 75-minute budget) then C,
-# beside B then D (one core each), then the student distilled from the four for 75 minutes
-# (training/presets/*.yaml). To ship it: make calibrate; cp runs/shipped/model.pt
+# The shipped model (about 4 h on 2 cores, estimated): ensemble members A (a 75-minute budget) then
+# C, beside B then D then the stroke-sequence member (one core each), then the student distilled from
+# the four raster members for 75 minutes (training/presets/*.yaml, training/sequence.py). To ship it:
+# make calibrate (writes runs/shipped/two-view.pt); cp runs/shipped/two-view.pt
 # model/weights/griffon-default.pt; python -m training.model_card --model
 # model/weights/griffon-default.pt; python -m training.export
 TRAIN := $(VENV)/bin/griffon train $(if $(DATA),--data $(DATA))
+MEMBER := $(PY) -m training.sequence $(if $(DATA),--data $(DATA)) --epochs 50 --minutes 0 --threads 1
 train: setup
 	($(TRAIN) --preset member-a && $(TRAIN) --preset member-c) & ac=$$!; \
-	  $(TRAIN) --preset member-b && $(TRAIN) --preset member-d; bd=$$?; \
+	  $(TRAIN) --preset member-b && $(TRAIN) --preset member-d && $(MEMBER) --out runs/sequence; bd=$$?; \
 	  wait $$ac && test $$bd -eq 0
 	$(TRAIN) --preset shipped $(ARGS)
 
 # Softmax temperatures: member A's fitted on the dev band with a run of its recipe that held dev out,
-# then the student's matched to member A's probabilities on dev (training/calibrate.py).
+# then the student's matched to member A's probabilities on dev; then the stroke-sequence member is
+# attached (a two-view model) and the temperature of the two views' average matched on dev to the
+# student alone (training/calibrate.py).
 calibrate: setup
 	test -f runs/calibration/model.pt || $(TRAIN) --preset calibration
 	$(PY) -m training.calibrate --model runs/calibration/model.pt --split dev \
 		--apply-to runs/member-a/model.pt $(if $(DATA),--data $(DATA))
 	$(PY) -m training.calibrate --model runs/shipped/model.pt --match runs/member-a/model.pt \
+		$(if $(DATA),--data $(DATA))
+	$(PY) -m training.sequence attach --model runs/shipped/model.pt --member runs/sequence/sequence.pt \
+		--out runs/shipped/two-view.pt
+	$(PY) -m training.calibrate --model runs/shipped/two-view.pt --match runs/shipped/model.pt \
 		$(if $(DATA),--data $(DATA))
 
 eval: setup

@@ -50,10 +50,11 @@ def test_live_session_stage_and_commit_on_the_int8_path(shipped_backends: dict[s
     stroke = drawings(1)[0][0]
     batched = guesser.session(top_k=3)
     views = batched.stage(stroke)
-    assert views is not None and views.image.shape == (2, 48, 48) and views.sequence is None
+    assert views is not None and views.image.shape == (2, 48, 48) and views.sequence is not None
     staged = batched.commit(guesser.probabilities_from_views([views, views])[0])
-    assert staged == guesser.session(top_k=3).add_stroke(stroke)
-    assert staged == guesser.guess([stroke], top_k=3)
+    for other in (guesser.session(top_k=3).add_stroke(stroke), guesser.guess([stroke], top_k=3)):
+        assert [g.label for g in staged] == [g.label for g in other]
+        assert [g.prob for g in staged] == pytest.approx([g.prob for g in other], abs=1e-5)
 
 
 def copy_checkpoint(source: Path, folder: Path) -> Path:
@@ -122,7 +123,11 @@ def test_batches_longer_than_a_chunk_keep_their_order(shipped_backends: dict[str
     sample = drawings(CHUNK * 2 + 3, seed=9)
     batched = guesser.guess_batch(sample, top_k=2)
     assert len(batched) == len(sample)
-    assert batched == [guesser.guess(d, top_k=2) for d in sample]
+    alone = [guesser.guess(d, top_k=2) for d in sample]
+    assert [[g.label for g in row] for row in batched] == [[g.label for g in row] for row in alone]
+    # the member's GRU sums in another order in a batch: the same answers to float rounding
+    probs = [g.prob for row in alone for g in row]
+    assert [g.prob for row in batched for g in row] == pytest.approx(probs, abs=1e-5)
     with pytest.raises(DrawingError):
         guesser.guess_batch(sample[:CHUNK + 1] + [[[[1], [1]]]] + sample[:CHUNK])
 

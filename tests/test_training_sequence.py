@@ -94,3 +94,21 @@ def test_bad_sequence_teachers_are_refused(tiny_checkpoint: Path, tmp_path: Path
         load_member(garbage)
     with pytest.raises(ValueError, match="mixup"):
         check_config(parse_config(["--sequence-teacher", str(member), "--mixup", "0.2"]))
+
+
+def test_attach_on_the_command_line_writes_a_two_view_model_or_says_why_not(
+    tiny_checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from training.sequence import main
+
+    classes = Guesser.load(tiny_checkpoint, backend="torch").labels
+    save_member(StrokeSequenceNet(len(classes)), classes, tmp_path / "member.pt")
+    main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
+          "--out", str(tmp_path / "pair.pt")])  # fmt: skip
+    assert "wrote" in capsys.readouterr().out
+    assert Guesser.load(tmp_path / "pair.pt").member is not None
+    save_member(StrokeSequenceNet(3), ["a", "b", "c"], tmp_path / "other.pt")
+    with pytest.raises(SystemExit, match="classes differ"):
+        main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "other.pt"),
+              "--out", str(tmp_path / "never.pt")])  # fmt: skip
+    assert not (tmp_path / "never.pt").exists()

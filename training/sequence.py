@@ -8,7 +8,7 @@ augmentations as the raster members (``training.train``, ``training.augment``), 
 headline metrics (``training.metrics``) of the member alone, of the raster model given with
 ``--compare`` alone, and of the two averaged (probabilities, equal weights, fixed beforehand)::
 
-    python -m training.sequence --minutes 40 --compare model/weights/griffon-default.pt --out runs/sequence
+    python -m training.sequence --minutes 40 --compare runs/shipped/model.pt --out runs/sequence
 
 A member can also teach a raster student (``griffon train --sequence-teacher runs/sequence/sequence.pt``,
 beside or instead of ``--teacher``): the distillation loop then hands it each augmented view as a
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m training.sequence", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=None, help="Quick, Draw! folder (default: training.data rule)")
     parser.add_argument("--cache", default="runs/prepared", help="prepared-data cache (as training.train)")
-    parser.add_argument("--compare", default="model/weights/griffon-default.pt", help="raster checkpoint")
+    parser.add_argument("--compare", default=None, help="raster-only checkpoint: compare, alone and averaged")
     parser.add_argument("--minutes", type=float, default=40.0, help="time budget (0: epochs only)")
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
@@ -222,9 +222,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     data = prepare_cached(default_data_root(args.data), Path(args.cache) / "all", None)
-    raster = Guesser.load(args.compare, expected_classes=data.classes, backend="torch")
+    raster = None
+    if args.compare:
+        raster = Guesser.load(args.compare, expected_classes=data.classes, backend="torch")
+        if raster.member is not None:
+            raise SystemExit(f"error: {args.compare} is a two-view model; --compare needs a raster-only one")
     network, log = train_member(data, args.minutes, args.epochs, args.seed, workers=args.workers)
-    results = compare(network, raster, data, args.split)
+    results = compare(network, raster, data, args.split) if raster is not None else {}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     save_member(network, data.classes, out / "sequence.pt")
