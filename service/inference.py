@@ -14,7 +14,7 @@ of CPU seconds (``cpu_share`` seconds per second, ``cpu_burst_s`` at once): a ke
 
 >>> inference = BatchInference(guesser, max_batch=64, max_queue=512)
 >>> inference.start()
->>> views = await inference.run_cpu(session.stage, stroke)      # validation + raster, off-loop
+>>> views = await inference.run_cpu(session.stage, stroke)      # validation + views, off-loop
 >>> probs = (await inference.probabilities([views]))[0]         # shared forward pass
 >>> session.commit(probs)
 >>> await inference.aclose()
