@@ -1,5 +1,5 @@
-"""A stroke-sequence member: an experiment that asks whether a network reading the pen's path in
-drawing order adds to the shipped raster model (issue 12's "stroke-sequence member").
+"""The stroke-sequence member of the shipped two-view model: training it, comparing it with a raster
+model, and attaching it to one (issue 12's "stroke-sequence member").
 
 The raster model sees ink and a coarse order channel; this member reads each simplified drawing as
 a sequence of points (position, step, stroke start and end, stroke rank), through 1-D convolutions
@@ -16,8 +16,11 @@ sequence, so the student keeps one raster model's speed (measured: the student g
 README).
 
 The simplified Quick, Draw! format keeps no timing, so the member sees order, not speed. The network,
-its features, exact ONNX form and checkpoint live in ``model.sequence``; the service does not load a
-member yet (``Guesser`` reads raster networks only).
+its features, exact ONNX form and checkpoint live in ``model.sequence``; ``attach`` writes a two-view
+checkpoint (raster network + member) that ``Guesser`` serves::
+
+    python -m training.sequence attach --model runs/shipped/model.pt --member runs/sequence/sequence.pt \
+        --out runs/shipped/two-view.pt
 """
 
 from __future__ import annotations
