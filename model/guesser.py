@@ -116,13 +116,14 @@ class Guesser:
         if flip_tta is None:
             flip_tta = bool(payload.get("training", {}).get("flip_tta", False))
         try:
-            used, runner = select_runner(
-                backend or default_backend(), path, network.eval(), len(spec.channels), spec.size
-            )
+            requested = backend or default_backend()
+            used, runner = select_runner(requested, path, network.eval(), len(spec.channels), spec.size)
         except BackendError as error:
             raise CheckpointError(str(error)) from error
         temperature = payload.get("temperature", 1.0)
-        member = _sequence_member(path, payload, used) if "sequence" in payload["input_contract"] else None
+        member = None
+        if "sequence" in payload["input_contract"]:
+            member = _sequence_member(path, payload, used, fallback=requested == "auto")
         return cls(
             network, payload["classes"], spec, temperature, metadata, flip_tta, runner, used, member,
             payload.get("pair_temperature", 1.0),
@@ -342,8 +343,9 @@ def _restrict(probs: np.ndarray, candidates: np.ndarray | None) -> tuple[np.ndar
     return candidates, sub / max(float(sub.sum()), 1e-12)
 
 
-def _sequence_member(path: Path, payload: dict[str, Any], backend: str) -> SequenceMember:
-    """The stroke-sequence member of a two-view checkpoint, on ONNX Runtime unless ``backend`` is torch."""
+def _sequence_member(path: Path, payload: dict[str, Any], backend: str, fallback: bool) -> SequenceMember:
+    """The stroke-sequence member of a two-view checkpoint, on ONNX Runtime unless ``backend`` is torch
+    (``fallback``: on PyTorch when ONNX Runtime cannot run it, as the ``auto`` back-end does)."""
     form = payload["input_contract"]["sequence"]
     if form != {"features": FEATURES, "max_steps": MAX_STEPS}:
         expected = f"{FEATURES} features, {MAX_STEPS} steps"
@@ -353,4 +355,7 @@ def _sequence_member(path: Path, payload: dict[str, Any], backend: str) -> Seque
         network.load_state_dict({k: v.float() for k, v in payload["sequence_member"].items()})
     except (RuntimeError, TypeError, AttributeError) as error:
         raise CheckpointError(f"{path}: the stroke-sequence member's weights do not fit: {error}") from error
-    return SequenceMember(network, "torch" if backend == "torch" else "onnx")
+    try:
+        return SequenceMember(network, "torch" if backend == "torch" else "onnx", fallback)
+    except BackendError as error:
+        raise CheckpointError(f"{path}: {error}") from error

@@ -17,7 +17,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from model.checkpoint import CheckpointError
-from model.runtime import onnx_session
+from model.runtime import BackendError, onnx_session, weights_sha256
 
 MAX_STEPS = 160  # points kept per drawing (evenly spaced when a drawing has more)
 FEATURES = 7  # x, y, dx, dy, stroke start, stroke end, stroke rank
@@ -139,6 +139,9 @@ def export_member_onnx(network: StrokeSequenceNet, path: Path | str) -> Path:
     return path
 
 
+_EXPORTED: dict[str, bytes] = {}  # member weights' sha256 → its ONNX graph
+
+
 class SequenceMember:
     """The member at inference: probabilities for featurized drawings, sorted by length and run in
     small groups (little padding; 4,700 drawings/s on one core in calls of 512, 4,000 in calls of 16).
@@ -147,9 +150,22 @@ class SequenceMember:
 
     GROUP = 4  # measured: 4 drawings of similar length per call beat 16 (2.2k/s) and 64 (1.4k/s)
 
-    def __init__(self, network: StrokeSequenceNet, backend: str = "onnx") -> None:
-        self.network, self.backend = network.eval(), backend
-        self._session = onnx_session(member_onnx_bytes(network)) if backend == "onnx" else None
+    def __init__(self, network: StrokeSequenceNet, backend: str = "onnx", fallback: bool = False) -> None:
+        """``fallback``: when the ONNX export or session fails, run on PyTorch (``backend`` then says
+        ``torch``) instead of raising :class:`model.runtime.BackendError`."""
+        self.network, self.backend, self._session = network.eval(), backend, None
+        if backend != "onnx":
+            return
+        try:
+            key = weights_sha256(self.network)
+            if key not in _EXPORTED:  # a process that loads one model many times exports it once
+                _EXPORTED[key] = member_onnx_bytes(self.network)
+            self._session = onnx_session(_EXPORTED[key])
+        except Exception as error:  # noqa: BLE001 - the exporter and ONNX Runtime raise their own types
+            if not fallback:
+                message = f"the stroke-sequence member cannot run on ONNX Runtime: {error}"
+                raise BackendError(message) from error
+            self.backend = "torch"
 
     def _run(self, batch: torch.Tensor, lengths: torch.Tensor) -> np.ndarray:
         if self._session is not None:

@@ -151,3 +151,25 @@ def test_a_two_view_checkpoint_missing_or_mismatching_its_member_is_refused(
     save_member(other, ["a", "b"], tmp_path / "other.pt")
     with pytest.raises(CheckpointError, match="classes differ"):
         attach_member(path, tmp_path / "other.pt", tmp_path / "never.pt")
+
+
+def test_the_member_is_exported_once_and_falls_back_to_pytorch_only_under_auto(
+    two_view: tuple[Path, StrokeSequenceNet], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import model.sequence as sequence_module
+
+    path, _ = two_view
+    Guesser.load(path, backend="onnx")  # exported (or already) once in this process
+    calls = []
+    real = sequence_module.member_onnx_bytes
+    monkeypatch.setattr(sequence_module, "member_onnx_bytes", lambda net: calls.append(1) or real(net))
+    assert Guesser.load(path, backend="onnx").member.backend == "onnx" and calls == []  # cached
+
+    def broken(network: StrokeSequenceNet) -> bytes:
+        raise RuntimeError("exporter unavailable")
+
+    monkeypatch.setattr(sequence_module, "member_onnx_bytes", broken)
+    monkeypatch.setattr(sequence_module, "_EXPORTED", {})
+    assert Guesser.load(path, backend="auto").member.backend == "torch"  # still answers
+    with pytest.raises(CheckpointError, match="cannot run on ONNX Runtime: exporter unavailable"):
+        Guesser.load(path, backend="onnx")
