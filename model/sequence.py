@@ -1,7 +1,7 @@
 """The stroke-sequence member at inference: a drawing read as the pen's path in order (features),
 the network (1-D convolutions, a bidirectional GRU, mean and max over the points), its exact ONNX form
-and its checkpoint. Trained by ``training.sequence``; not yet loaded by ``Guesser`` (the shipped
-model is raster only)."""
+and its checkpoint. Trained by ``training.sequence``; a two-view checkpoint (the shipped one) carries
+one beside its raster network, and ``Guesser`` averages the two."""
 
 from __future__ import annotations
 
@@ -65,21 +65,28 @@ class StrokeSequenceNet(nn.Module):
         self.gru = nn.GRU(width, hidden, batch_first=True, bidirectional=True)
         self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(4 * hidden, num_classes))
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Logits for padded sequences ``x`` ``(n, steps, FEATURES)`` of the given lengths."""
-        steps = x.shape[1]
-        mask = (torch.arange(steps)[None, :] < lengths[:, None]).unsqueeze(1)  # (n, 1, steps)
+    def encode(self, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The convolutions' features ``(n, steps, width)`` of padded sequences and the mask of real
+        steps ``(n, steps, 1)``; padding stays zero, so a drawing's answer does not depend on its batch."""
+        mask = (torch.arange(x.shape[1])[None, :] < lengths[:, None]).unsqueeze(1)  # (n, 1, steps)
         h = x.transpose(1, 2) * mask
-        for block in self.conv:  # padding stays zero: a drawing's answer does not depend on its batch
+        for block in self.conv:
             h = block(h) * mask
-        h = h.transpose(1, 2)
-        mask = mask.transpose(1, 2)  # (n, steps, 1)
-        packed = pack_padded_sequence(h, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, _ = self.gru(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=steps)
+        return h.transpose(1, 2), mask.transpose(1, 2)
+
+    def classify(self, out: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Logits from the GRU's outputs ``(n, steps, 2 · hidden)``: mean and max over the real steps."""
         mean = (out * mask).sum(1) / lengths[:, None].clamp(min=1)
         peak = out.masked_fill(~mask, float("-inf")).max(1).values
         return self.head(torch.cat([mean, peak], dim=1))
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Logits for padded sequences ``x`` ``(n, steps, FEATURES)`` of the given lengths."""
+        h, mask = self.encode(x, lengths)
+        packed = pack_padded_sequence(h, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = self.gru(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return self.classify(out, mask, lengths)
 
 
 class ExportableMember(nn.Module):
@@ -90,7 +97,7 @@ class ExportableMember(nn.Module):
     def __init__(self, network: StrokeSequenceNet):
         super().__init__()
         gru = network.gru
-        self.conv, self.head = network.conv, network.head
+        self.network = network
         self.forwards = nn.GRU(gru.input_size, gru.hidden_size, batch_first=True)
         self.backwards = nn.GRU(gru.input_size, gru.hidden_size, batch_first=True)
         for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
@@ -99,21 +106,14 @@ class ExportableMember(nn.Module):
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Probabilities for padded sequences ``x`` ``(n, steps, FEATURES)`` of the given lengths."""
+        h, mask = self.network.encode(x, lengths)
         positions = torch.arange(x.shape[1])[None, :]
-        mask = (positions < lengths[:, None]).unsqueeze(1)
-        h = x.transpose(1, 2) * mask
-        for block in self.conv:
-            h = block(h) * mask
-        h = h.transpose(1, 2)
-        mask = mask.transpose(1, 2)
         mirror = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
         mirror = mirror.unsqueeze(2).expand(-1, -1, h.shape[2])  # its own inverse
         ahead, _ = self.forwards(h)
         behind, _ = self.backwards(torch.gather(h, 1, mirror))
         out = torch.cat([ahead, torch.gather(behind, 1, mirror)], dim=2)
-        mean = (out * mask).sum(1) / lengths[:, None].clamp(min=1)
-        peak = out.masked_fill(~mask, float("-inf")).max(1).values
-        return torch.softmax(self.head(torch.cat([mean, peak], dim=1)), dim=1)
+        return torch.softmax(self.network.classify(out, mask, lengths), dim=1)
 
 
 def member_onnx_bytes(network: StrokeSequenceNet) -> bytes:
@@ -130,13 +130,6 @@ def member_onnx_bytes(network: StrokeSequenceNet) -> bytes:
             dynamic_axes={"sequences": {0: "n", 1: "steps"}, "lengths": {0: "n"}, "probabilities": {0: "n"}},
         )
     return buffer.getvalue()
-
-
-def export_member_onnx(network: StrokeSequenceNet, path: Path | str) -> Path:
-    """Write :func:`member_onnx_bytes` to ``path``."""
-    path = Path(path)
-    path.write_bytes(member_onnx_bytes(network))
-    return path
 
 
 _EXPORTED: dict[str, bytes] = {}  # member weights' sha256 → its ONNX graph

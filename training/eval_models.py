@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from model.checkpoint import fingerprint, make_input_contract
+from model.guesser import Views
 from model.raster import RasterSpec, rasterize
 from model.strokes import simplify_drawing, validate_drawing
 from training.eval_settings import EvalError
@@ -90,8 +91,6 @@ def as_model(
 
 
 def _two_view_predict(guesser: Any) -> Callable[[np.ndarray, Sequence[np.ndarray]], np.ndarray]:
-    from model import Views  # noqa: PLC0415 - only two-view models need it
-
     def predict(images: np.ndarray, sequences: Sequence[np.ndarray]) -> np.ndarray:
         views = [Views(image, sequence) for image, sequence in zip(images, sequences, strict=True)]
         return guesser.probabilities_from_views(views)

@@ -82,7 +82,7 @@ class AugmentedSequences(Dataset):
 def predict(network: StrokeSequenceNet, drawings: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
     """Class probabilities ``(n, classes)`` of the member for simplified drawings."""
     network.eval()
-    batch, lengths, _ = collate([(featurize(strokes), 0) for strokes in drawings])
+    batch, lengths = pad_sequences([featurize(strokes) for strokes in drawings])
     with torch.inference_mode():
         return torch.softmax(network(batch, lengths), dim=1).numpy()
 

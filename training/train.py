@@ -274,19 +274,15 @@ def teacher_targets(
     ``softmax(T · log p / τ) = softmax(z / τ)``.
     """
     batch = images.detach().float().cpu().numpy()
-    classes = len(teachers[0].labels) if teachers else None
-    total = torch.zeros(len(batch), classes) if classes else 0.0
+    answers = []
     for teacher in teachers:
         probs = np.maximum(teacher.probabilities_from_images(batch), np.finfo(np.float32).tiny)
-        total += torch.softmax(torch.from_numpy(teacher.temperature * np.log(probs)) / temperature, dim=1)
-    if sequence_teachers:
-        if sequences is None:
-            raise ValueError("stroke-sequence teachers need the views' sequences")
-        with torch.no_grad():  # targets, not inference tensors: the loss keeps them for its gradient
-            for teacher in sequence_teachers:
-                total = total + torch.softmax(teacher(*sequences).float() / temperature, dim=1)
-    count = len(teachers) + len(sequence_teachers)
-    return (torch.as_tensor(total) / count).to(images.device)
+        answers.append(torch.softmax(torch.from_numpy(teacher.temperature * np.log(probs)) / temperature, 1))
+    if sequence_teachers and sequences is None:
+        raise ValueError("stroke-sequence teachers need the views' sequences")
+    with torch.no_grad():  # targets, not inference tensors: the loss keeps them for its gradient
+        answers += [torch.softmax(t(*sequences).float() / temperature, 1) for t in sequence_teachers]
+    return torch.stack(answers).mean(0).to(images.device)
 
 
 def distillation_loss(
