@@ -83,6 +83,8 @@ class Guesser:
         self._index = {label: i for i, label in enumerate(self.labels)}
         self._lock = threading.Lock()
         self._pipeline: ThreadPoolExecutor | None = None
+        # the member runs here beside the raster network (threads start on first use)
+        self._member_thread = ThreadPoolExecutor(1, thread_name_prefix="griffon-member") if member is not None else None
 
     @classmethod
     def load(
@@ -159,12 +161,15 @@ class Guesser:
     # -- inference -----------------------------------------------------------------------------
     def probabilities_from_views(self, views: Sequence[Views]) -> np.ndarray:
         """Class probabilities ``(batch, classes)`` for prepared drawings (:meth:`views`)."""
-        probs = self._raster_probabilities(np.stack([v.image for v in views]))
+        images = np.stack([v.image for v in views])
         if self.member is None:
-            return probs
+            return self._raster_probabilities(images)
         if any(v.sequence is None for v in views):
             raise ValueError("this model also reads the pen's path: prepare the drawings with Guesser.views")
-        average = (probs + self.member.probabilities([v.sequence for v in views])) / 2
+        # The two networks run at once, the member on its own thread (both release the GIL): on two
+        # cores a drawing waits for the slower of the two, not for their sum.
+        member = self._member_thread.submit(self.member.probabilities, [v.sequence for v in views])
+        average = (self._raster_probabilities(images) + member.result()) / 2
         if self.pair_temperature == 1.0:
             return average
         softened = np.power(np.maximum(average, np.finfo(np.float32).tiny), 1.0 / self.pair_temperature)

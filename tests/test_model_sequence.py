@@ -3,6 +3,7 @@ and a two-view model (raster network + member in one checkpoint) through `Guesse
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -131,6 +132,24 @@ def test_a_two_view_model_on_onnx_runtime_batched_and_live_gives_the_same_answer
     staged = served.session(top_k=3)
     views = staged.stage(drawing[0])
     assert views is not None and views.sequence is not None and views.sequence.shape[1] == FEATURES
+
+
+def test_a_two_view_model_answers_many_threads_at_once_as_it_answers_one(
+    two_view: tuple[Path, StrokeSequenceNet],
+) -> None:
+    """The member runs on the guesser's own thread beside the raster network: callers on many
+    threads at once (the service's batcher, live sessions, guess_batch's pipeline) still get each
+    their own drawings' answers."""
+    path, _ = two_view
+    served = Guesser.load(path, backend="onnx")
+    drawings = fixture_drawings(24)
+    views = [served.prepare_views(d) for d in drawings]
+    alone = [served.probabilities_from_views([v])[0] for v in views]
+    with ThreadPoolExecutor(6) as pool:
+        at_once = list(pool.map(lambda v: served.probabilities_from_views([v])[0], views * 4))
+    for got, expected in zip(at_once, alone * 4, strict=True):
+        assert np.allclose(got, expected, atol=1e-6)
+    assert len({int(p.argmax()) for p in alone}) > 1  # different drawings, different answers
 
 
 def test_a_two_view_checkpoint_missing_or_mismatching_its_member_is_refused(
