@@ -170,3 +170,20 @@ def test_dev_band_is_the_same_for_the_loader_and_prepared_data(fixture_data: Pat
     assert all(DEV_BAND[0] <= key_hash(r.key_id) / 2**64 < DEV_BAND[1] for r in dev)
     prepared = prepare(fixture_data, tmp_path / "prepared")
     assert int((prepared.splits == SPLIT_CODES["dev"]).sum()) == len(dev)
+
+
+def test_runs_preparing_one_cache_at_once_leave_it_whole(fixture_data: Path, tmp_path: Path) -> None:
+    """`make train` starts two runs at once on a fresh clone: both may prepare the same cache. Each
+    file is written under a temporary name and renamed, so the cache ends whole and complete."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from training.prepare import load_prepared, prepare, prepare_cached
+
+    cache = tmp_path / "cache"
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda _: prepare(fixture_data, cache), range(3)))
+    assert sorted(p.name for p in cache.iterdir()) == ["drawings.npz", "meta.json"]  # no leftovers
+    stored = load_prepared(cache)
+    assert stored.meta == results[0].meta and len(stored) == len(results[0]) > 0
+    assert np.array_equal(stored.points, results[0].points)
+    assert prepare_cached(fixture_data, cache).meta["sha256"] == results[0].meta["sha256"]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,15 +139,22 @@ def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None)
         "sha256": digest.hexdigest(),
     }
     out.mkdir(parents=True, exist_ok=True)
+    # Written under temporary names, then renamed: `make train` starts two runs at once on a fresh
+    # clone, both may prepare the same cache, and a reader must never meet a half-written file.
+    # meta.json comes last: it is what marks the cache as ready (prepare_cached).
+    arrays = out / f"drawings.{os.getpid()}.{threading.get_ident()}.tmp.npz"
     np.savez(
-        out / "drawings.npz",
+        arrays,
         points=data.points,
         stroke_ends=data.stroke_ends,
         drawing_ends=data.drawing_ends,
         labels=data.labels,
         splits=data.splits,
     )
-    (out / "meta.json").write_text(json.dumps(data.meta, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(arrays, out / "drawings.npz")
+    meta = arrays.with_name(f"meta.{os.getpid()}.{threading.get_ident()}.tmp.json")
+    meta.write_text(json.dumps(data.meta, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(meta, out / "meta.json")
     return data
 
 
