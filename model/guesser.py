@@ -83,8 +83,10 @@ class Guesser:
         self._index = {label: i for i, label in enumerate(self.labels)}
         self._lock = threading.Lock()
         self._pipeline: ThreadPoolExecutor | None = None
-        # the member runs here beside the raster network (threads start on first use)
-        self._member_thread = ThreadPoolExecutor(1, thread_name_prefix="griffon-member") if member is not None else None
+        # the member runs on this thread beside the raster network (the thread starts on first use)
+        self._member_thread: ThreadPoolExecutor | None = None
+        if member is not None:
+            self._member_thread = ThreadPoolExecutor(1, thread_name_prefix="griffon-member")
 
     @classmethod
     def load(
@@ -168,6 +170,7 @@ class Guesser:
             raise ValueError("this model also reads the pen's path: prepare the drawings with Guesser.views")
         # The two networks run at once, the member on its own thread (both release the GIL): on two
         # cores a drawing waits for the slower of the two, not for their sum.
+        assert self._member_thread is not None  # made with the member
         member = self._member_thread.submit(self.member.probabilities, [v.sequence for v in views])
         average = (self._raster_probabilities(images) + member.result()) / 2
         if self.pair_temperature == 1.0:
