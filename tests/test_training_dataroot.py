@@ -34,3 +34,34 @@ def test_the_rule_in_order(elsewhere: Path, tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv(data.DATA_ENV, str(tmp_path / "configured"))
     assert data.default_data_root() == tmp_path / "configured" == data.download_root()
     assert data.default_data_root("given") == Path("given") == data.download_root("given")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["training.train", "--preset", "tiny"],
+        ["training.sequence", "--epochs", "1"],
+        ["training.export"],
+        ["training.model_card", "--model", "model/weights/griffon-default.pt"],
+        ["training.calibrate", "--model", "MISSING.pt"],
+    ],
+)
+def test_each_training_command_ends_a_user_s_mistake_with_one_error_line(
+    command: list[str], tmp_path: Path
+) -> None:
+    """`make train` / `make calibrate` and the shipping steps run `python -m training.…`: an empty data
+    folder or a missing checkpoint ends them with ``error: …`` and status 1, not a traceback."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    argv = [sys.executable, "-m", *[str(root / a) if a.endswith(".pt") else a for a in command]]
+    result = subprocess.run(
+        [*argv, "--data", str(empty)], cwd=root, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and ("no Quick, Draw! files" in last or "no checkpoint" in last)

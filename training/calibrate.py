@@ -143,4 +143,6 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    from training.entry import run_command
+
+    run_command(main)

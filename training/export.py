@@ -152,4 +152,6 @@ def export_checkpoint(
 
 
 if __name__ == "__main__":
-    main()
+    from training.entry import run_command
+
+    run_command(main)

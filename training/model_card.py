@@ -203,9 +203,10 @@ def refresh(
     return payload["metrics"]
 
 
-if __name__ == "__main__":
-    import argparse
-    import json
+def main(argv: list[str] | None = None) -> dict:
+    """Command line: recompute a checkpoint's metrics, rewrite its model card, print the metrics."""
+    import argparse  # noqa: PLC0415
+    import json  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(
         description="Recompute a checkpoint's metrics and rewrite its model card."
@@ -215,5 +216,13 @@ if __name__ == "__main__":
     parser.add_argument(
         "--store", action="store_true", help="also store the metrics in the checkpoint (changes its bytes)"
     )
-    args = parser.parse_args()
-    print(json.dumps(refresh(args.model, args.data, store=args.store), indent=1))
+    args = parser.parse_args(argv)
+    metrics = refresh(args.model, args.data, store=args.store)
+    print(json.dumps(metrics, indent=1))
+    return metrics
+
+
+if __name__ == "__main__":
+    from training.entry import run_command
+
+    run_command(main)

@@ -240,4 +240,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from training.entry import run_command
+
+    run_command(main)

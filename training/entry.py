@@ -1,0 +1,20 @@
+"""The ``python -m training.…`` entry points' one way to end on a user's mistake.
+
+A missing or empty data folder (:class:`training.data.DataError`) or a checkpoint that cannot be used
+(:class:`model.CheckpointError`) ends the command with one ``error: …`` line on stderr and exit status
+1, as ``griffon train`` / ``griffon eval`` do, not with a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from model.checkpoint import CheckpointError
+from training.data import DataError
+
+
+def run_command(main: Callable[[], object]) -> None:
+    """Run a module's ``main``; a data or checkpoint error becomes ``error: …`` and exit status 1."""
+    try:
+        main()
+    except (DataError, CheckpointError) as error:
+        raise SystemExit(f"error: {error}") from None
