@@ -311,6 +311,10 @@ def test_kontour_on_a_phone_both_ways_up_to_the_last_word(phone, fast) -> None:
     page.dblclick("#draw-card")  # a double click draws once, with no « Pas maintenant ! »
     in_view(page, "button.word")
     expect(page.locator(".toast.error")).to_have_count(0)
+    # The second click of a double click never chooses: the word may already lie under the pointer.
+    page.dispatch_event("button.word.blue", "click", {"detail": 2})
+    page.wait_for_timeout(300)
+    expect(page.locator(".status")).to_contain_text("Choisissez votre mot")
     page.click("button.word.blue")
     expect(page.locator(".status")).to_contain_text("Faites deviner")
     touch_line(page, (40, 200), (200, 200))

@@ -54,9 +54,18 @@ export function toast(text, kind = "info") {
 }
 
 // A button that sends one move: disabled once pressed (the next state re-renders it), so a
-// double click sends the move once.
+// double click sends the move once. The second click of a double click (`detail` 2) never counts:
+// the server's answer to the first may already have put another button under the pointer (« Piocher
+// une carte », then the blue word in its place), and a double tap must not choose a word.
 export function once(attrs, send, ...children) {
-  const button = el("button", { ...attrs, onclick: () => { button.disabled = true; send(); } }, ...children);
+  const button = el("button", {
+    ...attrs,
+    onclick: (event) => {
+      if (event.detail > 1) return;
+      button.disabled = true;
+      send();
+    },
+  }, ...children);
   return button;
 }
 
