@@ -38,7 +38,7 @@ test: setup system-deps lint
 bench: setup
 	$(PY) -m bench $(ARGS)
 
-# The shipped model (3 to 4 h on 2 cores by the host's speed, estimated): ensemble members A (a 75-minute budget) then
+# The shipped model (3 to 4 h 30 on 2 cores by the host's speed, estimated): ensemble members A (a 75-minute budget) then
 # C, beside B then D then the stroke-sequence member (one core each), then the student distilled from
 # the four raster members for 75 minutes (training/presets/*.yaml, training/sequence.py). To ship it:
 # make calibrate (writes runs/shipped/two-view.pt); cp runs/shipped/two-view.pt
