@@ -46,6 +46,14 @@ def make_input_contract(spec: RasterSpec, sequence: dict[str, int] | None = None
     return contract
 
 
+def _stored(state_dict: dict[str, torch.Tensor], half: bool) -> dict[str, torch.Tensor]:
+    """Weights as a checkpoint stores them: detached CPU copies, floating ones in float16 if ``half``."""
+    return {
+        name: (tensor.half() if half and tensor.is_floating_point() else tensor).detach().cpu().clone()
+        for name, tensor in state_dict.items()
+    }
+
+
 def save_checkpoint(
     path: Path | str,
     *,
@@ -68,10 +76,7 @@ def save_checkpoint(
         "features": int(sequence_member["features"]), "max_steps": int(sequence_member["max_steps"])
     }
     contract = make_input_contract(spec, sequence)
-    weights = {
-        name: (tensor.half() if half and tensor.is_floating_point() else tensor).detach().cpu().clone()
-        for name, tensor in state_dict.items()
-    }
+    weights = _stored(state_dict, half)
     payload = {
         "format": FORMAT,
         "architecture": {"name": architecture, "kwargs": architecture_kwargs},
@@ -84,10 +89,7 @@ def save_checkpoint(
         "state_dict": weights,
     }
     if sequence_member is not None:
-        payload["sequence_member"] = {
-            name: (tensor.half() if half and tensor.is_floating_point() else tensor).detach().cpu().clone()
-            for name, tensor in sequence_member["state_dict"].items()
-        }
+        payload["sequence_member"] = _stored(sequence_member["state_dict"], half)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(payload, path)

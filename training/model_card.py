@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -205,9 +207,6 @@ def refresh(
 
 def main(argv: list[str] | None = None) -> dict:
     """Command line: recompute a checkpoint's metrics, rewrite its model card, print the metrics."""
-    import argparse  # noqa: PLC0415
-    import json  # noqa: PLC0415
-
     parser = argparse.ArgumentParser(
         description="Recompute a checkpoint's metrics and rewrite its model card."
     )

@@ -40,7 +40,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from model import Guesser
-from model.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
+from model.checkpoint import read_checkpoint, save_checkpoint
 from model.sequence import (
     FEATURES,
     MAX_STEPS,
@@ -52,6 +52,7 @@ from model.sequence import (
 )
 from training.augment import AugmentConfig, augment
 from training.data import default_data_root
+from training.entry import run_command
 from training.metrics import headline_metrics, mcnemar_p, rasterize_all
 from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
@@ -206,10 +207,7 @@ def main(argv: list[str] | None = None) -> None:
         attach.add_argument("--member", type=Path, required=True, help="stroke-sequence member (sequence.pt)")
         attach.add_argument("--out", type=Path, required=True, help="the two-view checkpoint to write")
         args = attach.parse_args(argv[1:])
-        try:
-            print(f"wrote {attach_member(args.model, args.member, args.out)}")
-        except CheckpointError as error:
-            raise SystemExit(f"error: {error}") from None
+        run_command(lambda: print(f"wrote {attach_member(args.model, args.member, args.out)}"))
         return
     parser = argparse.ArgumentParser(prog="python -m training.sequence", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=None, help="Quick, Draw! folder (default: training.data rule)")
@@ -240,6 +238,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from training.entry import run_command
-
     run_command(main)
