@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from model import CheckpointError, Guesser
+from model.checkpoint import read_checkpoint, save_checkpoint
 from model.sequence import StrokeSequenceNet, featurize, load_member, save_member
 from tests.conftest import FIXTURE_WORDS, shape
 from training.prepare import prepare_cached
-from training.sequence import collate, compare, predict, train_member
+from training.sequence import Distillation, collate, compare, predict, train_member
 from training.train import check_config, parse_config, teacher_targets, train
 
 
@@ -80,6 +81,49 @@ def test_a_sequence_member_teaches_a_raster_student(fixture_data: Path, tmp_path
     rng = np.random.default_rng(1)
     said = [student.guess(shape(word, rng), top_k=1)[0].label for word in FIXTURE_WORDS for _ in range(3)]
     assert said.count("square") >= 10  # taught only by a member that always says « square »
+
+
+def square_raster(tiny_checkpoint: Path, path: Path) -> Path:
+    """The tiny raster model with its last layer made to say « square » whatever it sees."""
+    payload = read_checkpoint(tiny_checkpoint)
+    state = dict(payload["state_dict"])
+    weight = next(key for key in reversed(state) if key.endswith(".weight"))
+    bias = weight.removesuffix("weight") + "bias"
+    state[weight] = torch.zeros_like(state[weight])
+    state[bias] = torch.full_like(state[bias], -4.0)
+    state[bias][payload["classes"].index("square")] = 4.0
+    save_checkpoint(
+        path, architecture=payload["architecture"]["name"],
+        architecture_kwargs=payload["architecture"]["kwargs"], classes=payload["classes"],
+        spec=payload["raster_spec"], state_dict=state,
+    )
+    return path
+
+
+def test_raster_teachers_teach_a_member(fixture_data: Path, tiny_checkpoint: Path, tmp_path: Path) -> None:
+    data = prepare_cached(fixture_data, tmp_path / "cache", None)
+    teacher = Guesser.load(square_raster(tiny_checkpoint, tmp_path / "square.pt"), backend="torch")
+    taught = Distillation((teacher,), weight=1.0, temperature=1.0)
+    network, log = train_member(data, minutes=0, epochs=4, per_class=24, batch_size=32, workers=0,
+                                distillation=taught)  # fmt: skip
+    assert len(log) == 4
+    train = data.indices("train")
+    said = np.argmax(predict(network, [data.strokes(int(i)) for i in train]), axis=1)
+    assert (said == data.classes.index("square")).mean() > 0.9  # taught only by « square », not the labels
+
+
+def test_a_bad_distillation_setting_is_refused_on_the_command_line(
+    fixture_data: Path, tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    from training.sequence import main
+
+    common = ["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1",
+              "--teacher", str(tiny_checkpoint), "--out", str(tmp_path / "never")]  # fmt: skip
+    with pytest.raises(SystemExit, match="distill-weight"):
+        main([*common, "--distill-weight", "2"])
+    with pytest.raises(SystemExit, match="distill-temperature"):
+        main([*common, "--distill-temperature", "0"])
+    assert not (tmp_path / "never").exists()
 
 
 def test_bad_sequence_teachers_are_refused(tiny_checkpoint: Path, tmp_path: Path) -> None:

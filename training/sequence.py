@@ -15,6 +15,13 @@ beside or instead of ``--teacher``): the distillation loop then hands it each au
 sequence, so the student keeps one raster model's speed (measured: the student gains nothing from it;
 README).
 
+The other way round, raster models can teach a member (``--teacher A B C D``, their int8 copies by
+default): each augmented view is also rasterized for them, and the member learns their averaged,
+softened answers beside the labels (as the raster student does in ``training.train``)::
+
+    python -m training.sequence --epochs 50 --minutes 0 --teacher runs/member-a/model.pt \
+        runs/member-b/model.pt runs/member-c/model.pt runs/member-d/model.pt --out runs/sequence-kd
+
 The simplified Quick, Draw! format keeps no timing, so the member sees order, not speed. The network,
 its features, exact ONNX form and checkpoint live in ``model.sequence``; ``attach`` writes a two-view
 checkpoint (raster network + member) that ``Guesser`` serves::
@@ -31,6 +38,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +49,7 @@ from tqdm import tqdm
 
 from model import Guesser
 from model.checkpoint import read_checkpoint, save_checkpoint
+from model.raster import RasterSpec, rasterize
 from model.sequence import (
     FEATURES,
     MAX_STEPS,
@@ -56,28 +65,39 @@ from training.entry import run_command
 from training.metrics import headline_metrics, mcnemar_p, rasterize_all
 from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
+from training.train import TEACHER_BACKENDS, distillation_loss, load_teachers, teacher_targets
 
 
-def collate(items: list[tuple[np.ndarray, int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Pad sequences to the longest of the batch: ``(features, lengths, labels)``."""
-    batch, lengths = pad_sequences([seq for seq, _ in items])
-    return batch, lengths, torch.tensor([label for _, label in items])
+def collate(items: list[tuple]) -> tuple[torch.Tensor, ...]:
+    """Pad sequences to the longest of the batch: ``(features, lengths, labels)``, or
+    ``(features, lengths, images, labels)`` for items that carry the view's raster too."""
+    batch, lengths = pad_sequences([item[0] for item in items])
+    labels = torch.tensor([item[-1] for item in items])
+    if len(items[0]) == 2:
+        return batch, lengths, labels
+    return batch, lengths, torch.from_numpy(np.stack([item[1] for item in items])), labels
 
 
 class AugmentedSequences(Dataset):
-    """Augmented drawings as sequences; the RNG depends on (seed, epoch, position)."""
+    """Augmented drawings as sequences; the RNG depends on (seed, epoch, position). With ``spec``
+    each item also carries the same view rasterized, for raster teachers: ``(sequence, image, label)``."""
 
-    def __init__(self, data: PreparedData, order: np.ndarray, seed: int, epoch: int):
-        self.data, self.order, self.seed, self.epoch = data, order, seed, epoch
+    def __init__(
+        self, data: PreparedData, order: np.ndarray, seed: int, epoch: int, spec: RasterSpec | None = None
+    ):
+        self.data, self.order, self.seed, self.epoch, self.spec = data, order, seed, epoch, spec
         self.augment = AugmentConfig()
 
     def __len__(self) -> int:
         return len(self.order)
 
-    def __getitem__(self, position: int) -> tuple[np.ndarray, int]:
+    def __getitem__(self, position: int) -> tuple:
         index = int(self.order[position])
         rng = np.random.default_rng((self.seed, self.epoch, position))
-        return featurize(augment(self.data.strokes(index), rng, self.augment)), int(self.data.labels[index])
+        strokes, label = augment(self.data.strokes(index), rng, self.augment), int(self.data.labels[index])
+        if self.spec is None:
+            return featurize(strokes), label
+        return featurize(strokes), rasterize(strokes, self.spec), label
 
 
 def predict(network: StrokeSequenceNet, drawings: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
@@ -88,12 +108,24 @@ def predict(network: StrokeSequenceNet, drawings: Sequence[Sequence[np.ndarray]]
         return torch.softmax(network(batch, lengths), dim=1).numpy()
 
 
+@dataclass(frozen=True)
+class Distillation:
+    """Raster teachers for a member (``--teacher``): the member learns ``(1 − weight) ·
+    cross-entropy + weight · τ² · KL(teachers ‖ member)`` on each augmented view, the teachers
+    reading the same view rasterized (``training.train.teacher_targets``)."""
+
+    teachers: tuple[Guesser, ...]
+    weight: float = 0.7
+    temperature: float = 2.0
+
+
 def train_member(
     data: PreparedData, minutes: float, epochs: int, seed: int = 0, lr: float = 3e-3,
-    per_class: int = 32, batch_size: int = 128, workers: int = 1,
+    per_class: int = 32, batch_size: int = 128, workers: int = 1, distillation: Distillation | None = None,
 ) -> tuple[StrokeSequenceNet, list[dict]]:
     """Train a member on the training split (validation held out) for ``epochs`` or ``minutes``,
-    whichever ends first (the learning rate anneals over the budget, as in ``training.train``)."""
+    whichever ends first (the learning rate anneals over the budget, as in ``training.train``);
+    with ``distillation`` it also learns the raster teachers' softened answers."""
     torch.manual_seed(seed)
     network = StrokeSequenceNet(len(data.classes))
     optimizer = torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=0.05)
@@ -107,19 +139,26 @@ def train_member(
         by_time = (time.perf_counter() - started) / 60 / minutes if minutes else 0.0
         return min(1.0, max(step / (steps_per_epoch * epochs), by_time))
 
+    spec = distillation.teachers[0].spec if distillation else None
     for epoch in range(epochs):
         order = balanced_epoch(data.labels, pool, per_class, rng)
         loader = DataLoader(
-            AugmentedSequences(data, order, seed, epoch), batch_size=batch_size, shuffle=False,
+            AugmentedSequences(data, order, seed, epoch, spec), batch_size=batch_size, shuffle=False,
             num_workers=workers, collate_fn=collate, persistent_workers=False,
         )
         network.train()
         total = 0.0
-        for x, lengths, labels in tqdm(loader, desc=f"epoch {epoch + 1}/{epochs}", leave=False):
+        for batch in tqdm(loader, desc=f"epoch {epoch + 1}/{epochs}", leave=False):
+            x, lengths, labels = batch[0], batch[1], batch[-1]
             rate = lr * warmup_cosine(step, steps_per_epoch, done())
             for group in optimizer.param_groups:
                 group["lr"] = rate
-            loss = loss_fn(network(x, lengths), labels)
+            logits = network(x, lengths)
+            loss = loss_fn(logits, labels)
+            if distillation is not None:
+                targets = teacher_targets(list(distillation.teachers), batch[2], distillation.temperature)
+                kd = distillation_loss(logits, targets, distillation.temperature)
+                loss = (1 - distillation.weight) * loss + distillation.weight * kd
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(network.parameters(), 5.0)
@@ -219,21 +258,37 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--split", default="val", choices=("val", "dev"))
+    parser.add_argument("--teacher", nargs="+", metavar="PATH", default=[],
+                        help="raster checkpoints to distil from (same classes; validation held out)")
+    parser.add_argument("--teacher-backend", default="onnx-int8", choices=TEACHER_BACKENDS)
+    parser.add_argument("--distill-weight", type=float, default=0.7)
+    parser.add_argument("--distill-temperature", type=float, default=2.0)
     parser.add_argument("--out", default="runs/sequence")
     args = parser.parse_args(argv)
+    if not 0.0 <= args.distill_weight <= 1.0 or args.distill_temperature <= 0:
+        raise SystemExit("error: --distill-weight must lie in [0, 1] and --distill-temperature be > 0")
     torch.set_num_threads(args.threads)
-    data = prepare_cached(default_data_root(args.data), Path(args.cache) / "all", None)
+    root = default_data_root(args.data)
+    data = prepare_cached(root, Path(args.cache) / "all", None)
     raster = None
     if args.compare:
         raster = Guesser.load(args.compare, expected_classes=data.classes, backend="torch")
         if raster.member is not None:
             raise SystemExit(f"error: {args.compare} is a two-view model; --compare needs a raster-only one")
-    network, log = train_member(data, args.minutes, args.epochs, args.seed, workers=args.workers)
+    distillation = None
+    if args.teacher:
+        first = Guesser.load(args.teacher[0], expected_classes=data.classes, backend="torch")
+        teachers = load_teachers(args.teacher, data.classes, first.spec, args.teacher_backend, str(root))
+        distillation = Distillation(tuple(teachers), args.distill_weight, args.distill_temperature)
+    network, log = train_member(
+        data, args.minutes, args.epochs, args.seed, workers=args.workers, distillation=distillation
+    )
     results = compare(network, raster, data, args.split) if raster is not None else {}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     save_member(network, data.classes, out / "sequence.pt")
-    (out / "metrics.json").write_text(json.dumps({"split": args.split, "epochs": log, **results}, indent=1))
+    record = {"split": args.split, "teachers": args.teacher, "epochs": log, **results}
+    (out / "metrics.json").write_text(json.dumps(record, indent=1))
     print(json.dumps({name: value for name, value in results.items()}, indent=1))
 
 
