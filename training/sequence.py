@@ -17,7 +17,9 @@ README).
 
 The other way round, raster models can teach a member (``--teacher A B C D``, their int8 copies by
 default): each augmented view is also rasterized for them, and the member learns their averaged,
-softened answers beside the labels (as the raster student does in ``training.train``)::
+softened answers beside the labels (as the raster student does in ``training.train``; measured:
+alone it gains 9 points of top-1, beside the raster student it adds less than an untaught member;
+README)::
 
     python -m training.sequence --epochs 50 --minutes 0 --teacher runs/member-a/model.pt \
         runs/member-b/model.pt runs/member-c/model.pt runs/member-d/model.pt --out runs/sequence-kd
