@@ -110,6 +110,10 @@ def test_raster_teachers_teach_a_member(fixture_data: Path, tiny_checkpoint: Pat
     train = data.indices("train")
     said = np.argmax(predict(network, [data.strokes(int(i)) for i in train]), axis=1)
     assert (said == data.classes.index("square")).mean() > 0.9  # taught only by « square », not the labels
+    with pytest.raises(ValueError, match="weight"):
+        Distillation((teacher,), weight=1.5)
+    with pytest.raises(ValueError, match="teachers"):
+        Distillation((), weight=0.5)
 
 
 def test_a_bad_distillation_setting_is_refused_on_the_command_line(

@@ -120,6 +120,10 @@ class Distillation:
     weight: float = 0.7
     temperature: float = 2.0
 
+    def __post_init__(self) -> None:
+        if not self.teachers or not 0.0 <= self.weight <= 1.0 or self.temperature <= 0:
+            raise ValueError("distillation needs teachers, a weight in [0, 1] and a temperature > 0")
+
 
 def train_member(
     data: PreparedData, minutes: float, epochs: int, seed: int = 0, lr: float = 3e-3,
