@@ -130,6 +130,20 @@ def test_a_bad_distillation_setting_is_refused_on_the_command_line(
     assert not (tmp_path / "never").exists()
 
 
+def test_the_command_line_trains_a_taught_member(
+    fixture_data: Path, tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    import json
+
+    from training.sequence import main
+
+    main(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1",
+          "--workers", "0", "--teacher", str(tiny_checkpoint), "--teacher-backend", "torch",
+          "--out", str(tmp_path / "kd")])  # fmt: skip
+    assert json.loads((tmp_path / "kd" / "metrics.json").read_text())["teachers"] == [str(tiny_checkpoint)]
+    assert load_member(tmp_path / "kd" / "sequence.pt", FIXTURE_WORDS) is not None
+
+
 def test_bad_sequence_teachers_are_refused(tiny_checkpoint: Path, tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="not a stroke-sequence member"):
         load_member(tiny_checkpoint)  # a raster checkpoint

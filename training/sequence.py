@@ -162,7 +162,7 @@ def train_member(
             logits = network(x, lengths)
             loss = loss_fn(logits, labels)
             if distillation is not None:
-                targets = teacher_targets(list(distillation.teachers), batch[2], distillation.temperature)
+                targets = teacher_targets(distillation.teachers, batch[2], distillation.temperature)
                 kd = distillation_loss(logits, targets, distillation.temperature)
                 loss = (1 - distillation.weight) * loss + distillation.weight * kd
             optimizer.zero_grad(set_to_none=True)
@@ -283,8 +283,8 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"error: {args.compare} is a two-view model; --compare needs a raster-only one")
     distillation = None
     if args.teacher:
-        first = Guesser.load(args.teacher[0], expected_classes=data.classes, backend="torch")
-        teachers = load_teachers(args.teacher, data.classes, first.spec, args.teacher_backend, str(root))
+        spec = read_checkpoint(args.teacher[0], expected_classes=data.classes)["raster_spec"]
+        teachers = load_teachers(args.teacher, data.classes, spec, args.teacher_backend, str(root))
         distillation = Distillation(tuple(teachers), args.distill_weight, args.distill_temperature)
     network, log = train_member(
         data, args.minutes, args.epochs, args.seed, workers=args.workers, distillation=distillation

@@ -260,7 +260,7 @@ def start_from(network: nn.Module, path: str, classes: list[str], spec: RasterSp
 
 
 def teacher_targets(
-    teachers: list[Guesser],
+    teachers: Sequence[Guesser],
     images: torch.Tensor,
     temperature: float,
     sequence_teachers: Sequence[nn.Module] = (),
