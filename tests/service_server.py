@@ -91,37 +91,81 @@ def running_server(
     if own_data:
         env["GRIFFON_DATA_DIR"] = tempfile.mkdtemp(prefix="griffon-test-db-")
     environ = {**os.environ, **env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(repo)}
+    server: Server | None = None
+    try:
+        for attempt in range(3):  # another test's server may take the free port first: pick another
+            server = _start(repo, environ, free_port() if attempt else port)
+            try:
+                _wait_ready(server, startup_timeout)
+                break
+            except PortTaken:
+                _stop(server.process)
+                server.log_path.unlink(missing_ok=True)
+                server = None
+        if server is None:
+            raise RuntimeError("the service found no free port in 3 tries")
+        yield server
+    finally:
+        if server is not None:
+            _stop(server.process)
+            server.log_path.unlink(missing_ok=True)
+        if own_data:
+            shutil.rmtree(env["GRIFFON_DATA_DIR"], ignore_errors=True)
+
+
+class PortTaken(RuntimeError):
+    """The service could not listen on its port: another process took it between ``free_port`` and
+    the bind."""
+
+
+def _start(repo: Path, environ: dict[str, str], port: int) -> Server:
     address = ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     if "def main(" in (repo / "service" / "serve_cli.py").read_text():
         command = [sys.executable, "-m", "service.serve_cli", *address]
     else:
         command = [sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory", *address]
     with tempfile.NamedTemporaryFile("w+b", suffix=".log", delete=False) as log_file:
-        log_path = Path(log_file.name)
         process = subprocess.Popen(
             command, cwd=repo, env=environ, stdout=log_file, stderr=subprocess.STDOUT,
         )
-    server = Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", process, log_path)
-    try:
-        _wait_ready(server, startup_timeout)
-        yield server
-    finally:
-        _stop(process)
-        log_path.unlink(missing_ok=True)
-        if own_data:
-            shutil.rmtree(env["GRIFFON_DATA_DIR"], ignore_errors=True)
+    return Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", process, Path(log_file.name))
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds the socket listening on ``port`` (Linux ``/proc``; elsewhere
+    assumed): a server answering on the port may be another test's that took it first."""
+    fds = Path(f"/proc/{pid}/fd")
+    if not fds.is_dir() or not Path("/proc/net/tcp").is_file():
+        return True
+    inodes = set()
+    for fd in fds.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
+            return True  # state 0A: LISTEN
+    return False
 
 
 def _wait_ready(server: Server, timeout: float) -> None:
+    port = int(server.url.rsplit(":", 1)[1])
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not server.alive():
+            if "address already in use" in server.log().lower():
+                raise PortTaken(server.log())
             raise RuntimeError(f"the service exited during start-up:\n{server.log()}")
         try:
-            if httpx.get(server.url + "/healthz", timeout=2.0).status_code == 200:
-                return
+            answered = httpx.get(server.url + "/healthz", timeout=2.0).status_code == 200
         except httpx.HTTPError:
-            pass
+            answered = False
+        if answered and _listens(server.process.pid, port):
+            return
         time.sleep(0.2)
     raise RuntimeError(f"the service did not become ready within {timeout} s:\n{server.log()}")
 

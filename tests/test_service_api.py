@@ -367,3 +367,20 @@ def test_no_deck_is_503(tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch) 
     with in_process(model=tiny_checkpoint) as app:
         assert_error(app.post("/v1/play", json={"game": "kontour"}), 503, "no_deck",
                      "need at least 4 drawable words for a Kontour deck, got 0")
+
+
+def test_a_test_server_whose_port_was_taken_moves_to_another(
+    tight_server, tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two xdist workers may draw the same free port: the one that loses the bind must not take the
+    other's server for its own (it once ran a browser test against another file's settings)."""
+    from tests import service_server
+
+    taken = int(tight_server.url.rsplit(":", 1)[1])
+    draws = iter([taken])
+    real = service_server.free_port
+    monkeypatch.setattr(service_server, "free_port", lambda: next(draws, None) or real())
+    with service_server.running_server({"GRIFFON_MODEL": str(tiny_checkpoint)}) as server:
+        assert server.url != tight_server.url
+        assert httpx.get(server.url + "/healthz", timeout=10).status_code == 200
+    assert tight_server.alive()
