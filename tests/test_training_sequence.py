@@ -61,6 +61,9 @@ def test_a_sequence_teacher_counts_as_one_vote(tiny_checkpoint: Path, tmp_path: 
     assert torch.allclose(both, (teacher_targets([raster], images, 2.0) + alone) / 2, atol=1e-5)
     with pytest.raises(ValueError, match="sequences"):
         teacher_targets([raster], images, 2.0, [member], None)
+    assert torch.equal(teacher_targets([], None, 2.0, [member], (x, lengths)), alone)  # no images needed
+    with pytest.raises(ValueError, match="images"):
+        teacher_targets([raster], None, 2.0, [member], (x, lengths))
 
 
 def test_a_sequence_member_teaches_a_raster_student(fixture_data: Path, tmp_path: Path) -> None:
@@ -142,6 +145,24 @@ def test_the_command_line_trains_a_taught_member(
           "--out", str(tmp_path / "kd")])  # fmt: skip
     assert json.loads((tmp_path / "kd" / "metrics.json").read_text())["teachers"] == [str(tiny_checkpoint)]
     assert load_member(tmp_path / "kd" / "sequence.pt", FIXTURE_WORDS) is not None
+
+
+def test_another_member_teaches_a_member_on_the_command_line(fixture_data: Path, tmp_path: Path) -> None:
+    import json
+
+    from training.sequence import main
+
+    teacher = square_member(tmp_path / "square.pt")
+    main(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "4",
+          "--workers", "0", "--sequence-teacher", str(teacher), "--distill-weight", "1.0",
+          "--distill-temperature", "1.0", "--out", str(tmp_path / "taught")])  # fmt: skip
+    record = json.loads((tmp_path / "taught" / "metrics.json").read_text())
+    assert record["sequence_teachers"] == [str(teacher)] and record["teachers"] == []
+    data = prepare_cached(fixture_data, tmp_path / "cache", None)
+    network = load_member(tmp_path / "taught" / "sequence.pt", data.classes)
+    train = data.indices("train")
+    said = np.argmax(predict(network, [data.strokes(int(i)) for i in train]), axis=1)
+    assert (said == data.classes.index("square")).mean() > 0.9  # taught only by « square », not the labels
 
 
 def test_bad_sequence_teachers_are_refused(tiny_checkpoint: Path, tmp_path: Path) -> None:

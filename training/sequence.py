@@ -39,7 +39,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +55,7 @@ from model.raster import RasterSpec, rasterize
 from model.sequence import (
     FEATURES,
     MAX_STEPS,
+    SequenceMember,
     StrokeSequenceNet,
     featurize,
     load_member,
@@ -112,17 +113,34 @@ def predict(network: StrokeSequenceNet, drawings: Sequence[Sequence[np.ndarray]]
 
 @dataclass(frozen=True)
 class Distillation:
-    """Raster teachers for a member (``--teacher``): the member learns ``(1 − weight) ·
-    cross-entropy + weight · τ² · KL(teachers ‖ member)`` on each augmented view, the teachers
-    reading the same view rasterized (``training.train.teacher_targets``)."""
+    """Teachers for a member: the member learns ``(1 − weight) · cross-entropy + weight · τ² ·
+    KL(teachers ‖ member)`` on each augmented view (``training.train.teacher_targets``). Raster
+    teachers (``--teacher``) read the same view rasterized; other stroke-sequence members
+    (``--sequence-teacher``) read it as the member does. Each teacher counts once in the average."""
 
-    teachers: tuple[Guesser, ...]
+    teachers: tuple[Guesser, ...] = ()
     weight: float = 0.7
     temperature: float = 2.0
+    sequence_teachers: tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], ...] = ()
 
     def __post_init__(self) -> None:
-        if not self.teachers or not 0.0 <= self.weight <= 1.0 or self.temperature <= 0:
+        has_teachers = bool(self.teachers or self.sequence_teachers)
+        if not has_teachers or not 0.0 <= self.weight <= 1.0 or self.temperature <= 0:
             raise ValueError("distillation needs teachers, a weight in [0, 1] and a temperature > 0")
+
+
+class OnnxSequenceTeacher:
+    """A stroke-sequence teacher on ONNX Runtime (``model.sequence.SequenceMember``, about 5× faster
+    than the packed PyTorch network): called on padded sequences and their lengths, it returns
+    log-probabilities, which serve as logits (``softmax(log p / τ) = softmax(z / τ)``)."""
+
+    def __init__(self, network: StrokeSequenceNet) -> None:
+        self.member = SequenceMember(network, "onnx")
+
+    def __call__(self, batch: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        sequences = [row[:length].numpy() for row, length in zip(batch, lengths.tolist(), strict=True)]
+        probs = np.maximum(self.member.probabilities(sequences), np.finfo(np.float32).tiny)
+        return torch.from_numpy(np.log(probs))
 
 
 def train_member(
@@ -131,7 +149,7 @@ def train_member(
 ) -> tuple[StrokeSequenceNet, list[dict]]:
     """Train a member on the training split (validation held out) for ``epochs`` or ``minutes``,
     whichever ends first (the learning rate anneals over the budget, as in ``training.train``);
-    with ``distillation`` it also learns the raster teachers' softened answers."""
+    with ``distillation`` it also learns its teachers' softened answers."""
     torch.manual_seed(seed)
     network = StrokeSequenceNet(len(data.classes))
     optimizer = torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=0.05)
@@ -145,7 +163,7 @@ def train_member(
         by_time = (time.perf_counter() - started) / 60 / minutes if minutes else 0.0
         return min(1.0, max(step / (steps_per_epoch * epochs), by_time))
 
-    spec = distillation.teachers[0].spec if distillation else None
+    spec = distillation.teachers[0].spec if distillation and distillation.teachers else None
     for epoch in range(epochs):
         order = balanced_epoch(data.labels, pool, per_class, rng)
         loader = DataLoader(
@@ -162,7 +180,10 @@ def train_member(
             logits = network(x, lengths)
             loss = loss_fn(logits, labels)
             if distillation is not None:
-                targets = teacher_targets(distillation.teachers, batch[2], distillation.temperature)
+                targets = teacher_targets(
+                    distillation.teachers, batch[2] if spec is not None else None, distillation.temperature,
+                    distillation.sequence_teachers, (x, lengths),
+                )
                 kd = distillation_loss(logits, targets, distillation.temperature)
                 loss = (1 - distillation.weight) * loss + distillation.weight * kd
             optimizer.zero_grad(set_to_none=True)
@@ -266,7 +287,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", default="val", choices=("val", "dev"))
     parser.add_argument("--teacher", nargs="+", metavar="PATH", default=[],
                         help="raster checkpoints to distil from (same classes; validation held out)")
-    parser.add_argument("--teacher-backend", default="onnx-int8", choices=TEACHER_BACKENDS)
+    parser.add_argument("--sequence-teacher", nargs="+", metavar="PATH", default=[],
+                        help="stroke-sequence members to distil from (same classes; validation held out)")
+    parser.add_argument("--teacher-backend", default="onnx-int8", choices=TEACHER_BACKENDS,
+                        help="onnx-int8: raster teachers' int8 copies and members on ONNX Runtime")
     parser.add_argument("--distill-weight", type=float, default=0.7)
     parser.add_argument("--distill-temperature", type=float, default=2.0)
     parser.add_argument("--out", default="runs/sequence")
@@ -282,10 +306,17 @@ def main(argv: list[str] | None = None) -> None:
         if raster.member is not None:
             raise SystemExit(f"error: {args.compare} is a two-view model; --compare needs a raster-only one")
     distillation = None
-    if args.teacher:
-        spec = read_checkpoint(args.teacher[0], expected_classes=data.classes)["raster_spec"]
-        teachers = load_teachers(args.teacher, data.classes, spec, args.teacher_backend, str(root))
-        distillation = Distillation(tuple(teachers), args.distill_weight, args.distill_temperature)
+    if args.teacher or args.sequence_teacher:
+        teachers = []
+        if args.teacher:
+            spec = read_checkpoint(args.teacher[0], expected_classes=data.classes)["raster_spec"]
+            teachers = load_teachers(args.teacher, data.classes, spec, args.teacher_backend, str(root))
+        members = tuple(
+            load_member(path, data.classes) if args.teacher_backend == "torch"
+            else OnnxSequenceTeacher(load_member(path, data.classes))
+            for path in args.sequence_teacher
+        )
+        distillation = Distillation(tuple(teachers), args.distill_weight, args.distill_temperature, members)
     network, log = train_member(
         data, args.minutes, args.epochs, args.seed, workers=args.workers, distillation=distillation
     )
@@ -293,7 +324,8 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     save_member(network, data.classes, out / "sequence.pt")
-    record = {"split": args.split, "teachers": args.teacher, "epochs": log, **results}
+    record = {"split": args.split, "teachers": args.teacher, "sequence_teachers": args.sequence_teacher,
+              "distill_weight": args.distill_weight if distillation else None, "epochs": log, **results}
     (out / "metrics.json").write_text(json.dumps(record, indent=1))
     print(json.dumps({name: value for name, value in results.items()}, indent=1))
 

@@ -261,28 +261,32 @@ def start_from(network: nn.Module, path: str, classes: list[str], spec: RasterSp
 
 def teacher_targets(
     teachers: Sequence[Guesser],
-    images: torch.Tensor,
+    images: torch.Tensor | None,
     temperature: float,
     sequence_teachers: Sequence[nn.Module] = (),
     sequences: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """The teachers' averaged probabilities for ``images``, softened by ``temperature``; the
     stroke-sequence teachers read the same views as ``sequences`` (padded, lengths) and count as
-    one teacher each.
+    one teacher each (``images`` may be ``None`` when there are only those).
 
     A Guesser returns ``softmax(z / T)`` (its own temperature ``T``, flip TTA included), so
     ``softmax(T · log p / τ) = softmax(z / τ)``.
     """
-    batch = images.detach().float().cpu().numpy()
-    answers = []
-    for teacher in teachers:
-        probs = np.maximum(teacher.probabilities_from_images(batch), np.finfo(np.float32).tiny)
-        answers.append(torch.softmax(torch.from_numpy(teacher.temperature * np.log(probs)) / temperature, 1))
+    if teachers and images is None:
+        raise ValueError("raster teachers need the views' images")
     if sequence_teachers and sequences is None:
         raise ValueError("stroke-sequence teachers need the views' sequences")
+    answers = []
+    for teacher in teachers:
+        assert images is not None
+        batch = images.detach().float().cpu().numpy()
+        probs = np.maximum(teacher.probabilities_from_images(batch), np.finfo(np.float32).tiny)
+        answers.append(torch.softmax(torch.from_numpy(teacher.temperature * np.log(probs)) / temperature, 1))
     with torch.no_grad():  # targets, not inference tensors: the loss keeps them for its gradient
         answers += [torch.softmax(t(*sequences).float() / temperature, 1) for t in sequence_teachers]
-    return torch.stack(answers).mean(0).to(images.device)
+    device = images.device if images is not None else sequences[0].device  # type: ignore[index]
+    return torch.stack(answers).mean(0).to(device)
 
 
 def distillation_loss(
