@@ -24,6 +24,10 @@ README)::
     python -m training.sequence --epochs 50 --minutes 0 --teacher runs/member-a/model.pt \
         runs/member-b/model.pt runs/member-c/model.pt runs/member-d/model.pt --out runs/sequence-kd
 
+Other members can teach one too (``--sequence-teacher``, on ONNX Runtime by default), so that a
+member learns several members' answers and still reads only the pen's path; both kinds of teacher
+can be given together, each counting once in the average.
+
 The simplified Quick, Draw! format keeps no timing, so the member sees order, not speed. The network,
 its features, exact ONNX form and checkpoint live in ``model.sequence``; ``attach`` writes a two-view
 checkpoint (raster network + member) that ``Guesser`` serves::
