@@ -9,7 +9,9 @@ A checkpoint is a ``torch.save`` dictionary with:
 - ``fingerprint``: sha256 of the classes and the input contract, so a tampered list is refused;
 - ``temperature``: the softmax temperature (calibration), 1.0 when not fitted;
 - ``training``: the training configuration; ``metrics``: what training measured;
-- ``state_dict``: the weights.
+- ``state_dict``: the weights;
+- for a two-view model, ``sequence_member`` (the stroke-sequence member's weights) and
+  ``sequence_training`` (how it was trained).
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def save_checkpoint(
 ) -> None:
     """Write a checkpoint (``half`` stores floating weights as float16 to halve the file).
 
-    ``sequence_member`` (``{"features", "max_steps", "state_dict"}``) makes it a two-view model: the
-    raster network and a stroke-sequence member (:mod:`model.sequence`) whose answers are averaged."""
+    ``sequence_member`` (``{"features", "max_steps", "state_dict"}``, optionally ``"training"``: how
+    the member was trained, kept as ``sequence_training``) makes it a two-view model: the raster
+    network and a stroke-sequence member (:mod:`model.sequence`) whose answers are averaged."""
     sequence = None if sequence_member is None else {
         "features": int(sequence_member["features"]), "max_steps": int(sequence_member["max_steps"])
     }
@@ -90,6 +93,7 @@ def save_checkpoint(
     }
     if sequence_member is not None:
         payload["sequence_member"] = _stored(sequence_member["state_dict"], half)
+        payload["sequence_training"] = dict(sequence_member.get("training") or {})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(payload, path)

@@ -176,11 +176,24 @@ class SequenceMember:
         return out
 
 
-def save_member(network: StrokeSequenceNet, classes: list[str], path: Path | str) -> None:
-    """Write a member checkpoint: its weights, class list and the sequence format it reads."""
+def save_member(
+    network: StrokeSequenceNet, classes: list[str], path: Path | str, training: dict | None = None
+) -> None:
+    """Write a member checkpoint: its weights, class list, the sequence format it reads and how it
+    was trained (``training``: plain JSON values, e.g. its epochs, seed and teachers)."""
     payload = {"kind": "stroke-sequence", "state_dict": network.state_dict(), "classes": list(classes),
-               "features": FEATURES, "max_steps": MAX_STEPS}
+               "features": FEATURES, "max_steps": MAX_STEPS, "training": dict(training or {})}
     torch.save(payload, path)
+
+
+def member_training(path: Path | str) -> dict:
+    """How a member saved by :func:`save_member` was trained (empty for a file that does not say)."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
+        raise CheckpointError(f"{path}: cannot be read as a stroke-sequence member ({error})") from None
+    record = payload.get("training") if isinstance(payload, dict) else None
+    return dict(record) if isinstance(record, dict) else {}
 
 
 def load_member(path: Path | str, classes: list[str] | None = None) -> StrokeSequenceNet:

@@ -10,8 +10,9 @@ import torch
 
 from model import CheckpointError, Guesser
 from model.checkpoint import read_checkpoint, save_checkpoint
-from model.sequence import StrokeSequenceNet, featurize, load_member, save_member
+from model.sequence import StrokeSequenceNet, featurize, load_member, member_training, save_member
 from tests.conftest import FIXTURE_WORDS, shape
+from training.model_card import refresh
 from training.prepare import prepare_cached
 from training.sequence import Distillation, collate, compare, predict, train_member
 from training.train import check_config, parse_config, teacher_targets, train
@@ -145,6 +146,17 @@ def test_the_command_line_trains_a_taught_member(
           "--out", str(tmp_path / "kd")])  # fmt: skip
     assert json.loads((tmp_path / "kd" / "metrics.json").read_text())["teachers"] == [str(tiny_checkpoint)]
     assert load_member(tmp_path / "kd" / "sequence.pt", FIXTURE_WORDS) is not None
+    record = member_training(tmp_path / "kd" / "sequence.pt")
+    assert record["teachers"] == [str(tiny_checkpoint)] and record["distill_weight"] == 0.7
+    assert record["epochs"] == 1 and record["seed"] == 0
+    # attached, the pair keeps how its member was trained, and its model card tells it
+    main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "kd" / "sequence.pt"),
+          "--out", str(tmp_path / "pair" / "model.pt")])  # fmt: skip
+    payload = torch.load(tmp_path / "pair" / "model.pt", weights_only=True)
+    assert payload["sequence_training"] == record
+    refresh(tmp_path / "pair" / "model.pt", fixture_data, cache=tmp_path / "cache" / "all")
+    card = (tmp_path / "pair" / "MODEL_CARD.md").read_text()
+    assert f"1 epoch (seed 0), taught by 1 model(s) (`{tiny_checkpoint}`): weight 0.7" in card
 
 
 def test_another_member_teaches_a_member_on_the_command_line(fixture_data: Path, tmp_path: Path) -> None:

@@ -81,18 +81,36 @@ def _distillation(config: Any) -> str:
     return "\n" + " ".join(parts) if parts else ""
 
 
-def _member(member: nn.Module | None) -> str:
-    """The card's sentence on a two-view model's stroke-sequence member (empty for none)."""
+def _member(member: nn.Module | None, training: dict | None = None) -> str:
+    """The card's sentence on a two-view model's stroke-sequence member (empty for none), with how
+    it was trained when its checkpoint says (``sequence_training``)."""
     if member is None:
         return ""
     params = sum(p.numel() for p in member.parameters())
     return (
         "\nA **two-view model**: its answers are the average of this network's and a stroke-sequence "
         f"member's ({params:,} parameters: 1-D convolutions and a bidirectional GRU over the pen's path, "
-        "trained by `python -m training.sequence` on the same split, attached with `python -m "
-        "training.sequence attach`; the Training line below is the raster network's). The metrics "
-        "are the pair's."
+        f"trained by `python -m training.sequence` on the same split{_member_recipe(training or {})}, "
+        "attached with `python -m training.sequence attach`; the Training line below is the raster "
+        "network's). The metrics are the pair's."
     )
+
+
+def _member_recipe(training: dict) -> str:
+    """``, 50 epochs (seed 0), taught by …`` from a member's training record (empty when unknown)."""
+    if not training:
+        return ""
+    epochs = training.get("epochs")
+    text = f", {epochs} epoch{'s' * (epochs != 1)} (seed {training.get('seed', 0)})" if epochs else ""
+    teachers = [*training.get("teachers", []), *training.get("sequence_teachers", [])]
+    if teachers:
+        names = ", ".join(f"`{t}`" for t in teachers)
+        text += (
+            f", taught by {len(teachers)} model(s) ({names}): weight {training.get('distill_weight')} on "
+            f"their averaged answers softened at temperature {training.get('distill_temperature')}, "
+            "the rest on the labels"
+        )
+    return text
 
 
 def write_model_card(
@@ -104,9 +122,11 @@ def write_model_card(
     temperature: float = 1.0,
     member: nn.Module | None = None,
     pair_temperature: float = 1.0,
+    member_training: dict | None = None,
 ) -> None:
     """Fill the card template from a run's settings, data metadata and metrics (``member``: the
-    stroke-sequence member of a two-view model, whose metrics these are with the network's)."""
+    stroke-sequence member of a two-view model, whose metrics these are with the network's;
+    ``member_training``: how it was trained)."""
     split = meta["per_split"]
     text = CARD.format(
         classes=len(meta["classes"]),
@@ -115,7 +135,7 @@ def write_model_card(
         architecture=config.architecture,
         kwargs=config.architecture_kwargs(),
         params=sum(p.numel() for p in network.parameters()),
-        member=_member(member),
+        member=_member(member, member_training),
         source=Path(meta["source"]).name,
         drawings=meta["drawings"],
         train=split["train"] + split["dev"],
@@ -201,6 +221,7 @@ def refresh(
         payload.get("temperature", 1.0),
         guesser.member.network if guesser.member is not None else None,
         guesser.pair_temperature,
+        payload.get("sequence_training"),
     )
     return payload["metrics"]
 

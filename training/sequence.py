@@ -63,6 +63,7 @@ from model.sequence import (
     StrokeSequenceNet,
     featurize,
     load_member,
+    member_training,
     pad_sequences,
     save_member,
 )
@@ -250,6 +251,7 @@ def attach_member(model: Path | str, member: Path | str, out: Path | str) -> Pat
     The raster part keeps its weights, temperature, training record and metrics."""
     payload = read_checkpoint(model)
     network = load_member(member, payload["classes"])
+    record = member_training(member)
     half = any(t.dtype == torch.float16 for t in payload["state_dict"].values())
     save_checkpoint(
         out,
@@ -262,7 +264,8 @@ def attach_member(model: Path | str, member: Path | str, out: Path | str) -> Pat
         metrics=payload.get("metrics"),
         temperature=payload.get("temperature", 1.0),
         half=half,
-        sequence_member={"features": FEATURES, "max_steps": MAX_STEPS, "state_dict": network.state_dict()},
+        sequence_member={"features": FEATURES, "max_steps": MAX_STEPS, "state_dict": network.state_dict(),
+                         "training": record},
     )
     return Path(out)
 
@@ -327,7 +330,11 @@ def main(argv: list[str] | None = None) -> None:
     results = compare(network, raster, data, args.split) if raster is not None else {}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    save_member(network, data.classes, out / "sequence.pt")
+    training = {"epochs": len(log), "seed": args.seed, "minutes": args.minutes}
+    if distillation is not None:
+        training.update(teachers=args.teacher, sequence_teachers=args.sequence_teacher,
+                        distill_weight=args.distill_weight, distill_temperature=args.distill_temperature)
+    save_member(network, data.classes, out / "sequence.pt", training)
     record = {"split": args.split, "teachers": args.teacher, "sequence_teachers": args.sequence_teacher,
               "distill_weight": args.distill_weight if distillation else None, "epochs": log, **results}
     (out / "metrics.json").write_text(json.dumps(record, indent=1))
