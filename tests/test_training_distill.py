@@ -182,3 +182,7 @@ def test_every_preset_reads_and_the_shipped_student_has_its_members() -> None:
         assert f"--preset {made[path]}" in train_target
     last_member = max(train_target.index(f"--preset {made[path]}") for path in needed)
     assert train_target.rindex("--preset shipped") > last_member
+    # the stroke-sequence member is taught by the same four members, so it starts once they exist
+    teachers = makefile.split("\nTEACHERS := ", 1)[1].split("\n", 1)[0].split()
+    assert teachers == list(student.teacher) and "--teacher $(TEACHERS)" in makefile
+    assert train_target.index("$(MEMBER)") > last_member
