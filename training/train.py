@@ -39,7 +39,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -263,7 +263,7 @@ def teacher_targets(
     teachers: Sequence[Guesser],
     images: torch.Tensor | None,
     temperature: float,
-    sequence_teachers: Sequence[nn.Module] = (),
+    sequence_teachers: Sequence[Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = (),
     sequences: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """The teachers' averaged probabilities for ``images``, softened by ``temperature``; the
@@ -278,9 +278,8 @@ def teacher_targets(
     if sequence_teachers and sequences is None:
         raise ValueError("stroke-sequence teachers need the views' sequences")
     answers = []
+    batch = images.detach().float().cpu().numpy() if teachers and images is not None else None
     for teacher in teachers:
-        assert images is not None
-        batch = images.detach().float().cpu().numpy()
         probs = np.maximum(teacher.probabilities_from_images(batch), np.finfo(np.float32).tiny)
         answers.append(torch.softmax(torch.from_numpy(teacher.temperature * np.log(probs)) / temperature, 1))
     with torch.no_grad():  # targets, not inference tensors: the loss keeps them for its gradient
