@@ -10,14 +10,17 @@ A checkpoint is a ``torch.save`` dictionary with:
 - ``temperature``: the softmax temperature (calibration), 1.0 when not fitted;
 - ``training``: the training configuration; ``metrics``: what training measured;
 - ``state_dict``: the weights;
-- for a two-view model, ``sequence_member`` (the stroke-sequence member's weights) and
-  ``sequence_training`` (how it was trained).
+- for a two-view model, ``sequence_members`` (the weights of its stroke-sequence members, one or
+  more, averaged) and ``sequence_training`` (how each was trained, in the same order); files written
+  before committees hold one member as ``sequence_member`` and its record as a dict, and still load
+  (:func:`sequence_members`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,16 +71,18 @@ def save_checkpoint(
     metrics: dict[str, Any] | None = None,
     temperature: float = 1.0,
     half: bool = False,
-    sequence_member: dict[str, Any] | None = None,
+    sequence_members: Sequence[dict[str, Any]] = (),
 ) -> None:
     """Write a checkpoint (``half`` stores floating weights as float16 to halve the file).
 
-    ``sequence_member`` (``{"features", "max_steps", "state_dict"}``, optionally ``"training"``: how
-    the member was trained, kept as ``sequence_training``) makes it a two-view model: the raster
-    network and a stroke-sequence member (:mod:`model.sequence`) whose answers are averaged."""
-    sequence = None if sequence_member is None else {
-        "features": int(sequence_member["features"]), "max_steps": int(sequence_member["max_steps"])
-    }
+    ``sequence_members`` (each ``{"features", "max_steps", "state_dict"}``, optionally ``"training"``:
+    how the member was trained, kept in ``sequence_training``) makes it a two-view model: the raster
+    network and stroke-sequence members (:mod:`model.sequence`); the members' answers are averaged
+    into the sequence view, which is averaged with the raster network's."""
+    forms = {(int(m["features"]), int(m["max_steps"])) for m in sequence_members}
+    if len(forms) > 1:
+        raise CheckpointError(f"the members read different sequence formats: {sorted(forms)}")
+    sequence = None if not forms else dict(zip(("features", "max_steps"), forms.pop(), strict=True))
     contract = make_input_contract(spec, sequence)
     weights = _stored(state_dict, half)
     payload = {
@@ -91,9 +96,9 @@ def save_checkpoint(
         "metrics": metrics or {},
         "state_dict": weights,
     }
-    if sequence_member is not None:
-        payload["sequence_member"] = _stored(sequence_member["state_dict"], half)
-        payload["sequence_training"] = dict(sequence_member.get("training") or {})
+    if sequence_members:
+        payload["sequence_members"] = [_stored(m["state_dict"], half) for m in sequence_members]
+        payload["sequence_training"] = [dict(m.get("training") or {}) for m in sequence_members]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(payload, path)
@@ -136,9 +141,29 @@ def read_checkpoint(
             f"{len(expected_classes)} classes; missing e.g. {missing}, unexpected e.g. {extra}, "
             "or a different order)"
         )
-    if "sequence" in contract and not isinstance(payload.get("sequence_member"), dict):
+    if "sequence" in contract and not sequence_members(payload):
         raise CheckpointError(f"{path}: a two-view input contract without its stroke-sequence member")
     if expected_raster is not None and expected_raster != spec:
         raise CheckpointError(f"{path}: raster spec {spec} does not match expected {expected_raster}")
     payload["raster_spec"] = spec
     return payload
+
+
+def sequence_members(payload: dict[str, Any]) -> list[dict[str, torch.Tensor]]:
+    """The stroke-sequence members' weights of a checkpoint's payload (empty for a raster-only one);
+    also reads a file written before committees (one ``sequence_member``)."""
+    members = payload.get("sequence_members")
+    if members is None and isinstance(payload.get("sequence_member"), dict):
+        members = [payload["sequence_member"]]
+    if not isinstance(members, list) or not all(isinstance(m, dict) for m in members):
+        return []
+    return members
+
+
+def sequence_training(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """How each stroke-sequence member of a checkpoint was trained, in order (empty records when the
+    file does not say)."""
+    records = payload.get("sequence_training")
+    records = [records] if isinstance(records, dict) else list(records or [])
+    count = len(sequence_members(payload))
+    return [dict(r) if isinstance(r, dict) else {} for r in records[:count]] + [{}] * (count - len(records))

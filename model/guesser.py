@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.checkpoint import CheckpointError, read_checkpoint
+from model.checkpoint import CheckpointError, read_checkpoint, sequence_members
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
 from model.runtime import CHUNK, BackendError, Runner, default_backend, select_runner, torch_runner
@@ -55,7 +55,7 @@ class Guesser:
     ``network`` is the float PyTorch module (the reference); ``runner``, when given, computes the
     logits instead (e.g. ONNX Runtime, see :mod:`model.runtime`) and ``backend`` names it. With a
     ``member`` (a two-view model) the probabilities are the average of the raster network's and the
-    stroke-sequence member's."""
+    stroke-sequence view's (itself the average of one or more members)."""
 
     def __init__(
         self,
@@ -352,18 +352,23 @@ def _restrict(probs: np.ndarray, candidates: np.ndarray | None) -> tuple[np.ndar
 
 
 def _sequence_member(path: Path, payload: dict[str, Any], backend: str, fallback: bool) -> SequenceMember:
-    """The stroke-sequence member of a two-view checkpoint, on ONNX Runtime unless ``backend`` is torch
-    (``fallback``: on PyTorch when ONNX Runtime cannot run it, as the ``auto`` back-end does)."""
+    """The stroke-sequence view of a two-view checkpoint (its members, averaged), on ONNX Runtime
+    unless ``backend`` is torch (``fallback``: on PyTorch when ONNX Runtime cannot run it, as the
+    ``auto`` back-end does)."""
     form = payload["input_contract"]["sequence"]
     if form != {"features": FEATURES, "max_steps": MAX_STEPS}:
         expected = f"{FEATURES} features, {MAX_STEPS} steps"
         raise CheckpointError(f"{path}: its member reads sequences {form}, this version {expected}")
-    network = StrokeSequenceNet(len(payload["classes"]))
+    networks = []
+    for weights in sequence_members(payload):
+        network = StrokeSequenceNet(len(payload["classes"]))
+        try:
+            network.load_state_dict({k: v.float() for k, v in weights.items()})
+        except (RuntimeError, TypeError, AttributeError) as error:
+            message = f"{path}: the stroke-sequence member's weights do not fit: {error}"
+            raise CheckpointError(message) from error
+        networks.append(network)
     try:
-        network.load_state_dict({k: v.float() for k, v in payload["sequence_member"].items()})
-    except (RuntimeError, TypeError, AttributeError) as error:
-        raise CheckpointError(f"{path}: the stroke-sequence member's weights do not fit: {error}") from error
-    try:
-        return SequenceMember(network, "torch" if backend == "torch" else "onnx", fallback)
+        return SequenceMember(networks, "torch" if backend == "torch" else "onnx", fallback)
     except BackendError as error:
         raise CheckpointError(f"{path}: {error}") from error

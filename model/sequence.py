@@ -1,7 +1,8 @@
 """The stroke-sequence member at inference: a drawing read as the pen's path in order (features),
 the network (1-D convolutions, a bidirectional GRU, mean and max over the points), its exact ONNX form
 and its checkpoint. Trained by ``training.sequence``; a two-view checkpoint (the shipped one) carries
-one beside its raster network, and ``Guesser`` averages the two."""
+one or more beside its raster network: ``Guesser`` averages the members into the sequence view, then
+the sequence view with the raster network."""
 
 from __future__ import annotations
 
@@ -116,10 +117,23 @@ class ExportableMember(nn.Module):
         return torch.softmax(self.network.classify(out, mask, lengths), dim=1)
 
 
-def member_onnx_bytes(network: StrokeSequenceNet) -> bytes:
-    """The member as an ONNX graph (inputs ``sequences`` ``(n, steps, FEATURES)`` float32 and
-    ``lengths`` ``(n,)`` int64; output ``probabilities``), for ONNX Runtime."""
-    exportable = ExportableMember(network.eval()).eval()
+class ExportableCommittee(nn.Module):
+    """Several members as one graph: the average of their probabilities (one member: its own)."""
+
+    def __init__(self, networks: Sequence[StrokeSequenceNet]):
+        super().__init__()
+        self.members = nn.ModuleList(ExportableMember(network.eval()).eval() for network in networks)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Averaged probabilities for padded sequences ``x`` ``(n, steps, FEATURES)``."""
+        outputs = [member(x, lengths) for member in self.members]
+        return outputs[0] if len(outputs) == 1 else torch.stack(outputs).mean(0)
+
+
+def member_onnx_bytes(networks: Sequence[StrokeSequenceNet]) -> bytes:
+    """The members as one ONNX graph averaging their probabilities (inputs ``sequences`` ``(n, steps,
+    FEATURES)`` float32 and ``lengths`` ``(n,)`` int64; output ``probabilities``), for ONNX Runtime."""
+    exportable = ExportableCommittee(networks).eval()
     example = (torch.zeros(2, 8, FEATURES), torch.tensor([8, 5]))
     buffer = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter (as model.runtime): deprecated, not removed
@@ -132,27 +146,39 @@ def member_onnx_bytes(network: StrokeSequenceNet) -> bytes:
     return buffer.getvalue()
 
 
-_EXPORTED: dict[str, bytes] = {}  # member weights' sha256 → its ONNX graph
+_EXPORTED: dict[tuple[str, ...], bytes] = {}  # the members' weights sha256 → their ONNX graph
 
 
 class SequenceMember:
-    """The member at inference: probabilities for featurized drawings, sorted by length and run in
-    small groups (little padding; 4,700 drawings/s on one core in calls of 512, 4,000 in calls of 16).
-    ``backend`` ``onnx`` (ONNX Runtime, the exact form above; exported at load)
-    or ``torch`` (the reference). Thread-safe."""
+    """The stroke-sequence view at inference: one member network, or several whose probabilities are
+    averaged (in one ONNX graph). Drawings are sorted by length and run in small groups (little
+    padding; 4,700 drawings/s on one core for one member in calls of 512, 4,000 in calls of 16).
+    ``backend`` ``onnx`` (ONNX Runtime, the exact form above; exported at load) or ``torch`` (the
+    reference). Thread-safe."""
 
     GROUP = 4  # measured: 4 drawings of similar length per call beat 16 (2.2k/s) and 64 (1.4k/s)
 
-    def __init__(self, network: StrokeSequenceNet, backend: str = "onnx", fallback: bool = False) -> None:
+    def __init__(
+        self,
+        networks: StrokeSequenceNet | Sequence[StrokeSequenceNet],
+        backend: str = "onnx",
+        fallback: bool = False,
+    ) -> None:
         """``fallback``: when the ONNX export or session fails, run on PyTorch (``backend`` then says
         ``torch``) instead of raising :class:`model.runtime.BackendError`."""
-        self.network, self.backend, self._session = network.eval(), backend, None
+        self.networks = [networks] if isinstance(networks, StrokeSequenceNet) else list(networks)
+        if not self.networks:
+            raise ValueError("a stroke-sequence view needs at least one member network")
+        for network in self.networks:
+            network.eval()
+        self.classes = self.networks[0].head[-1].out_features
+        self.backend, self._session = backend, None
         if backend != "onnx":
             return
         try:
-            key = weights_sha256(self.network)
+            key = tuple(weights_sha256(network) for network in self.networks)
             if key not in _EXPORTED:  # a process that loads one model many times exports it once
-                _EXPORTED[key] = member_onnx_bytes(self.network)
+                _EXPORTED[key] = member_onnx_bytes(self.networks)
             self._session = onnx_session(_EXPORTED[key])
         except Exception as error:  # noqa: BLE001 - the exporter and ONNX Runtime raise their own types
             if not fallback:
@@ -164,12 +190,13 @@ class SequenceMember:
         if self._session is not None:
             return self._session.run(None, {"sequences": batch.numpy(), "lengths": lengths.numpy()})[0]
         with torch.inference_mode():
-            return torch.softmax(self.network(batch, lengths), dim=1).numpy()
+            probabilities = [torch.softmax(network(batch, lengths), dim=1) for network in self.networks]
+            return torch.stack(probabilities).mean(0).numpy()
 
     def probabilities(self, sequences: Sequence[np.ndarray]) -> np.ndarray:
         """Class probabilities ``(n, classes)`` for featurized drawings (:func:`featurize`)."""
         order = np.argsort([len(seq) for seq in sequences], kind="stable")
-        out = np.empty((len(sequences), self.network.head[-1].out_features), dtype=np.float32)
+        out = np.empty((len(sequences), self.classes), dtype=np.float32)
         for start in range(0, len(order), self.GROUP):
             rows = order[start : start + self.GROUP]
             out[rows] = self._run(*pad_sequences([sequences[i] for i in rows]))

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from model import CheckpointError, Guesser, simplify_drawing, validate_drawing
+from model.checkpoint import sequence_training
 from model.sequence import (
     FEATURES,
     StrokeSequenceNet,
@@ -65,7 +66,7 @@ def test_the_onnx_member_gives_the_packed_network_s_answers_on_a_padded_batch() 
     drawings = [[rng.uniform(0, 255, (n, 2)), rng.uniform(0, 255, (3, 2))] for n in (2, 9, 30, 4)]
     expected = probabilities(network, [featurize(d) for d in drawings])
     x, lengths = pad_sequences([featurize(d) for d in drawings])
-    session = ort.InferenceSession(member_onnx_bytes(network), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(member_onnx_bytes([network]), providers=["CPUExecutionProvider"])
     got = session.run(None, {"sequences": x.numpy(), "lengths": lengths.numpy()})[0]
     assert got.shape == (4, 5)
     assert np.allclose(got, expected, atol=1e-5)
@@ -157,11 +158,11 @@ def test_a_two_view_checkpoint_missing_or_mismatching_its_member_is_refused(
 ) -> None:
     path, _ = two_view
     payload = torch.load(path, weights_only=True)
-    broken = dict(payload, sequence_member=None)
+    broken = dict(payload, sequence_members=None)
     torch.save(broken, tmp_path / "missing.pt")
     with pytest.raises(CheckpointError, match="without its stroke-sequence member"):
         Guesser.load(tmp_path / "missing.pt")
-    wrong = dict(payload, sequence_member={"head.1.weight": torch.zeros(3, 3)})
+    wrong = dict(payload, sequence_members=[{"head.1.weight": torch.zeros(3, 3)}])
     torch.save(wrong, tmp_path / "wrong.pt")
     with pytest.raises(CheckpointError, match="do not fit"):
         Guesser.load(tmp_path / "wrong.pt")
@@ -180,10 +181,10 @@ def test_the_member_is_exported_once_and_falls_back_to_pytorch_only_under_auto(
     Guesser.load(path, backend="onnx")  # exported (or already) once in this process
     calls = []
     real = sequence_module.member_onnx_bytes
-    monkeypatch.setattr(sequence_module, "member_onnx_bytes", lambda net: calls.append(1) or real(net))
+    monkeypatch.setattr(sequence_module, "member_onnx_bytes", lambda nets: calls.append(1) or real(nets))
     assert Guesser.load(path, backend="onnx").member.backend == "onnx" and calls == []  # cached
 
-    def broken(network: StrokeSequenceNet) -> bytes:
+    def broken(networks: list[StrokeSequenceNet]) -> bytes:
         raise RuntimeError("exporter unavailable")
 
     monkeypatch.setattr(sequence_module, "member_onnx_bytes", broken)
@@ -191,3 +192,45 @@ def test_the_member_is_exported_once_and_falls_back_to_pytorch_only_under_auto(
     assert Guesser.load(path, backend="auto").member.backend == "torch"  # still answers
     with pytest.raises(CheckpointError, match="cannot run on ONNX Runtime: exporter unavailable"):
         Guesser.load(path, backend="onnx")
+
+
+# -- a committee: several members averaged into one sequence view ---------------------------------
+def test_a_committee_of_members_is_averaged_into_one_sequence_view_on_both_back_ends(
+    tiny_checkpoint: Path, two_view: tuple[Path, StrokeSequenceNet], tmp_path: Path
+) -> None:
+    path, first = two_view
+    classes = Guesser.load(path, backend="torch").labels
+    torch.manual_seed(7)
+    second = StrokeSequenceNet(len(classes)).eval()
+    save_member(second, classes, tmp_path / "second.pt")
+    committee = attach_member(tiny_checkpoint, [path.parent / "sequence.pt", tmp_path / "second.pt"],
+                              tmp_path / "committee.pt")
+    raster = Guesser.load(tiny_checkpoint, backend="torch")
+    drawings = fixture_drawings(9)
+    sequences = [featurize(simplify_drawing(validate_drawing(d))) for d in drawings]
+    view = (probabilities(first, sequences) + probabilities(second, sequences)) / 2
+    expected = (raster.probabilities_from_images(np.stack([raster.prepare(d) for d in drawings])) + view) / 2
+    by_torch = Guesser.load(committee, backend="torch")
+    served = Guesser.load(committee, backend="onnx")
+    assert served.member is not None and served.member.backend == "onnx" and len(served.member.networks) == 2
+    for guesser in (by_torch, served):
+        got = guesser.probabilities_from_views([guesser.prepare_views(d) for d in drawings])
+        assert np.allclose(got, expected, atol=1e-5)
+    one_member = Guesser.load(path, backend="torch")
+    alone = one_member.probabilities_from_views([one_member.prepare_views(d) for d in drawings])
+    assert not np.allclose(alone, expected, atol=1e-4)  # the second member does change the answers
+
+
+def test_a_checkpoint_written_before_committees_still_loads(
+    two_view: tuple[Path, StrokeSequenceNet], tmp_path: Path
+) -> None:
+    path, _ = two_view
+    payload = torch.load(path, weights_only=True)
+    legacy = {k: v for k, v in payload.items() if k not in ("sequence_members", "sequence_training")}
+    legacy["sequence_member"], legacy["sequence_training"] = payload["sequence_members"][0], {"epochs": 2}
+    torch.save(legacy, tmp_path / "legacy.pt")
+    old, new = Guesser.load(tmp_path / "legacy.pt", backend="torch"), Guesser.load(path, backend="torch")
+    drawings = fixture_drawings(4)
+    got = old.probabilities_from_views([old.prepare_views(d) for d in drawings])
+    assert np.allclose(got, new.probabilities_from_views([new.prepare_views(d) for d in drawings]), atol=1e-6)
+    assert sequence_training(torch.load(tmp_path / "legacy.pt", weights_only=True)) == [{"epochs": 2}]

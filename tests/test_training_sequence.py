@@ -153,7 +153,7 @@ def test_the_command_line_trains_a_taught_member(
     main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "kd" / "sequence.pt"),
           "--out", str(tmp_path / "pair" / "model.pt")])  # fmt: skip
     payload = torch.load(tmp_path / "pair" / "model.pt", weights_only=True)
-    assert payload["sequence_training"] == record
+    assert payload["sequence_training"] == [record]
     refresh(tmp_path / "pair" / "model.pt", fixture_data, cache=tmp_path / "cache" / "all")
     card = (tmp_path / "pair" / "MODEL_CARD.md").read_text()
     assert f"1 epoch (seed 0), taught by 1 model(s) (`{tiny_checkpoint}`): weight 0.7" in card
@@ -202,6 +202,14 @@ def test_attach_on_the_command_line_writes_a_two_view_model_or_says_why_not(
           "--out", str(tmp_path / "pair.pt")])  # fmt: skip
     assert "wrote" in capsys.readouterr().out
     assert Guesser.load(tmp_path / "pair.pt").member is not None
+    torch.manual_seed(5)
+    save_member(StrokeSequenceNet(len(classes)), classes, tmp_path / "second.pt", {"epochs": 3, "seed": 5})
+    main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
+          str(tmp_path / "second.pt"), "--out", str(tmp_path / "committee.pt")])  # fmt: skip
+    committee = Guesser.load(tmp_path / "committee.pt", backend="torch")
+    assert committee.member is not None and len(committee.member.networks) == 2
+    records = torch.load(tmp_path / "committee.pt", weights_only=True)["sequence_training"]
+    assert records == [{}, {"epochs": 3, "seed": 5}]
     save_member(StrokeSequenceNet(3), ["a", "b", "c"], tmp_path / "other.pt")
     with pytest.raises(SystemExit, match="classes differ"):
         main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "other.pt"),

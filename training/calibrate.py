@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from model import Guesser
-from model.checkpoint import CheckpointError
+from model.checkpoint import CheckpointError, sequence_members
 from training.data import default_data_root
 from training.metrics import calibration
 from training.prepare import prepare_cached
@@ -103,7 +103,7 @@ def set_temperature(path: Path, temperature: float, source: str) -> None:
     """Rewrite a checkpoint with a new temperature (the weights and fingerprint stay as they are); for
     a two-view model, the temperature of the two views' average (``pair_temperature``)."""
     payload = torch.load(path, map_location="cpu", weights_only=True)
-    key = "pair_temperature" if "sequence_member" in payload else "temperature"
+    key = "pair_temperature" if sequence_members(payload) else "temperature"
     payload[key] = float(temperature)
     payload.setdefault("metrics", {})[f"{key}_source"] = source
     torch.save(payload, path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,18 +82,28 @@ def _distillation(config: Any) -> str:
     return "\n" + " ".join(parts) if parts else ""
 
 
-def _member(member: nn.Module | None, training: dict | None = None) -> str:
-    """The card's sentence on a two-view model's stroke-sequence member (empty for none), with how
-    it was trained when its checkpoint says (``sequence_training``)."""
-    if member is None:
+def _member(members: Sequence[nn.Module], trainings: Sequence[dict] = ()) -> str:
+    """The card's sentence on a two-view model's stroke-sequence member(s) (empty for none), with how
+    each was trained when its checkpoint says (``sequence_training``)."""
+    if not members:
         return ""
-    params = sum(p.numel() for p in member.parameters())
+    params = sum(p.numel() for p in members[0].parameters())
+    records = [*trainings, *[{}] * (len(members) - len(trainings))]
+    network = "1-D convolutions and a bidirectional GRU over the pen's path"
+    trained = "trained by `python -m training.sequence` on the same split"
+    if len(members) == 1:
+        recipe = _member_recipe(records[0])
+        who = f"a stroke-sequence member's ({params:,} parameters: {network}, {trained}{recipe}"
+    else:
+        recipes = "; ".join(f"member {i + 1}{_member_recipe(r) or ' (recipe not recorded)'}"
+                            for i, r in enumerate(records))
+        who = (f"a stroke-sequence view's, the average of {len(members)} members ({params:,} parameters "
+               f"each: {network}, {trained}: {recipes}")
+    whose = "the pair's" if len(members) == 1 else "the whole model's"
     return (
-        "\nA **two-view model**: its answers are the average of this network's and a stroke-sequence "
-        f"member's ({params:,} parameters: 1-D convolutions and a bidirectional GRU over the pen's path, "
-        f"trained by `python -m training.sequence` on the same split{_member_recipe(training or {})}, "
-        "attached with `python -m training.sequence attach`; the Training line below is the raster "
-        "network's). The metrics are the pair's."
+        f"\nA **two-view model**: its answers are the average of this network's and {who}, attached with "
+        "`python -m training.sequence attach`; the Training line below is the raster network's). "
+        f"The metrics are {whose}."
     )
 
 
@@ -120,13 +131,13 @@ def write_model_card(
     metrics: dict,
     network: nn.Module,
     temperature: float = 1.0,
-    member: nn.Module | None = None,
+    members: Sequence[nn.Module] = (),
     pair_temperature: float = 1.0,
-    member_training: dict | None = None,
+    members_training: Sequence[dict] = (),
 ) -> None:
-    """Fill the card template from a run's settings, data metadata and metrics (``member``: the
-    stroke-sequence member of a two-view model, whose metrics these are with the network's;
-    ``member_training``: how it was trained)."""
+    """Fill the card template from a run's settings, data metadata and metrics (``members``: the
+    stroke-sequence members of a two-view model, whose metrics these are with the network's;
+    ``members_training``: how each was trained)."""
     split = meta["per_split"]
     text = CARD.format(
         classes=len(meta["classes"]),
@@ -135,7 +146,7 @@ def write_model_card(
         architecture=config.architecture,
         kwargs=config.architecture_kwargs(),
         params=sum(p.numel() for p in network.parameters()),
-        member=_member(member, member_training),
+        member=_member(members, members_training),
         source=Path(meta["source"]).name,
         drawings=meta["drawings"],
         train=split["train"] + split["dev"],
@@ -155,7 +166,7 @@ def write_model_card(
         sps=metrics.get("train_samples_per_second", 0.0),
         temperature=temperature,
         temperature_source=metrics.get("temperature_source", "not fitted"),
-        pair_calibration="" if member is None else (
+        pair_calibration="" if not members else (
             f" The two views' average is softened at temperature {pair_temperature} "
             f"({metrics.get('pair_temperature_source', 'not fitted')})."
         ),
@@ -189,6 +200,7 @@ def refresh(
     import torch
 
     from model import Guesser
+    from model.checkpoint import sequence_training
     from training.data import default_data_root
     from training.metrics import headline_metrics
     from training.prepare import prepare_cached
@@ -219,9 +231,9 @@ def refresh(
         payload["metrics"],
         guesser.network,
         payload.get("temperature", 1.0),
-        guesser.member.network if guesser.member is not None else None,
+        guesser.member.networks if guesser.member is not None else (),
         guesser.pair_temperature,
-        payload.get("sequence_training"),
+        sequence_training(payload),
     )
     return payload["metrics"]
 

@@ -30,7 +30,8 @@ can be given together, each counting once in the average.
 
 The simplified Quick, Draw! format keeps no timing, so the member sees order, not speed. The network,
 its features, exact ONNX form and checkpoint live in ``model.sequence``; ``attach`` writes a two-view
-checkpoint (raster network + member) that ``Guesser`` serves::
+checkpoint (raster network + one or more members, the members averaged into one sequence view) that
+``Guesser`` serves::
 
     python -m training.sequence attach --model runs/shipped/model.pt --member runs/sequence/sequence.pt \
         --out runs/shipped/two-view.pt
@@ -54,7 +55,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from model import Guesser
-from model.checkpoint import read_checkpoint, save_checkpoint
+from model.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
 from model.raster import RasterSpec, rasterize
 from model.sequence import (
     FEATURES,
@@ -245,14 +246,21 @@ def compare(
     return results
 
 
-def attach_member(model: Path | str, member: Path | str, out: Path | str) -> Path:
-    """Write a two-view checkpoint: the raster model ``model`` with the member ``member`` (same
-    classes), whose probabilities ``Guesser`` averages (equal weights, as measured by :func:`compare`).
-    The raster part keeps its weights, temperature, training record and metrics."""
+def attach_member(model: Path | str, members: Path | str | Sequence[Path | str], out: Path | str) -> Path:
+    """Write a two-view checkpoint: the raster model ``model`` with one or more stroke-sequence
+    members (same classes). ``Guesser`` averages the members into the sequence view and that with the
+    raster network (equal weights, as measured by :func:`compare`). The raster part keeps its
+    weights, temperature, training record and metrics."""
     payload = read_checkpoint(model)
-    network = load_member(member, payload["classes"])
-    record = member_training(member)
+    paths = [members] if isinstance(members, (str, Path)) else list(members)
+    if not paths:
+        raise CheckpointError("attach needs at least one stroke-sequence member")
     half = any(t.dtype == torch.float16 for t in payload["state_dict"].values())
+    attached = [
+        {"features": FEATURES, "max_steps": MAX_STEPS, "training": member_training(path),
+         "state_dict": load_member(path, payload["classes"]).state_dict()}
+        for path in paths
+    ]
     save_checkpoint(
         out,
         architecture=payload["architecture"]["name"],
@@ -264,20 +272,21 @@ def attach_member(model: Path | str, member: Path | str, out: Path | str) -> Pat
         metrics=payload.get("metrics"),
         temperature=payload.get("temperature", 1.0),
         half=half,
-        sequence_member={"features": FEATURES, "max_steps": MAX_STEPS, "state_dict": network.state_dict(),
-                         "training": record},
+        sequence_members=attached,
     )
     return Path(out)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Command line: train a member, compare it with a raster model, write ``metrics.json``; or
-    ``attach --model M --member S --out O``: write the two-view checkpoint of the two."""
+    ``attach --model M --member S [S2 …] --out O``: write the two-view checkpoint of the raster model
+    and the member(s)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["attach"]:
         attach = argparse.ArgumentParser(prog="python -m training.sequence attach")
         attach.add_argument("--model", type=Path, required=True, help="raster checkpoint")
-        attach.add_argument("--member", type=Path, required=True, help="stroke-sequence member (sequence.pt)")
+        attach.add_argument("--member", type=Path, nargs="+", required=True,
+                            help="stroke-sequence member(s) (sequence.pt); several are averaged")
         attach.add_argument("--out", type=Path, required=True, help="the two-view checkpoint to write")
         args = attach.parse_args(argv[1:])
         run_command(lambda: print(f"wrote {attach_member(args.model, args.member, args.out)}"))
