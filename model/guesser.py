@@ -16,7 +16,7 @@ from model.checkpoint import CheckpointError, read_checkpoint, sequence_members
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
 from model.runtime import CHUNK, BackendError, Runner, default_backend, select_runner, torch_runner
-from model.sequence import FEATURES, MAX_STEPS, SequenceMember, StrokeSequenceNet, featurize
+from model.sequence import FEATURES, MAX_STEPS, SequenceMember, featurize, member_network
 from model.strokes import (
     MAX_POINTS,
     MAX_STROKES,
@@ -361,10 +361,9 @@ def _sequence_member(path: Path, payload: dict[str, Any], backend: str, fallback
         raise CheckpointError(f"{path}: its member reads sequences {form}, this version {expected}")
     networks = []
     for weights in sequence_members(payload):
-        network = StrokeSequenceNet(len(payload["classes"]))
         try:
-            network.load_state_dict({k: v.float() for k, v in weights.items()})
-        except (RuntimeError, TypeError, AttributeError) as error:
+            network = member_network(len(payload["classes"]), weights)
+        except (RuntimeError, TypeError, AttributeError, KeyError, IndexError) as error:
             message = f"{path}: the stroke-sequence member's weights do not fit: {error}"
             raise CheckpointError(message) from error
         networks.append(network)

@@ -90,6 +90,15 @@ class StrokeSequenceNet(nn.Module):
         return self.classify(out, mask, lengths)
 
 
+def member_network(num_classes: int, state_dict: dict[str, torch.Tensor]) -> StrokeSequenceNet:
+    """A member network with the given weights, its sizes (width, hidden) read from their shapes."""
+    width = int(state_dict["conv.1.0.weight"].shape[0])
+    hidden = int(state_dict["gru.weight_hh_l0"].shape[1])
+    network = StrokeSequenceNet(num_classes, width=width, hidden=hidden)
+    network.load_state_dict({k: v.float() for k, v in state_dict.items()})
+    return network.eval()
+
+
 class ExportableMember(nn.Module):
     """The same member without packed sequences, so ``torch.onnx.export`` can trace it: the GRU's
     backward direction runs forwards over each drawing reversed in place (padding stays at the end),
@@ -110,10 +119,10 @@ class ExportableMember(nn.Module):
         h, mask = self.network.encode(x, lengths)
         positions = torch.arange(x.shape[1])[None, :]
         mirror = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
-        mirror = mirror.unsqueeze(2).expand(-1, -1, h.shape[2])  # its own inverse
+        mirror = mirror.unsqueeze(2)  # its own inverse
         ahead, _ = self.forwards(h)
-        behind, _ = self.backwards(torch.gather(h, 1, mirror))
-        out = torch.cat([ahead, torch.gather(behind, 1, mirror)], dim=2)
+        behind, _ = self.backwards(torch.gather(h, 1, mirror.expand(-1, -1, h.shape[2])))
+        out = torch.cat([ahead, torch.gather(behind, 1, mirror.expand(-1, -1, behind.shape[2]))], dim=2)
         return torch.softmax(self.network.classify(out, mask, lengths), dim=1)
 
 
@@ -234,8 +243,7 @@ def load_member(path: Path | str, classes: list[str] | None = None) -> StrokeSeq
             raise CheckpointError(f"{path}: reads {payload['features']} features per point, not {FEATURES}")
         if classes is not None and list(payload["classes"]) != list(classes):
             raise CheckpointError(f"{path}: its classes differ from this run's")
-        network = StrokeSequenceNet(len(payload["classes"]))
-        network.load_state_dict(payload["state_dict"])
+        network = member_network(len(payload["classes"]), payload["state_dict"])
     except (OSError, RuntimeError, KeyError, TypeError, EOFError, pickle.UnpicklingError) as error:
         raise CheckpointError(f"{path}: cannot be read as a stroke-sequence member ({error})") from None
     return network.eval()

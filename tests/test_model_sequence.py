@@ -195,13 +195,13 @@ def test_the_member_is_exported_once_and_falls_back_to_pytorch_only_under_auto(
 
 
 # -- a committee: several members averaged into one sequence view ---------------------------------
-def test_a_committee_of_members_is_averaged_into_one_sequence_view_on_both_back_ends(
+def test_a_committee_of_members_of_any_size_is_averaged_into_one_sequence_view_on_both_back_ends(
     tiny_checkpoint: Path, two_view: tuple[Path, StrokeSequenceNet], tmp_path: Path
 ) -> None:
     path, first = two_view
     classes = Guesser.load(path, backend="torch").labels
     torch.manual_seed(7)
-    second = StrokeSequenceNet(len(classes)).eval()
+    second = StrokeSequenceNet(len(classes), width=16, hidden=24).eval()  # sizes read from the weights
     save_member(second, classes, tmp_path / "second.pt")
     committee = attach_member(tiny_checkpoint, [path.parent / "sequence.pt", tmp_path / "second.pt"],
                               tmp_path / "committee.pt")

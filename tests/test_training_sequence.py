@@ -215,3 +215,19 @@ def test_attach_on_the_command_line_writes_a_two_view_model_or_says_why_not(
         main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "other.pt"),
               "--out", str(tmp_path / "never.pt")])  # fmt: skip
     assert not (tmp_path / "never.pt").exists()
+
+
+def test_the_command_line_trains_a_member_of_another_size_and_refuses_absurd_sizes(
+    fixture_data: Path, tmp_path: Path
+) -> None:
+    from training.sequence import main
+
+    main(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1",
+          "--workers", "0", "--width", "16", "--hidden", "24", "--out", str(tmp_path / "small")])  # fmt: skip
+    network = load_member(tmp_path / "small" / "sequence.pt", FIXTURE_WORDS)
+    assert network.gru.hidden_size == 24 and network.conv[1][0].out_channels == 16
+    record = member_training(tmp_path / "small" / "sequence.pt")
+    assert record["width"] == 16 and record["hidden"] == 24
+    with pytest.raises(SystemExit, match="--width and --hidden"):
+        main(["--data", str(fixture_data), "--width", "4", "--out", str(tmp_path / "never")])
+    assert not (tmp_path / "never").exists()

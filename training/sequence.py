@@ -152,12 +152,14 @@ class OnnxSequenceTeacher:
 def train_member(
     data: PreparedData, minutes: float, epochs: int, seed: int = 0, lr: float = 3e-3,
     per_class: int = 32, batch_size: int = 128, workers: int = 1, distillation: Distillation | None = None,
+    width: int = 128, hidden: int = 128,
 ) -> tuple[StrokeSequenceNet, list[dict]]:
     """Train a member on the training split (validation held out) for ``epochs`` or ``minutes``,
     whichever ends first (the learning rate anneals over the budget, as in ``training.train``);
-    with ``distillation`` it also learns its teachers' softened answers."""
+    with ``distillation`` it also learns its teachers' softened answers. ``width`` and ``hidden``
+    size its convolutions and GRU (the shipped members: 128 and 128)."""
     torch.manual_seed(seed)
-    network = StrokeSequenceNet(len(data.classes))
+    network = StrokeSequenceNet(len(data.classes), width=width, hidden=hidden)
     optimizer = torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=0.05)
     loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
     pool = data.indices("train")
@@ -309,10 +311,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="onnx-int8: raster teachers' int8 copies and members on ONNX Runtime")
     parser.add_argument("--distill-weight", type=float, default=0.7)
     parser.add_argument("--distill-temperature", type=float, default=2.0)
+    parser.add_argument("--width", type=int, default=128, help="channels of the 1-D convolutions")
+    parser.add_argument("--hidden", type=int, default=128, help="GRU hidden size (each direction)")
     parser.add_argument("--out", default="runs/sequence")
     args = parser.parse_args(argv)
     if not 0.0 <= args.distill_weight <= 1.0 or args.distill_temperature <= 0:
         raise SystemExit("error: --distill-weight must lie in [0, 1] and --distill-temperature be > 0")
+    if not (8 <= args.width <= 512 and 8 <= args.hidden <= 512):
+        raise SystemExit("error: --width and --hidden must lie between 8 and 512")
     torch.set_num_threads(args.threads)
     root = default_data_root(args.data)
     data = prepare_cached(root, Path(args.cache) / "all", None)
@@ -334,12 +340,15 @@ def main(argv: list[str] | None = None) -> None:
         )
         distillation = Distillation(tuple(teachers), args.distill_weight, args.distill_temperature, members)
     network, log = train_member(
-        data, args.minutes, args.epochs, args.seed, workers=args.workers, distillation=distillation
+        data, args.minutes, args.epochs, args.seed, workers=args.workers, distillation=distillation,
+        width=args.width, hidden=args.hidden,
     )
     results = compare(network, raster, data, args.split) if raster is not None else {}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     training = {"epochs": len(log), "seed": args.seed, "minutes": args.minutes}
+    if (args.width, args.hidden) != (128, 128):
+        training.update(width=args.width, hidden=args.hidden)
     if distillation is not None:
         training.update(teachers=args.teacher, sequence_teachers=args.sequence_teacher,
                         distill_weight=args.distill_weight, distill_temperature=args.distill_temperature)
