@@ -31,10 +31,13 @@ def featurize(strokes: Sequence[np.ndarray], max_steps: int = MAX_STEPS) -> np.n
     parts = [np.asarray(s, dtype=np.float64).reshape(-1, 2) for s in strokes if len(s)]
     if not parts:
         return np.zeros((1, FEATURES), dtype=np.float32)
-    points = np.concatenate(parts)
-    starts = np.concatenate([np.eye(1, len(p), 0).ravel() for p in parts])
-    ends = np.concatenate([np.eye(1, len(p), len(p) - 1).ravel() for p in parts])
-    rank = np.concatenate([np.full(len(p), i / max(len(parts) - 1, 1)) for i, p in enumerate(parts)])
+    points = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    sizes = np.array([len(p) for p in parts])
+    stroke_ends = np.cumsum(sizes)  # one past each stroke's last point
+    starts, ends = np.zeros(len(points)), np.zeros(len(points))
+    starts[stroke_ends - sizes] = 1.0
+    ends[stroke_ends - 1] = 1.0
+    rank = np.repeat(np.arange(len(parts)) / max(len(parts) - 1, 1), sizes)
     if len(points) > max_steps:
         keep = np.linspace(0, len(points) - 1, max_steps).round().astype(int)
         points, starts, ends, rank = points[keep], starts[keep], ends[keep], rank[keep]
