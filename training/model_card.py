@@ -87,18 +87,21 @@ def _member(members: Sequence[nn.Module], trainings: Sequence[dict] = ()) -> str
     each was trained when its checkpoint says (``sequence_training``)."""
     if not members:
         return ""
-    params = sum(p.numel() for p in members[0].parameters())
+    sizes = [sum(p.numel() for p in member.parameters()) for member in members]
+    params = f"{sizes[0]:,} parameters" + ("" if len(members) == 1 else " each")
+    if len(set(sizes)) > 1:
+        params = " + ".join(f"{size:,}" for size in sizes) + " parameters"
     records = [*trainings, *[{}] * (len(members) - len(trainings))]
     network = "1-D convolutions and a bidirectional GRU over the pen's path"
     trained = "trained by `python -m training.sequence` on the same split"
     if len(members) == 1:
         recipe = _member_recipe(records[0])
-        who = f"a stroke-sequence member's ({params:,} parameters: {network}, {trained}{recipe}"
+        who = f"a stroke-sequence member's ({params}: {network}, {trained}{recipe}"
     else:
         recipes = "; ".join(f"member {i + 1}{_member_recipe(r) or ' (recipe not recorded)'}"
                             for i, r in enumerate(records))
-        who = (f"a stroke-sequence view's, the average of {len(members)} members ({params:,} parameters "
-               f"each: {network}, {trained}: {recipes}")
+        who = (f"a stroke-sequence view's, the average of {len(members)} members ({params}: {network}, "
+               f"{trained}: {recipes}")
     whose = "the pair's" if len(members) == 1 else "the whole model's"
     return (
         f"\nA **two-view model**: its answers are the average of this network's and {who}, attached with "
@@ -113,6 +116,8 @@ def _member_recipe(training: dict) -> str:
         return ""
     epochs = training.get("epochs")
     text = f", {epochs} epoch{'s' * (epochs != 1)} (seed {training.get('seed', 0)})" if epochs else ""
+    if "width" in training or "hidden" in training:
+        text += f", width {training.get('width', 128)}, hidden {training.get('hidden', 128)}"
     teachers = [*training.get("teachers", []), *training.get("sequence_teachers", [])]
     if teachers:
         names = ", ".join(f"`{t}`" for t in teachers)
