@@ -30,6 +30,9 @@ from model.strokes import (
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "griffon-default.pt"
 MAX_BATCH = 512
+# prepared once by Guesser.load, so the first player does not wait for the simplification kernels to
+# compile (about 8 s on a fresh install, then read from numba's on-disk cache in a fraction of a second)
+WARM_UP_DRAWING = [[[0, 40, 80], [0, 30, 0]], [[10, 70], [50, 50]]]
 
 
 @dataclass(frozen=True)
@@ -128,10 +131,12 @@ class Guesser:
         member = None
         if "sequence" in payload["input_contract"]:
             member = _sequence_member(path, payload, used, fallback=requested == "auto")
-        return cls(
+        guesser = cls(
             network, payload["classes"], spec, temperature, metadata, flip_tta, runner, used, member,
             payload.get("pair_temperature", 1.0),
         )
+        guesser.prepare_views(WARM_UP_DRAWING)  # compiles the preprocessing kernels (once per install)
+        return guesser
 
     # -- preprocessing -------------------------------------------------------------------------
     def prepare(self, drawing: Any) -> np.ndarray:

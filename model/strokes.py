@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numba
 import numpy as np
 
 MAX_POINTS = 10_000
@@ -115,35 +116,9 @@ def resample_corners(points: Stroke, spacing: float = 1.0) -> Stroke:
     samples is kept) at a cost bounded by the input's size, not by its length in pixels: a
     10,000-point zigzag spanning the canvas gives 20,000 candidates instead of 2.5 million samples.
     """
-    if len(points) < 2:
-        return points.copy()
-    delta = points[1:, :2] - points[:-1, :2]
-    arc = np.empty(len(points))  # arc length at each input point
-    arc[0] = 0.0
-    np.cumsum(np.sqrt((delta * delta).sum(axis=1)), out=arc[1:])
-    length = float(arc[-1])
-    if length <= spacing:
-        return points[[0, -1]].copy()
-    last = math.ceil(length / spacing) - 1  # index of the last regular sample, as np.arange counts
-    scaled = arc if spacing == 1.0 else arc / spacing
-    bounds = np.empty((len(points) - 1, 2))  # first and last sample index on each segment
-    np.ceil(scaled[:-1], out=bounds[:, 0])
-    np.minimum(np.floor(scaled[1:]), last, out=bounds[:, 1])
-    ks = bounds[bounds[:, 0] <= bounds[:, 1]].ravel()  # non-decreasing along the polyline
-    keep = np.empty(len(ks) + 1, dtype=bool)  # drop repeats; always keep the end point
-    keep[0] = keep[-1] = True
-    np.greater(ks[1:], ks[:-1], out=keep[1:-1])
-    samples = np.empty(len(ks) + 1)
-    samples[:-1] = ks if spacing == 1.0 else ks * spacing
-    samples[-1] = length
-    samples = samples[keep]
-    out = np.empty((len(samples), 2))
-    out[:, 0] = np.interp(samples, arc, points[:, 0])
-    out[:, 1] = np.interp(samples, arc, points[:, 1])
-    return out
-
-
-RDP_SMALL = 32  # intervals this short are scanned in plain Python (cheaper than numpy's call overhead)
+    points = np.ascontiguousarray(points[:, :2], dtype=np.float64)
+    out = np.empty((max(2 * len(points), 2), 2))
+    return out[: _corner_samples(points, spacing, out, 0)].copy()
 
 
 def rdp(points: Stroke, epsilon: float = RDP_EPSILON) -> Stroke:
@@ -154,52 +129,129 @@ def rdp(points: Stroke, epsilon: float = RDP_EPSILON) -> Stroke:
 
 
 def rdp_strokes(strokes: Sequence[Stroke], epsilon: float = RDP_EPSILON) -> list[Stroke]:
-    """Ramer–Douglas–Peucker simplification of every stroke, in one pass over the drawing.
+    """Ramer–Douglas–Peucker simplification of every stroke, in one compiled pass over the drawing.
 
-    Iterative: numpy scans long intervals, plain Python short ones (cheaper than numpy's call
-    overhead) — the same arithmetic either way, so the result does not depend on the split."""
+    Distances use the first two columns (to the chord's line, or to its start when the chord has
+    no length); further columns (e.g. times) are carried along."""
     if not strokes:
         return []
     every = np.concatenate(strokes) if len(strokes) > 1 else strokes[0]
-    xs, ys = every[:, 0], every[:, 1]
-    lx, ly = xs.tolist(), ys.tolist()
-    keep = np.zeros(len(every), dtype=bool)
-    ends = np.cumsum([len(s) for s in strokes])
-    starts = ends - np.array([len(s) for s in strokes])
-    keep[starts] = True
-    keep[ends - 1] = True
-    stack = [(int(first), int(last) - 1) for first, last in zip(starts, ends, strict=True)]
-    hypot = math.hypot
-    while stack:
-        first, last = stack.pop()
+    lengths = np.array([len(s) for s in strokes], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    xs = np.ascontiguousarray(every[:, 0], dtype=np.float64)
+    ys = np.ascontiguousarray(every[:, 1], dtype=np.float64)
+    keep = np.zeros(len(every), dtype=np.bool_)
+    _rdp_mark(xs, ys, starts, ends, float(epsilon), keep)
+    return [every[start:end][keep[start:end]] for start, end in zip(starts, ends, strict=True)]
+
+
+# -- compiled kernels (numba, cached on disk after the first run; each has a plain-Python twin as
+# ``kernel.py_func``, which the tests compare with it) -------------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def _corner_samples(points: np.ndarray, spacing: float, out: np.ndarray, at: int) -> int:
+    """Write :func:`resample_corners` of ``points`` (``(n, 2)``) into ``out[at:]``; return the end."""
+    n = points.shape[0]
+    if n < 2:
+        out[at : at + n] = points
+        return at + n
+    arc = np.empty(n)  # arc length at each input point
+    arc[0] = 0.0
+    total = 0.0
+    for i in range(1, n):
+        dx = points[i, 0] - points[i - 1, 0]
+        dy = points[i, 1] - points[i - 1, 1]
+        total += math.sqrt(dx * dx + dy * dy)
+        arc[i] = total
+    if total <= spacing:
+        out[at] = points[0]
+        out[at + 1] = points[n - 1]
+        return at + 2
+    last = math.ceil(total / spacing) - 1  # index of the last regular sample, as np.arange counts
+    samples = np.empty(2 * n - 1)
+    count = 0
+    for i in range(n - 1):  # the first and last sample on each segment, repeats dropped
+        low = math.ceil(arc[i] / spacing)
+        high = min(math.floor(arc[i + 1] / spacing), last)
+        if low <= high:
+            for k in (low, high):
+                if count == 0 or k * spacing > samples[count - 1]:
+                    samples[count] = k * spacing
+                    count += 1
+    samples[count] = total
+    count += 1
+    out[at : at + count, 0] = np.interp(samples[:count], arc, points[:, 0])
+    out[at : at + count, 1] = np.interp(samples[:count], arc, points[:, 1])
+    return at + count
+
+
+@numba.njit(cache=True, nogil=True)
+def _rdp_mark(
+    xs: np.ndarray, ys: np.ndarray, starts: np.ndarray, ends: np.ndarray, epsilon: float, keep: np.ndarray
+) -> None:
+    """Mark in ``keep`` the points RDP keeps in each stroke ``[starts[s], ends[s])``."""
+    stack = np.empty((len(xs) + len(starts), 2), dtype=np.int64)  # at most one interval per point
+    top = 0
+    for s in range(len(starts)):
+        if ends[s] > starts[s]:
+            keep[starts[s]] = True
+            keep[ends[s] - 1] = True
+            stack[top, 0] = starts[s]
+            stack[top, 1] = ends[s] - 1
+            top += 1
+    while top > 0:
+        top -= 1
+        first, last = stack[top, 0], stack[top, 1]
         if last - first < 2:
             continue
-        sx, sy = lx[first], ly[first]
-        dx, dy = lx[last] - sx, ly[last] - sy
-        norm = hypot(dx, dy)
-        if last - first <= RDP_SMALL:
-            best, index = -1.0, first
-            degenerate = norm < 1e-12
-            for i in range(first + 1, last):
-                if degenerate:
-                    distance = hypot(lx[i] - sx, ly[i] - sy)
-                else:
-                    distance = abs(dx * (ly[i] - sy) - dy * (lx[i] - sx)) / norm
-                if distance > best:
-                    best, index = distance, i
-        else:
-            inner_x, inner_y = xs[first + 1 : last], ys[first + 1 : last]
-            if norm < 1e-12:
-                distances = np.hypot(inner_x - sx, inner_y - sy)
+        sx, sy = xs[first], ys[first]
+        dx, dy = xs[last] - sx, ys[last] - sy
+        norm = math.hypot(dx, dy)
+        degenerate = norm < 1e-12
+        best, index = -1.0, first
+        for i in range(first + 1, last):
+            if degenerate:
+                distance = math.hypot(xs[i] - sx, ys[i] - sy)
             else:
-                distances = np.abs(dx * (inner_y - sy) - dy * (inner_x - sx)) / norm
-            offset = int(np.argmax(distances))
-            best, index = float(distances[offset]), first + 1 + offset
+                distance = abs(dx * (ys[i] - sy) - dy * (xs[i] - sx)) / norm
+            if distance > best:
+                best, index = distance, i
         if best > epsilon:
             keep[index] = True
-            stack.append((first, index))
-            stack.append((index, last))
-    return [every[start:end][keep[start:end]] for start, end in zip(starts, ends, strict=True)]
+            stack[top, 0], stack[top, 1] = first, index
+            stack[top + 1, 0], stack[top + 1, 1] = index, last
+            top += 2
+
+
+@numba.njit(cache=True, nogil=True)
+def _simplify(
+    every: np.ndarray, lengths: np.ndarray, min_x: float, min_y: float, scale: float, epsilon: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Align, scale, corner-resample and RDP every stroke of ``every`` (strokes of ``lengths``
+    points, back to back); returns the kept points and how many each stroke keeps."""
+    candidates = np.empty((2 * every.shape[0] + 1, 2))
+    starts = np.empty(len(lengths), dtype=np.int64)
+    ends = np.empty(len(lengths), dtype=np.int64)
+    at, read = 0, 0
+    for s in range(len(lengths)):
+        stroke = np.empty((lengths[s], 2))
+        for i in range(lengths[s]):
+            stroke[i, 0] = (every[read + i, 0] - min_x) * scale
+            stroke[i, 1] = (every[read + i, 1] - min_y) * scale
+        read += lengths[s]
+        starts[s] = at
+        at = _corner_samples(stroke, 1.0, candidates, at)
+        ends[s] = at
+    keep = np.zeros(at, dtype=np.bool_)
+    _rdp_mark(candidates[:at, 0].copy(), candidates[:at, 1].copy(), starts, ends, epsilon, keep)
+    counts = np.zeros(len(lengths), dtype=np.int64)
+    for s in range(len(lengths)):
+        for i in range(starts[s], ends[s]):
+            if keep[i]:
+                counts[s] += 1
+    return candidates[:at][keep], counts
 
 
 def drawing_frame(strokes: Sequence[Stroke]) -> tuple[float, float, float]:
@@ -220,9 +272,13 @@ def simplify_drawing(
     of a larger drawing on their own, as a live session does for each new stroke.
     """
     min_x, min_y, extent = frame if frame is not None else drawing_frame(strokes)
-    origin = np.array([min_x, min_y])
     scale = SIMPLIFIED_EXTENT / extent if extent > 0 else 1.0
-    return rdp_strokes([resample_corners((stroke - origin) * scale, 1.0) for stroke in strokes], epsilon)
+    every = np.concatenate(strokes)[:, :2] if len(strokes) > 1 else strokes[0][:, :2]
+    lengths = np.array([len(s) for s in strokes], dtype=np.int64)
+    every = np.ascontiguousarray(every, dtype=np.float64)
+    kept, counts = _simplify(every, lengths, min_x, min_y, scale, epsilon)
+    bounds = np.cumsum(counts)
+    return [kept[end - count : end] for end, count in zip(bounds.tolist(), counts.tolist(), strict=True)]
 
 
 def to_quickdraw(strokes: Sequence[Stroke], decimals: int = 0) -> list[list[list[float]]]:
@@ -243,12 +299,10 @@ LINE_BISECT_STEPS = 8
 
 def _line_segments(strokes: Sequence[np.ndarray], epsilon: float) -> list[np.ndarray]:
     """The non-degenerate segments of every stroke simplified at ``epsilon``, in drawing order."""
-    out = []
-    for stroke in strokes:
-        kept = rdp(stroke, epsilon)
-        for start, end in zip(kept[:-1], kept[1:], strict=True):
-            if np.hypot(*(end[:2] - start[:2])) > 0:
-                out.append(np.stack([start, end]))
+    out: list[np.ndarray] = []
+    for kept in rdp_strokes(strokes, epsilon):
+        moves = np.hypot(*(kept[1:, :2] - kept[:-1, :2]).T) > 0
+        out.extend(np.stack([kept[:-1][moves], kept[1:][moves]], axis=1))
     return out
 
 

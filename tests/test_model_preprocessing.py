@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model import strokes as strokes_module
 from model.raster import RasterSpec, rasterize, rasterize_reference
 from model.strokes import (
     MAX_POINTS,
@@ -21,6 +25,7 @@ from model.strokes import (
     resample,
     resample_corners,
     simplify_drawing,
+    straight_lines,
     validate_drawing,
 )
 from training.augment import AugmentConfig, augment, first_fraction, kontour_style, partial
@@ -104,19 +109,14 @@ def canvas_zigzag(n: int = MAX_POINTS) -> list:
     return [[np.where(i % 2 == 0, 0, 10_000).tolist(), i.tolist()]]
 
 
-def test_resampled_point_count_is_bounded_by_the_input_for_adversarial_drawings(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_resampled_point_count_is_bounded_by_the_input_for_adversarial_drawings() -> None:
     (stroke,) = scaled_like_simplification(canvas_zigzag())
     assert len(resample(stroke)) > 2_000_000  # what 1-pixel resampling would hand to RDP
-    handed: list[int] = []  # what the simplification hands to RDP (counted, not timed)
-    real = strokes_module.rdp_strokes
-    monkeypatch.setattr(
-        strokes_module, "rdp_strokes", lambda s, e: handed.append(sum(map(len, s))) or real(s, e)
-    )
+    handed = resample_corners(stroke)  # what the simplification hands to RDP instead
+    assert len(handed) <= 2 * MAX_POINTS + 1
     simplified = simplify_drawing(validate_drawing(canvas_zigzag()))
-    assert handed == [len(resample_corners(stroke))] and handed[0] <= 2 * MAX_POINTS + 1
-    assert 2 <= sum(len(s) for s in simplified) <= handed[0]
+    assert 2 <= sum(len(s) for s in simplified) <= len(handed)
+    assert np.array_equal(np.concatenate(simplified), rdp(handed))
 
 
 @settings(max_examples=40, deadline=None)
@@ -156,6 +156,47 @@ def test_rdp_over_a_drawing_equals_rdp_stroke_by_stroke() -> None:
     assert len(together) == len(strokes)
     for alone, joint in zip((rdp(s, 2.0) for s in strokes), together, strict=True):
         assert np.array_equal(alone, joint) and joint.shape[1] == 3
+
+
+PLAIN_PYTHON_SIMPLIFY = """
+import json, sys
+from model.strokes import simplify_drawing, straight_lines, validate_drawing
+drawings = [validate_drawing(d) for d in json.load(sys.stdin)]
+json.dump([[[s.tolist() for s in simplify_drawing(d)], [s.tolist() for s in straight_lines(d)]]
+           for d in drawings], sys.stdout)
+"""
+
+
+def test_compiled_kernels_compute_what_their_python_source_says() -> None:
+    """The same drawings through the numba-compiled kernels and through their Python source
+    (``NUMBA_DISABLE_JIT=1`` in a child process) give the same points, to the last bit."""
+    rng = np.random.default_rng(3)
+    tiny_stroke = [[[0, 300], [0, 0]], [[10, 10.5], [5, 5]]]  # shorter than one pixel once scaled
+    dot_beside = [[[0, 3, 3], [0, 0, 0]], [[9], [9]]]
+    drawings = [circle(), canvas_zigzag(300), tiny_stroke, dot_beside]
+    for _ in range(30):
+        sizes = rng.integers(1, 50, size=int(rng.integers(1, 6)))
+        scale = rng.uniform(1, 60)
+        drawings.append([np.cumsum(rng.normal(size=(2, n)) * scale, axis=1).tolist() for n in sizes])
+    child = subprocess.run(
+        [sys.executable, "-c", PLAIN_PYTHON_SIMPLIFY], input=json.dumps(drawings), capture_output=True,
+        text=True, check=False, env={**os.environ, "NUMBA_DISABLE_JIT": "1"}, cwd=Path(__file__).parents[1],
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    for drawing, (plain, plain_lines) in zip(drawings, json.loads(child.stdout), strict=True):
+        compiled = simplify_drawing(validate_drawing(drawing))
+        assert [s.tolist() for s in compiled] == plain
+        assert [s.tolist() for s in straight_lines(validate_drawing(drawing))] == plain_lines
+
+
+def test_simplification_equals_resampling_then_rdp_stroke_by_stroke() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        drawing = [np.cumsum(rng.normal(size=(int(rng.integers(1, 40)), 2)) * 9, axis=0) for _ in range(4)]
+        scaled = scaled_like_simplification([[s[:, 0].tolist(), s[:, 1].tolist()] for s in drawing])
+        expected = [rdp(resample_corners(stroke)) for stroke in scaled]
+        got = simplify_drawing(validate_drawing([[s[:, 0].tolist(), s[:, 1].tolist()] for s in drawing]))
+        assert all(np.array_equal(a, b) for a, b in zip(expected, got, strict=True))
 
 
 def centre_of_ink(image: np.ndarray) -> np.ndarray:
