@@ -175,9 +175,17 @@ class Guesser:
             raise ValueError("this model also reads the pen's path: prepare the drawings with Guesser.views")
         # The two networks run at once, the member on its own thread (both release the GIL): on two
         # cores a drawing waits for the slower of the two, not for their sum.
-        assert self._member_thread is not None  # made with the member
-        member = self._member_thread.submit(self.member.probabilities, [v.sequence for v in views])
-        average = (self._raster_probabilities(images) + member.result()) / 2
+        member = self._submit_member([v.sequence for v in views])
+        return self._combine(self._raster_probabilities(images), member.result())
+
+    def _submit_member(self, sequences: list[np.ndarray]) -> Future:
+        """The sequence view's probabilities, computed on the member's own thread (FIFO)."""
+        assert self._member_thread is not None and self.member is not None  # made with the member
+        return self._member_thread.submit(self.member.probabilities, sequences)
+
+    def _combine(self, raster: np.ndarray, member: np.ndarray) -> np.ndarray:
+        """A two-view model's answer: the two views' average, softened at ``pair_temperature``."""
+        average = (raster + member) / 2
         if self.pair_temperature == 1.0:
             return average
         softened = np.power(np.maximum(average, np.finfo(np.float32).tiny), 1.0 / self.pair_temperature)
@@ -220,10 +228,11 @@ class Guesser:
     def guess_batch(
         self, drawings: Sequence[Any], top_k: int = 3, candidates: Iterable[str] | None = None
     ) -> list[list[Guess]]:
-        """Guesses for many drawings (at most ``MAX_BATCH``), ``CHUNK`` rasters per network call.
+        """Guesses for many drawings (at most ``MAX_BATCH``), ``CHUNK`` drawings per network call.
 
-        The network classifies one chunk in a background thread while this thread prepares the
-        next (the network releases the GIL), so preprocessing and inference use one core each."""
+        The networks classify one chunk on background threads while this thread prepares the next
+        (they and the compiled simplification release the GIL), so preprocessing and inference
+        share the cores."""
         if top_k < 1:
             raise ValueError("top_k must be at least 1")
         if not 1 <= len(drawings) <= MAX_BATCH:
@@ -232,25 +241,34 @@ class Guesser:
         return [self.rank(row, top_k, chosen) for row in self._pipelined(drawings)]
 
     def _pipelined(self, drawings: Sequence[Any]) -> np.ndarray:
-        """Probabilities of every drawing, preparing chunk k + 1 while the network runs chunk k."""
-        if len(drawings) <= CHUNK:
-            return self.probabilities_from_views([self.prepare_views(d) for d in drawings])
-        if self._pipeline is None:
-            self._pipeline = ThreadPoolExecutor(1, thread_name_prefix="griffon-network")
-        parts: list[np.ndarray] = []
-        running: Future | None = None
+        """Probabilities of every drawing, each network starting as soon as its input is ready.
+
+        A two-view model's member starts on its own thread once a chunk is simplified, while this
+        thread rasterizes it; the raster network runs on a background thread while this thread
+        prepares the next chunk. Each network's thread takes its chunks in order, so nothing waits
+        until the last chunk is submitted."""
+        raster_parts: list[Future] = []
+        member_parts: list[Future] = []
         for start in range(0, len(drawings), CHUNK):
-            views = [self.prepare_views(d) for d in drawings[start : start + CHUNK]]
-            if running is not None:
-                parts.append(running.result())
-            running = self._pipeline.submit(self.probabilities_from_views, views)
-        parts.append(running.result())
-        return np.concatenate(parts)
+            simplified = [simplify_drawing(validate_drawing(d)) for d in drawings[start : start + CHUNK]]
+            if self.member is not None:
+                member_parts.append(self._submit_member([featurize(s) for s in simplified]))
+            images = np.stack([rasterize(s, self.spec) for s in simplified])
+            if len(drawings) <= CHUNK:  # one chunk: no next chunk to prepare, run it on this thread
+                raster = self._raster_probabilities(images)
+                return raster if self.member is None else self._combine(raster, member_parts[0].result())
+            if self._pipeline is None:
+                self._pipeline = ThreadPoolExecutor(1, thread_name_prefix="griffon-network")
+            raster_parts.append(self._pipeline.submit(self._raster_probabilities, images))
+        raster = np.concatenate([part.result() for part in raster_parts])
+        if self.member is None:
+            return raster
+        return self._combine(raster, np.concatenate([part.result() for part in member_parts]))
 
     def probabilities(self, drawing: Any, candidates: Iterable[str] | None = None) -> dict[str, float]:
         """Probability of every label (or of each candidate, renormalised) for one drawing."""
         chosen = self.candidate_indices(candidates)
-        return self.as_dict(self.probabilities_from_views([self.prepare_views(drawing)])[0], chosen)
+        return self.as_dict(self._pipelined([drawing])[0], chosen)
 
     def session(self, candidates: Iterable[str] | None = None, top_k: int = 5) -> GuessSession:
         """A live session that takes strokes one at a time."""
