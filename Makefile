@@ -38,36 +38,37 @@ test: setup system-deps lint
 bench: setup
 	$(PY) -m bench $(ARGS)
 
-# The shipped model (about 4 to 4 h 45 on 2 cores by the host's speed, estimated): ensemble members
-# A (a 75-minute budget) then C, beside B then D (one core each); then the stroke-sequence member,
-# taught by the four (weight 0.3, 50 epochs, two threads); then the student distilled from the four
-# raster members for 75 minutes (training/presets/*.yaml, training/sequence.py). To ship it:
-# make calibrate (writes runs/shipped/two-view.pt); cp runs/shipped/two-view.pt
-# model/weights/griffon-default.pt; python -m training.model_card --model
+# The shipped model (about 4 h 30 to 5 h on 2 cores by the host's speed, estimated): ensemble members
+# A (a 75-minute budget) then C, beside B then D then the untaught stroke-sequence member (seed 1),
+# one core each; then the stroke-sequence member taught by the four (weight 0.3, 50 epochs, two
+# threads); then the student distilled from the four raster members for 75 minutes
+# (training/presets/*.yaml, training/sequence.py). To ship it: make calibrate (writes
+# runs/shipped/two-view.pt: the student and the two stroke-sequence members); cp
+# runs/shipped/two-view.pt model/weights/griffon-default.pt; python -m training.model_card --model
 # model/weights/griffon-default.pt; python -m training.export
 TRAIN := $(VENV)/bin/griffon train $(if $(DATA),--data $(DATA))
 TEACHERS := runs/member-a/model.pt runs/member-b/model.pt runs/member-c/model.pt runs/member-d/model.pt
-MEMBER := $(PY) -m training.sequence $(if $(DATA),--data $(DATA)) --epochs 50 --minutes 0 --threads 2 \
-	--teacher $(TEACHERS) --distill-weight 0.3
+SEQUENCE := $(PY) -m training.sequence $(if $(DATA),--data $(DATA)) --epochs 50 --minutes 0
+MEMBER := $(SEQUENCE) --threads 2 --teacher $(TEACHERS) --distill-weight 0.3
+UNTAUGHT := $(SEQUENCE) --threads 1 --seed 1
 train: setup
 	($(TRAIN) --preset member-a && $(TRAIN) --preset member-c) & ac=$$!; \
-	  $(TRAIN) --preset member-b && $(TRAIN) --preset member-d; bd=$$?; \
-	  wait $$ac && test $$bd -eq 0
+	  $(TRAIN) --preset member-b && $(TRAIN) --preset member-d && $(UNTAUGHT) --out runs/sequence-untaught; \
+	  bd=$$?; wait $$ac && test $$bd -eq 0
 	$(MEMBER) --out runs/sequence
 	$(TRAIN) --preset shipped $(ARGS)
-
 # Softmax temperatures: member A's fitted on the dev band with a run of its recipe that held dev out,
-# then the student's matched to member A's probabilities on dev; then the stroke-sequence member is
-# attached (a two-view model) and the temperature of the two views' average matched on dev to the
-# student alone (training/calibrate.py).
+# then the student's matched to member A's probabilities on dev; then the two stroke-sequence members
+# are attached (a two-view model: the student 1/2, each member 1/4) and the temperature of the
+# average matched on dev to the student alone (training/calibrate.py).
 calibrate: setup
 	test -f runs/calibration/model.pt || $(TRAIN) --preset calibration
 	$(PY) -m training.calibrate --model runs/calibration/model.pt --split dev \
 		--apply-to runs/member-a/model.pt $(if $(DATA),--data $(DATA))
 	$(PY) -m training.calibrate --model runs/shipped/model.pt --match runs/member-a/model.pt \
 		$(if $(DATA),--data $(DATA))
-	$(PY) -m training.sequence attach --model runs/shipped/model.pt --member runs/sequence/sequence.pt \
-		--out runs/shipped/two-view.pt
+	$(PY) -m training.sequence attach --model runs/shipped/model.pt --out runs/shipped/two-view.pt \
+		--member runs/sequence-untaught/sequence.pt runs/sequence/sequence.pt
 	$(PY) -m training.calibrate --model runs/shipped/two-view.pt --match runs/shipped/model.pt \
 		$(if $(DATA),--data $(DATA))
 

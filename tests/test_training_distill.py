@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -186,3 +187,8 @@ def test_every_preset_reads_and_the_shipped_student_has_its_members() -> None:
     teachers = makefile.split("\nTEACHERS := ", 1)[1].split("\n", 1)[0].split()
     assert teachers == list(student.teacher) and "--teacher $(TEACHERS)" in makefile
     assert train_target.index("$(MEMBER)") > last_member
+    # `make calibrate` attaches every stroke-sequence member `make train` makes, and only those
+    made_members = re.findall(r"\$\((?:MEMBER|UNTAUGHT)\) --out ([^\s;]+)", train_target)
+    calibrate_target = makefile.split("\ncalibrate:", 1)[1].split("\n\n", 1)[0]
+    attached = calibrate_target.split("--member", 1)[1].split("\n", 1)[0].split()
+    assert len(made_members) == 2 and attached == [f"{out}/sequence.pt" for out in made_members]
