@@ -146,11 +146,21 @@ def rdp_strokes(strokes: Sequence[Stroke], epsilon: float = RDP_EPSILON) -> list
     return [every[start:end][keep[start:end]] for start, end in zip(starts, ends, strict=True)]
 
 
-# -- compiled kernels (numba, cached on disk after the first run; each has a plain-Python twin as
-# ``kernel.py_func``, which the tests compare with it) -------------------------------------------
+# -- compiled kernels (numba; each keeps its plain-Python source as ``kernel.py_func``, and the tests
+# compare the two) --------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True, nogil=True)
+def _kernel(function: Any) -> Any:
+    """``function`` compiled by numba, releasing the GIL, and cached on disk where numba can write
+    (beside this file, ``$NUMBA_CACHE_DIR`` or the user's cache folder). An install with no writable
+    place (a read-only image without a home) compiles it in memory at each start instead (~8 s)."""
+    try:
+        return numba.njit(cache=True, nogil=True)(function)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return numba.njit(nogil=True)(function)
+
+
+@_kernel
 def _corner_samples(points: np.ndarray, spacing: float, out: np.ndarray, at: int) -> int:
     """Write :func:`resample_corners` of ``points`` (``(n, 2)``) into ``out[at:]``; return the end."""
     n = points.shape[0]
@@ -187,7 +197,7 @@ def _corner_samples(points: np.ndarray, spacing: float, out: np.ndarray, at: int
     return at + count
 
 
-@numba.njit(cache=True, nogil=True)
+@_kernel
 def _rdp_mark(
     xs: np.ndarray, ys: np.ndarray, starts: np.ndarray, ends: np.ndarray, epsilon: float, keep: np.ndarray
 ) -> None:
@@ -225,7 +235,7 @@ def _rdp_mark(
             top += 2
 
 
-@numba.njit(cache=True, nogil=True)
+@_kernel
 def _simplify(
     every: np.ndarray, lengths: np.ndarray, min_x: float, min_y: float, scale: float, epsilon: float
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from model import strokes as strokes_module
 from model.raster import RasterSpec, rasterize, rasterize_reference
 from model.strokes import (
     MAX_POINTS,
@@ -187,6 +188,13 @@ def test_compiled_kernels_compute_what_their_python_source_says() -> None:
         compiled = simplify_drawing(validate_drawing(drawing))
         assert [s.tolist() for s in compiled] == plain
         assert [s.tolist() for s in straight_lines(validate_drawing(drawing))] == plain_lines
+
+
+def test_kernels_compile_without_a_disk_cache_where_none_can_be_written() -> None:
+    namespace: dict = {}
+    exec("def twice(x):\n    return 2 * x\n", namespace)  # no source file: numba cannot cache it
+    twice = strokes_module._kernel(namespace["twice"])
+    assert twice(21) == 42 and twice.py_func(4) == 8
 
 
 def test_simplification_equals_resampling_then_rdp_stroke_by_stroke() -> None:
