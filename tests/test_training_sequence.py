@@ -235,3 +235,26 @@ def test_the_command_line_trains_a_member_of_another_size_and_refuses_absurd_siz
     with pytest.raises(SystemExit, match="--width and --hidden"):
         main(["--data", str(fixture_data), "--width", "4", "--out", str(tmp_path / "never")])
     assert not (tmp_path / "never").exists()
+
+
+def test_augmentation_overrides_reach_the_member_views_and_are_recorded(
+    fixture_data: Path, tmp_path: Path
+) -> None:
+    from training.augment import AugmentConfig
+    from training.sequence import AugmentedSequences, main
+
+    data = prepare_cached(fixture_data, tmp_path / "cache" / "all", None)
+    order = np.arange(6)
+    still = AugmentConfig(rotate_degrees=0, scale_range=0, shear=0, mirror_p=0, dropout_p=0, jitter_p=0,
+                          partial_p=0, kontour_p=0)  # fmt: skip
+    plain = AugmentedSequences(data, order, seed=0, epoch=0, augmentation=still)
+    moved = AugmentedSequences(data, order, seed=0, epoch=0)
+    for position, index in enumerate(order):
+        assert np.array_equal(plain[position][0], featurize(data.strokes(int(index))))
+    assert any(not np.array_equal(plain[i][0], moved[i][0]) for i in range(len(order)))
+    main(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1", "--workers", "0",
+          "--augment", '{"partial_p": 0.5}', "--out", str(tmp_path / "partial")])  # fmt: skip
+    assert member_training(tmp_path / "partial" / "sequence.pt")["augment"] == {"partial_p": 0.5}
+    with pytest.raises(SystemExit, match="--augment"):
+        main(["--data", str(fixture_data), "--augment", '{"wobble": 1}', "--out", str(tmp_path / "never")])
+    assert not (tmp_path / "never").exists()

@@ -92,10 +92,11 @@ class AugmentedSequences(Dataset):
     each item also carries the same view rasterized, for raster teachers: ``(sequence, image, label)``."""
 
     def __init__(
-        self, data: PreparedData, order: np.ndarray, seed: int, epoch: int, spec: RasterSpec | None = None
+        self, data: PreparedData, order: np.ndarray, seed: int, epoch: int, spec: RasterSpec | None = None,
+        augmentation: AugmentConfig | None = None,
     ):
         self.data, self.order, self.seed, self.epoch, self.spec = data, order, seed, epoch, spec
-        self.augment = AugmentConfig()
+        self.augment = augmentation or AugmentConfig()
 
     def __len__(self) -> int:
         return len(self.order)
@@ -152,12 +153,13 @@ class OnnxSequenceTeacher:
 def train_member(
     data: PreparedData, minutes: float, epochs: int, seed: int = 0, lr: float = 3e-3,
     per_class: int = 32, batch_size: int = 128, workers: int = 1, distillation: Distillation | None = None,
-    width: int = 128, hidden: int = 128,
+    width: int = 128, hidden: int = 128, augmentation: AugmentConfig | None = None,
 ) -> tuple[StrokeSequenceNet, list[dict]]:
     """Train a member on the training split (validation held out) for ``epochs`` or ``minutes``,
     whichever ends first (the learning rate anneals over the budget, as in ``training.train``);
     with ``distillation`` it also learns its teachers' softened answers. ``width`` and ``hidden``
-    size its convolutions and GRU (the shipped members: 128 and 128)."""
+    size its convolutions and GRU (the shipped members: 128 and 128); ``augmentation`` defaults to the
+    raster members' (``training.augment.AugmentConfig()``)."""
     torch.manual_seed(seed)
     network = StrokeSequenceNet(len(data.classes), width=width, hidden=hidden)
     optimizer = torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=0.05)
@@ -175,7 +177,8 @@ def train_member(
     for epoch in range(epochs):
         order = balanced_epoch(data.labels, pool, per_class, rng)
         loader = DataLoader(
-            AugmentedSequences(data, order, seed, epoch, spec), batch_size=batch_size, shuffle=False,
+            AugmentedSequences(data, order, seed, epoch, spec, augmentation), batch_size=batch_size,
+            shuffle=False,
             num_workers=workers, collate_fn=collate, persistent_workers=False,
         )
         network.train()
@@ -313,8 +316,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--distill-temperature", type=float, default=2.0)
     parser.add_argument("--width", type=int, default=128, help="channels of the 1-D convolutions")
     parser.add_argument("--hidden", type=int, default=128, help="GRU hidden size (each direction)")
+    parser.add_argument("--augment", type=json.loads, default={}, metavar="JSON",
+                        help="overrides of the augmentation, e.g. '{\"partial_p\": 0.5}'; keys: "
+                        + ", ".join(AugmentConfig().to_dict()))
     parser.add_argument("--out", default="runs/sequence")
     args = parser.parse_args(argv)
+    try:
+        augmentation = AugmentConfig(**args.augment)
+    except TypeError as error:
+        raise SystemExit(f"error: --augment: {error}") from None
     if not 0.0 <= args.distill_weight <= 1.0 or args.distill_temperature <= 0:
         raise SystemExit("error: --distill-weight must lie in [0, 1] and --distill-temperature be > 0")
     if not (8 <= args.width <= 512 and 8 <= args.hidden <= 512):
@@ -341,7 +351,7 @@ def main(argv: list[str] | None = None) -> None:
         distillation = Distillation(tuple(teachers), args.distill_weight, args.distill_temperature, members)
     network, log = train_member(
         data, args.minutes, args.epochs, args.seed, workers=args.workers, distillation=distillation,
-        width=args.width, hidden=args.hidden,
+        width=args.width, hidden=args.hidden, augmentation=augmentation,
     )
     results = compare(network, raster, data, args.split) if raster is not None else {}
     out = Path(args.out)
@@ -349,6 +359,8 @@ def main(argv: list[str] | None = None) -> None:
     training = {"epochs": len(log), "seed": args.seed, "minutes": args.minutes}
     if (args.width, args.hidden) != (128, 128):
         training.update(width=args.width, hidden=args.hidden)
+    if args.augment:
+        training.update(augment=dict(args.augment))
     if distillation is not None:
         training.update(teachers=args.teacher, sequence_teachers=args.sequence_teacher,
                         distill_weight=args.distill_weight, distill_temperature=args.distill_temperature)
