@@ -204,16 +204,18 @@ def test_attach_on_the_command_line_writes_a_two_view_model_or_says_why_not(
     assert Guesser.load(tmp_path / "pair.pt").member is not None
     torch.manual_seed(5)
     small = StrokeSequenceNet(len(classes), width=16, hidden=16)
-    save_member(small, classes, tmp_path / "second.pt", {"epochs": 3, "seed": 5, "width": 16, "hidden": 16})
+    recipe = {"epochs": 3, "seed": 5, "width": 16, "hidden": 16, "augment": {"partial_p": 0.5}}
+    save_member(small, classes, tmp_path / "second.pt", recipe)
     main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
           str(tmp_path / "second.pt"), "--out", str(tmp_path / "committee" / "model.pt")])  # fmt: skip
     committee = Guesser.load(tmp_path / "committee" / "model.pt", backend="torch")
     assert committee.member is not None and len(committee.member.networks) == 2
     records = torch.load(tmp_path / "committee" / "model.pt", weights_only=True)["sequence_training"]
-    assert records == [{}, {"epochs": 3, "seed": 5, "width": 16, "hidden": 16}]
+    assert records == [{}, recipe]
     refresh(tmp_path / "committee" / "model.pt", fixture_data, cache=tmp_path / "cache" / "all")
     card = (tmp_path / "committee" / "MODEL_CARD.md").read_text()
-    assert "the average of 2 members" in card and "member 2, 3 epochs (seed 5), width 16, hidden 16" in card
+    assert "the average of 2 members" in card
+    assert "member 2, 3 epochs (seed 5), width 16, hidden 16, augmentation changed (partial_p 0.5)" in card
     save_member(StrokeSequenceNet(3), ["a", "b", "c"], tmp_path / "other.pt")
     with pytest.raises(SystemExit, match="classes differ"):
         main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "other.pt"),

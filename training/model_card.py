@@ -118,6 +118,9 @@ def _member_recipe(training: dict) -> str:
     text = f", {epochs} epoch{'s' * (epochs != 1)} (seed {training.get('seed', 0)})" if epochs else ""
     if "width" in training or "hidden" in training:
         text += f", width {training.get('width', 128)}, hidden {training.get('hidden', 128)}"
+    if training.get("augment"):
+        changes = ", ".join(f"{key} {value}" for key, value in training["augment"].items())
+        text += f", augmentation changed ({changes})"
     teachers = [*training.get("teachers", []), *training.get("sequence_teachers", [])]
     if teachers:
         names = ", ".join(f"`{t}`" for t in teachers)
