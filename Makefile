@@ -57,6 +57,7 @@ train: setup
 	  bd=$$?; wait $$ac && test $$bd -eq 0
 	$(MEMBER) --out runs/sequence
 	$(TRAIN) --preset shipped $(ARGS)
+
 # Softmax temperatures: member A's fitted on the dev band with a run of its recipe that held dev out,
 # then the student's matched to member A's probabilities on dev; then the two stroke-sequence members
 # are attached (a two-view model: the student 1/2, each member 1/4) and the temperature of the

@@ -178,8 +178,7 @@ def train_member(
         order = balanced_epoch(data.labels, pool, per_class, rng)
         loader = DataLoader(
             AugmentedSequences(data, order, seed, epoch, spec, augmentation), batch_size=batch_size,
-            shuffle=False,
-            num_workers=workers, collate_fn=collate, persistent_workers=False,
+            shuffle=False, num_workers=workers, collate_fn=collate, persistent_workers=False,
         )
         network.train()
         total = 0.0
