@@ -241,19 +241,18 @@ def _simplify(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Align, scale, corner-resample and RDP every stroke of ``every`` (strokes of ``lengths``
     points, back to back); returns the kept points and how many each stroke keeps."""
+    scaled = np.empty_like(every)
+    scaled[:, 0] = (every[:, 0] - min_x) * scale
+    scaled[:, 1] = (every[:, 1] - min_y) * scale
     candidates = np.empty((2 * every.shape[0] + 1, 2))
     starts = np.empty(len(lengths), dtype=np.int64)
     ends = np.empty(len(lengths), dtype=np.int64)
     at, read = 0, 0
     for s in range(len(lengths)):
-        stroke = np.empty((lengths[s], 2))
-        for i in range(lengths[s]):
-            stroke[i, 0] = (every[read + i, 0] - min_x) * scale
-            stroke[i, 1] = (every[read + i, 1] - min_y) * scale
-        read += lengths[s]
         starts[s] = at
-        at = _corner_samples(stroke, 1.0, candidates, at)
+        at = _corner_samples(scaled[read : read + lengths[s]], 1.0, candidates, at)
         ends[s] = at
+        read += lengths[s]
     keep = np.zeros(at, dtype=np.bool_)
     _rdp_mark(candidates[:at, 0].copy(), candidates[:at, 1].copy(), starts, ends, epsilon, keep)
     counts = np.zeros(len(lengths), dtype=np.int64)
