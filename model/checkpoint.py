@@ -13,7 +13,9 @@ A checkpoint is a ``torch.save`` dictionary with:
 - for a two-view model, ``sequence_members`` (the weights of its stroke-sequence members, one or
   more, averaged) and ``sequence_training`` (how each was trained, in the same order); files written
   before committees hold one member as ``sequence_member`` and its record as a dict, and still load
-  (:func:`sequence_members`).
+  (:func:`sequence_members`); and ``view_pool``, how the raster network's and the sequence view's
+  probabilities are pooled (:data:`VIEW_POOLS`: ``log``, their normalised geometric mean, or
+  ``mean``, their average — files that do not say were written for the average).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Any
 import torch
 
 from model.raster import RasterSpec
+
+VIEW_POOLS = ("log", "mean")  # how a two-view model pools its views (model.guesser.pool_views)
 
 FORMAT = "griffon-checkpoint/1"
 PREPROCESSING = "quickdraw-simplified/1"
@@ -72,13 +76,16 @@ def save_checkpoint(
     temperature: float = 1.0,
     half: bool = False,
     sequence_members: Sequence[dict[str, Any]] = (),
+    view_pool: str = "log",
 ) -> None:
     """Write a checkpoint (``half`` stores floating weights as float16 to halve the file).
 
     ``sequence_members`` (each ``{"features", "max_steps", "state_dict"}``, optionally ``"training"``:
     how the member was trained, kept in ``sequence_training``) makes it a two-view model: the raster
     network and stroke-sequence members (:mod:`model.sequence`); the members' answers are averaged
-    into the sequence view, which is averaged with the raster network's."""
+    into the sequence view, which is pooled with the raster network's by ``view_pool``."""
+    if view_pool not in VIEW_POOLS:
+        raise CheckpointError(f"unknown view pool {view_pool!r} (expected one of {', '.join(VIEW_POOLS)})")
     forms = {(int(m["features"]), int(m["max_steps"])) for m in sequence_members}
     if len(forms) > 1:
         raise CheckpointError(f"the members read different sequence formats: {sorted(forms)}")
@@ -99,6 +106,7 @@ def save_checkpoint(
     if sequence_members:
         payload["sequence_members"] = [_stored(m["state_dict"], half) for m in sequence_members]
         payload["sequence_training"] = [dict(m.get("training") or {}) for m in sequence_members]
+        payload["view_pool"] = view_pool
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(payload, path)
@@ -143,6 +151,10 @@ def read_checkpoint(
         )
     if "sequence" in contract and not sequence_members(payload):
         raise CheckpointError(f"{path}: a two-view input contract without its stroke-sequence member")
+    if payload.setdefault("view_pool", "mean") not in VIEW_POOLS:
+        raise CheckpointError(
+            f"{path}: unknown view pool {payload['view_pool']!r} (expected one of {', '.join(VIEW_POOLS)})"
+        )
     if expected_raster is not None and expected_raster != spec:
         raise CheckpointError(f"{path}: raster spec {spec} does not match expected {expected_raster}")
     payload["raster_spec"] = spec

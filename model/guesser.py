@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.checkpoint import CheckpointError, read_checkpoint, sequence_members
+from model.checkpoint import VIEW_POOLS, CheckpointError, read_checkpoint, sequence_members
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
 from model.runtime import CHUNK, BackendError, Runner, default_backend, select_runner, torch_runner
@@ -57,8 +57,8 @@ class Guesser:
 
     ``network`` is the float PyTorch module (the reference); ``runner``, when given, computes the
     logits instead (e.g. ONNX Runtime, see :mod:`model.runtime`) and ``backend`` names it. With a
-    ``member`` (a two-view model) the probabilities are the average of the raster network's and the
-    stroke-sequence view's (itself the average of one or more members)."""
+    ``member`` (a two-view model) the probabilities pool the raster network's and the stroke-sequence
+    view's (itself the average of one or more members) as ``view_pool`` says (:func:`pool_views`)."""
 
     def __init__(
         self,
@@ -72,10 +72,14 @@ class Guesser:
         backend: str = "torch",
         member: SequenceMember | None = None,
         pair_temperature: float = 1.0,
+        view_pool: str = "log",
     ) -> None:
+        if view_pool not in VIEW_POOLS:
+            raise ValueError(f"unknown view pool {view_pool!r} (expected one of {', '.join(VIEW_POOLS)})")
         self.network = network.eval()
         self.member = member
-        self.pair_temperature = float(pair_temperature)  # softens the two views' average
+        self.pair_temperature = float(pair_temperature)  # softens the two views' pool
+        self.view_pool = view_pool
         self.backend = backend if runner is not None else "torch"
         self._run = runner or torch_runner(self.network)
         self.labels = list(classes)
@@ -133,7 +137,7 @@ class Guesser:
             member = _sequence_member(path, payload, used, fallback=requested == "auto")
         guesser = cls(
             network, payload["classes"], spec, temperature, metadata, flip_tta, runner, used, member,
-            payload.get("pair_temperature", 1.0),
+            payload.get("pair_temperature", 1.0), payload["view_pool"],
         )
         guesser.prepare_views(WARM_UP_DRAWING)  # compiles the preprocessing kernels (once per install)
         return guesser
@@ -184,12 +188,8 @@ class Guesser:
         return self._member_thread.submit(self.member.probabilities, sequences)
 
     def _combine(self, raster: np.ndarray, member: np.ndarray) -> np.ndarray:
-        """A two-view model's answer: the two views' average, softened at ``pair_temperature``."""
-        average = (raster + member) / 2
-        if self.pair_temperature == 1.0:
-            return average
-        softened = np.power(np.maximum(average, np.finfo(np.float32).tiny), 1.0 / self.pair_temperature)
-        return softened / softened.sum(axis=1, keepdims=True)  # softmax(log(average) / T)
+        """A two-view model's answer: the two views pooled (:func:`pool_views`)."""
+        return pool_views(raster, member, self.view_pool, self.pair_temperature)
 
     def probabilities_from_images(self, images: np.ndarray) -> np.ndarray:
         """Class probabilities ``(batch, classes)`` for rasters ``(batch, channels, size, size)``; a
@@ -364,6 +364,29 @@ class GuessSession:
         if not self._history:
             return []
         return self.guesser.rank(self._history[-1], self.top_k, self.candidates)
+
+
+def pool_views(
+    raster: np.ndarray, sequence: np.ndarray, pool: str = "log", temperature: float = 1.0
+) -> np.ndarray:
+    """Pool a two-view model's two probability rows ``(batch, classes)`` into its answer, with equal
+    weights, softened at ``temperature``: ``log`` is their normalised geometric mean,
+    ``softmax((log raster + log sequence) / 2T)`` (a class either view rules out stays unlikely);
+    ``mean`` their average, ``softmax(log((raster + sequence) / 2) / T)``."""
+    tiny = np.finfo(np.float32).tiny
+    if pool == "log":
+        scores = (np.log(np.maximum(raster, tiny)) + np.log(np.maximum(sequence, tiny))) / 2
+    elif pool == "mean":
+        average = (raster + sequence) / 2
+        if temperature == 1.0:
+            return average
+        scores = np.log(np.maximum(average, tiny))
+    else:
+        raise ValueError(f"unknown view pool {pool!r} (expected one of {', '.join(VIEW_POOLS)})")
+    scores = scores / np.float32(temperature)
+    scores -= scores.max(axis=1, keepdims=True)
+    pooled = np.exp(scores)
+    return pooled / pooled.sum(axis=1, keepdims=True)
 
 
 def _restrict(probs: np.ndarray, candidates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

@@ -88,7 +88,7 @@ def fixture_drawings(count: int) -> list:
     return [shape(FIXTURE_WORDS[i % len(FIXTURE_WORDS)], rng) for i in range(count)]
 
 
-def test_a_two_view_model_averages_the_raster_network_and_the_member(
+def test_a_two_view_model_pools_the_raster_network_and_the_member_by_their_geometric_mean(
     tiny_checkpoint: Path, two_view: tuple[Path, StrokeSequenceNet]
 ) -> None:
     path, member = two_view
@@ -97,10 +97,11 @@ def test_a_two_view_model_averages_the_raster_network_and_the_member(
     assert both.member is not None and raster.member is None
     drawings = fixture_drawings(6)
     simplified = [simplify_drawing(validate_drawing(d)) for d in drawings]
-    expected = (
+    geometric = np.sqrt(
         raster.probabilities_from_images(np.stack([raster.prepare(d) for d in drawings]))
-        + probabilities(member, [featurize(s) for s in simplified])
-    ) / 2
+        * probabilities(member, [featurize(s) for s in simplified])
+    )
+    expected = geometric / geometric.sum(axis=1, keepdims=True)
     got = both.probabilities_from_views([both.prepare_views(d) for d in drawings])
     assert np.allclose(got, expected, atol=1e-5)
     assert not np.allclose(got, raster.probabilities_from_views([raster.prepare_views(d) for d in drawings]))
@@ -209,7 +210,9 @@ def test_a_committee_of_members_of_any_size_is_averaged_into_one_sequence_view_o
     drawings = fixture_drawings(9)
     sequences = [featurize(simplify_drawing(validate_drawing(d))) for d in drawings]
     view = (probabilities(first, sequences) + probabilities(second, sequences)) / 2
-    expected = (raster.probabilities_from_images(np.stack([raster.prepare(d) for d in drawings])) + view) / 2
+    by_raster = raster.probabilities_from_images(np.stack([raster.prepare(d) for d in drawings]))
+    geometric = np.sqrt(by_raster * view)  # the two views' normalised geometric mean (the default pool)
+    expected = geometric / geometric.sum(axis=1, keepdims=True)
     by_torch = Guesser.load(committee, backend="torch")
     served = Guesser.load(committee, backend="onnx")
     assert served.member is not None and served.member.backend == "onnx" and len(served.member.networks) == 2
@@ -234,3 +237,27 @@ def test_a_checkpoint_written_before_committees_still_loads(
     got = old.probabilities_from_views([old.prepare_views(d) for d in drawings])
     assert np.allclose(got, new.probabilities_from_views([new.prepare_views(d) for d in drawings]), atol=1e-6)
     assert sequence_training(torch.load(tmp_path / "legacy.pt", weights_only=True)) == [{"epochs": 2}]
+
+
+def test_a_file_written_before_view_pools_averages_its_views_and_an_unknown_pool_is_refused(
+    tiny_checkpoint: Path, two_view: tuple[Path, StrokeSequenceNet], tmp_path: Path
+) -> None:
+    path, member = two_view
+    payload = torch.load(path, weights_only=True)
+    assert payload["view_pool"] == "log"  # attach's default
+    before_pools = {k: v for k, v in payload.items() if k != "view_pool"}
+    torch.save(before_pools, tmp_path / "before.pt")
+    torch.save(dict(payload, view_pool="median"), tmp_path / "unknown.pt")
+    drawings = fixture_drawings(6)
+    pooled = Guesser.load(path, backend="torch")
+    averaged = Guesser.load(tmp_path / "before.pt", backend="torch")
+    assert (pooled.view_pool, averaged.view_pool) == ("log", "mean")
+    raster = np.stack([pooled.prepare(d) for d in drawings])
+    by_raster = Guesser.load(tiny_checkpoint, backend="torch").probabilities_from_images(raster)
+    by_member = probabilities(member, [featurize(simplify_drawing(validate_drawing(d))) for d in drawings])
+    got = averaged.probabilities_from_views([averaged.prepare_views(d) for d in drawings])
+    assert np.allclose(got, (by_raster + by_member) / 2, atol=1e-6)
+    pooled_answers = pooled.probabilities_from_views([pooled.prepare_views(d) for d in drawings])
+    assert not np.allclose(pooled_answers, got, atol=1e-3)  # the pool does change the answers
+    with pytest.raises(CheckpointError, match="unknown view pool 'median'"):
+        Guesser.load(tmp_path / "unknown.pt")

@@ -28,10 +28,10 @@ def test_a_short_run_learns_the_fixture_shapes_and_is_compared(
     probs = predict(network, [data.strokes(int(i)) for i in train])
     assert (np.argmax(probs, axis=1) == data.labels[train]).mean() > 0.6  # four classes: chance is 0.25
     results = compare(network, Guesser.load(tiny_checkpoint), data, "val")
-    for name in ("sequence", "raster", "average"):
+    for name in ("sequence", "raster", "pooled"):
         assert 0.0 <= results[name]["full_top1"] <= 1.0 and results[name]["count"] == len(data.indices("val"))
     paired = results["paired"]
-    assert paired["only_average"] >= 0 and paired["only_raster"] >= 0
+    assert paired["only_pooled"] >= 0 and paired["only_raster"] >= 0
 
 
 def square_member(path: Path) -> Path:
@@ -201,7 +201,13 @@ def test_attach_on_the_command_line_writes_a_two_view_model_or_says_why_not(
     main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
           "--out", str(tmp_path / "pair.pt")])  # fmt: skip
     assert "wrote" in capsys.readouterr().out
-    assert Guesser.load(tmp_path / "pair.pt").member is not None
+    assert Guesser.load(tmp_path / "pair.pt").view_pool == "log"
+    main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
+          "--out", str(tmp_path / "averaged.pt"), "--pool", "mean"])  # fmt: skip
+    assert Guesser.load(tmp_path / "averaged.pt").view_pool == "mean"
+    with pytest.raises(SystemExit):
+        main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
+              "--out", str(tmp_path / "never.pt"), "--pool", "max"])  # fmt: skip
     torch.manual_seed(5)
     small = StrokeSequenceNet(len(classes), width=16, hidden=16)
     recipe = {"epochs": 3, "seed": 5, "width": 16, "hidden": 16, "augment": {"partial_p": 0.5}}
@@ -215,6 +221,7 @@ def test_attach_on_the_command_line_writes_a_two_view_model_or_says_why_not(
     refresh(tmp_path / "committee" / "model.pt", fixture_data, cache=tmp_path / "cache" / "all")
     card = (tmp_path / "committee" / "MODEL_CARD.md").read_text()
     assert "the average of 2 members" in card
+    assert "its answers are the normalised geometric mean of this network's" in card
     assert "member 2, 3 epochs (seed 5), width 16, hidden 16, augmentation changed (partial_p 0.5)" in card
     save_member(StrokeSequenceNet(3), ["a", "b", "c"], tmp_path / "other.pt")
     with pytest.raises(SystemExit, match="classes differ"):

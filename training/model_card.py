@@ -82,9 +82,9 @@ def _distillation(config: Any) -> str:
     return "\n" + " ".join(parts) if parts else ""
 
 
-def _member(members: Sequence[nn.Module], trainings: Sequence[dict] = ()) -> str:
+def _member(members: Sequence[nn.Module], trainings: Sequence[dict] = (), view_pool: str = "log") -> str:
     """The card's sentence on a two-view model's stroke-sequence member(s) (empty for none), with how
-    each was trained when its checkpoint says (``sequence_training``)."""
+    each was trained when its checkpoint says (``sequence_training``) and how the views are pooled."""
     if not members:
         return ""
     sizes = [sum(p.numel() for p in member.parameters()) for member in members]
@@ -103,8 +103,9 @@ def _member(members: Sequence[nn.Module], trainings: Sequence[dict] = ()) -> str
         who = (f"a stroke-sequence view's, the average of {len(members)} members ({params}: {network}, "
                f"{trained}: {recipes}")
     whose = "the pair's" if len(members) == 1 else "the whole model's"
+    pooled = "the normalised geometric mean" if view_pool == "log" else "the average"
     return (
-        f"\nA **two-view model**: its answers are the average of this network's and {who}, attached with "
+        f"\nA **two-view model**: its answers are {pooled} of this network's and {who}, attached with "
         "`python -m training.sequence attach`; the Training line below is the raster network's). "
         f"The metrics are {whose}."
     )
@@ -142,6 +143,7 @@ def write_model_card(
     members: Sequence[nn.Module] = (),
     pair_temperature: float = 1.0,
     members_training: Sequence[dict] = (),
+    view_pool: str = "log",
 ) -> None:
     """Fill the card template from a run's settings, data metadata and metrics (``members``: the
     stroke-sequence members of a two-view model, whose metrics these are with the network's;
@@ -154,7 +156,7 @@ def write_model_card(
         architecture=config.architecture,
         kwargs=config.architecture_kwargs(),
         params=sum(p.numel() for p in network.parameters()),
-        member=_member(members, members_training),
+        member=_member(members, members_training, view_pool),
         source=Path(meta["source"]).name,
         drawings=meta["drawings"],
         train=split["train"] + split["dev"],
@@ -175,7 +177,8 @@ def write_model_card(
         temperature=temperature,
         temperature_source=metrics.get("temperature_source", "not fitted"),
         pair_calibration="" if not members else (
-            f" The two views' average is softened at temperature {pair_temperature} "
+            f" The two views' {'pool' if view_pool == 'log' else 'average'} is softened at temperature "
+            f"{pair_temperature} "
             f"({metrics.get('pair_temperature_source', 'not fitted')})."
         ),
         **{
@@ -242,6 +245,7 @@ def refresh(
         guesser.member.networks if guesser.member is not None else (),
         guesser.pair_temperature,
         sequence_training(payload),
+        guesser.view_pool,
     )
     return payload["metrics"]
 

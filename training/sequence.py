@@ -55,7 +55,8 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from model import Guesser
-from model.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
+from model.checkpoint import VIEW_POOLS, CheckpointError, read_checkpoint, save_checkpoint
+from model.guesser import pool_views
 from model.raster import RasterSpec, rasterize
 from model.sequence import (
     FEATURES,
@@ -213,8 +214,9 @@ def train_member(
 def compare(
     network: StrokeSequenceNet, raster: Guesser, data: PreparedData, split: str = "val"
 ) -> dict[str, dict]:
-    """Headline metrics of the member, of the raster model and of their average on ``split``, and
-    the paired McNemar p-value of the average against the raster model (whole drawings, top-1)."""
+    """Headline metrics of the member, of the raster model and of the two views pooled as a two-view
+    checkpoint pools them by default (:func:`model.guesser.pool_views`) on ``split``, and the paired
+    McNemar p-value of the pooled answer against the raster model (whole drawings, top-1)."""
     indices = data.indices(split)
     drawings = [data.strokes(int(i)) for i in indices]
     labels = data.labels[indices]
@@ -222,12 +224,14 @@ def compare(
     inputs = {
         "sequence": lambda part: part,
         "raster": lambda part: rasterize_all(part, spec),
-        "average": lambda part: (part, rasterize_all(part, spec)),
+        "pooled": lambda part: (part, rasterize_all(part, spec)),
     }
     models = {
         "sequence": lambda part: predict(network, part),
         "raster": raster.probabilities_from_images,
-        "average": lambda pair: (predict(network, pair[0]) + raster.probabilities_from_images(pair[1])) / 2,
+        "pooled": lambda pair: pool_views(
+            raster.probabilities_from_images(pair[1]), predict(network, pair[0])
+        ),
     }
     results = {
         name: headline_metrics(models[name], drawings, labels, spec, class_names=data.classes,
@@ -241,20 +245,23 @@ def compare(
     )
     right = {
         "raster": np.argmax(by_raster, axis=1) == labels,
-        "average": np.argmax((by_sequence + by_raster) / 2, axis=1) == labels,
+        "pooled": np.argmax(pool_views(by_raster, by_sequence), axis=1) == labels,
     }
-    only_average = int((right["average"] & ~right["raster"]).sum())
-    only_raster = int((right["raster"] & ~right["average"]).sum())
-    results["paired"] = {"only_average": only_average, "only_raster": only_raster,
-                         "mcnemar_p": mcnemar_p(only_average, only_raster)}
+    only_pooled = int((right["pooled"] & ~right["raster"]).sum())
+    only_raster = int((right["raster"] & ~right["pooled"]).sum())
+    results["paired"] = {"only_pooled": only_pooled, "only_raster": only_raster,
+                         "mcnemar_p": mcnemar_p(only_pooled, only_raster)}
     return results
 
 
-def attach_member(model: Path | str, members: Path | str | Sequence[Path | str], out: Path | str) -> Path:
+def attach_member(
+    model: Path | str, members: Path | str | Sequence[Path | str], out: Path | str, view_pool: str = "log"
+) -> Path:
     """Write a two-view checkpoint: the raster model ``model`` with one or more stroke-sequence
-    members (same classes). ``Guesser`` averages the members into the sequence view and that with the
-    raster network (equal weights, as measured by :func:`compare`). The raster part keeps its
-    weights, temperature, training record and metrics."""
+    members (same classes). ``Guesser`` averages the members into the sequence view and pools that
+    with the raster network, with equal weights, by ``view_pool`` (``log``: the normalised geometric
+    mean, as measured by :func:`compare`; ``mean``: the average). The raster part keeps its weights,
+    temperature, training record and metrics."""
     payload = read_checkpoint(model)
     paths = [members] if isinstance(members, (str, Path)) else list(members)
     if not paths:
@@ -277,6 +284,7 @@ def attach_member(model: Path | str, members: Path | str | Sequence[Path | str],
         temperature=payload.get("temperature", 1.0),
         half=half,
         sequence_members=attached,
+        view_pool=view_pool,
     )
     return Path(out)
 
@@ -292,8 +300,11 @@ def main(argv: list[str] | None = None) -> None:
         attach.add_argument("--member", type=Path, nargs="+", required=True,
                             help="stroke-sequence member(s) (sequence.pt); several are averaged")
         attach.add_argument("--out", type=Path, required=True, help="the two-view checkpoint to write")
+        attach.add_argument("--pool", choices=VIEW_POOLS, default="log",
+                            help="how the raster network and the sequence view are pooled: log (their "
+                                 "normalised geometric mean, the default) or mean (their average)")
         args = attach.parse_args(argv[1:])
-        run_command(lambda: print(f"wrote {attach_member(args.model, args.member, args.out)}"))
+        run_command(lambda: print(f"wrote {attach_member(args.model, args.member, args.out, args.pool)}"))
         return
     parser = argparse.ArgumentParser(prog="python -m training.sequence", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=None, help="Quick, Draw! folder (default: training.data rule)")
