@@ -60,8 +60,9 @@ train: setup
 
 # Softmax temperatures: member A's fitted on the dev band with a run of its recipe that held dev out,
 # then the student's matched to member A's probabilities on dev; then the two stroke-sequence members
-# are attached (a two-view model: the student 1/2, each member 1/4) and the temperature of the
-# average matched on dev to the student alone (training/calibrate.py).
+# are attached (a two-view model: the members averaged into one sequence view, pooled with the student
+# by their normalised geometric mean) and the temperature of the pool matched on dev to the student
+# alone (training/calibrate.py).
 calibrate: setup
 	test -f runs/calibration/model.pt || $(TRAIN) --preset calibration
 	$(PY) -m training.calibrate --model runs/calibration/model.pt --split dev \

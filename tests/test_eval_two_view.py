@@ -30,6 +30,7 @@ def test_eval_scores_the_pair_and_compares_it_with_the_raster_network(
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "report.json").read_text())
     pair, raster = (m["metrics"]["headline"] for m in report["models"])
+    assert [(m["view_pool"], m["pair_temperature"]) for m in report["models"]] == [("log", 1.0), (None, None)]
 
     guesser = Guesser.load(two_view_checkpoint, backend="torch")
     records = load_dataset(fixture_data, "all")

@@ -129,6 +129,9 @@ def load_model(
         "architecture": meta.get("architecture"),
         "temperature": guesser.temperature,
         "flip_tta": guesser.flip_tta,
+        # a two-view model's pool of its views (``log`` or ``mean``); None for a raster-only model
+        "view_pool": guesser.view_pool if guesser.member is not None else None,
+        "pair_temperature": guesser.pair_temperature if guesser.member is not None else None,
         "backend": guesser.backend,
         "training_command": training.get("command"),
         "training_data_sha256": training.get("data_sha256"),
