@@ -34,7 +34,7 @@ AdamW lr {lr}, cosine schedule, label smoothing {smoothing}{averaging}, augmenta
 | whole drawings | {full_top1} | {full_top3} |
 | Kontour style (≤ 15 straight lines) | {kontour_top1} | {kontour_top3} |
 | first half of the strokes | {half_top1} | {half_top3} |
-| restricted to a random table of 42 candidates (seed 0; `griffon eval` averages seeds 0–2) | {table42_top1} | — |
+| a random table of 42 candidates (seed 0; `griffon eval` averages seeds 0–2) | {table42_top1} | — |
 | Kontour as played: Kontour style, among the deck's words | {kontour_deck_top1} | {kontour_deck_top3} |
 | Pictomania as played: a dealt table, 6 cards × 7 related words | {pictomania_top1} | — |
 
