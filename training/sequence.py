@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m training.sequence", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=None, help="Quick, Draw! folder (default: training.data rule)")
     parser.add_argument("--cache", default="runs/prepared", help="prepared-data cache (as training.train)")
-    parser.add_argument("--compare", default=None, help="raster-only checkpoint: compare, alone and averaged")
+    parser.add_argument("--compare", default=None, help="raster-only checkpoint: compare, alone and pooled")
     parser.add_argument("--minutes", type=float, default=40.0, help="time budget (0: epochs only)")
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
