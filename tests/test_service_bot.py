@@ -245,7 +245,9 @@ def test_rate_limit_then_flooding_closes(tight: Server) -> None:
             room = Room(ws)
             for _ in range(8):
                 await room.send({"type": "ping"})
-            frames = await room.quiet(0.5)
+            # the first answer may be slow on a loaded machine (a fresh clone compiles its kernels in
+            # every test worker at once); then the rest arrive together
+            frames = [await room.recv(10.0), *await room.quiet(0.5)]
             pongs = [f for f in frames if f["type"] == "pong"]
             errors = [f for f in frames if f["type"] == "error"]
             assert 5 <= len(pongs) <= 6 and [e["code"] for e in errors] == ["rate_limited"]
