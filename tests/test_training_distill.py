@@ -140,7 +140,7 @@ def test_upright_keeps_the_upright_rows() -> None:
     kept = upright(network, ROTATIONS)
     assert upright(network, 1) is network and network[1].out_features == 3 * ROTATIONS
     x = torch.rand(5, 1, 3, 3)
-    assert torch.allclose(kept(x), network(x)[:, ::ROTATIONS])
+    assert torch.allclose(kept(x), network(x)[:, ::ROTATIONS], atol=1e-6)  # other matmul kernels
 
 
 def test_rotation_labels_ship_an_ordinary_model(fixture_data: Path, tmp_path: Path) -> None:
