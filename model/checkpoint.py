@@ -31,6 +31,14 @@ import torch
 from model.raster import RasterSpec
 
 VIEW_POOLS = ("log", "mean")  # how a two-view model pools its views (model.guesser.pool_views)
+DEFAULT_VIEW_POOL = "log"  # what new two-view files say; files that say nothing were written for "mean"
+
+
+def unknown_view_pool(pool: object) -> str | None:
+    """Why ``pool`` is not a view pool (``None`` when it is one)."""
+    if pool in VIEW_POOLS:
+        return None
+    return f"unknown view pool {pool!r} (expected one of {', '.join(VIEW_POOLS)})"
 
 FORMAT = "griffon-checkpoint/1"
 PREPROCESSING = "quickdraw-simplified/1"
@@ -76,7 +84,7 @@ def save_checkpoint(
     temperature: float = 1.0,
     half: bool = False,
     sequence_members: Sequence[dict[str, Any]] = (),
-    view_pool: str = "log",
+    view_pool: str = DEFAULT_VIEW_POOL,
 ) -> None:
     """Write a checkpoint (``half`` stores floating weights as float16 to halve the file).
 
@@ -84,8 +92,8 @@ def save_checkpoint(
     how the member was trained, kept in ``sequence_training``) makes it a two-view model: the raster
     network and stroke-sequence members (:mod:`model.sequence`); the members' answers are averaged
     into the sequence view, which is pooled with the raster network's by ``view_pool``."""
-    if view_pool not in VIEW_POOLS:
-        raise CheckpointError(f"unknown view pool {view_pool!r} (expected one of {', '.join(VIEW_POOLS)})")
+    if (problem := unknown_view_pool(view_pool)) is not None:
+        raise CheckpointError(problem)
     forms = {(int(m["features"]), int(m["max_steps"])) for m in sequence_members}
     if len(forms) > 1:
         raise CheckpointError(f"the members read different sequence formats: {sorted(forms)}")
@@ -151,10 +159,8 @@ def read_checkpoint(
         )
     if "sequence" in contract and not sequence_members(payload):
         raise CheckpointError(f"{path}: a two-view input contract without its stroke-sequence member")
-    if payload.setdefault("view_pool", "mean") not in VIEW_POOLS:
-        raise CheckpointError(
-            f"{path}: unknown view pool {payload['view_pool']!r} (expected one of {', '.join(VIEW_POOLS)})"
-        )
+    if (problem := unknown_view_pool(payload.setdefault("view_pool", "mean"))) is not None:
+        raise CheckpointError(f"{path}: {problem}")
     if expected_raster is not None and expected_raster != spec:
         raise CheckpointError(f"{path}: raster spec {spec} does not match expected {expected_raster}")
     payload["raster_spec"] = spec

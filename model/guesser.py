@@ -12,7 +12,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.checkpoint import VIEW_POOLS, CheckpointError, read_checkpoint, sequence_members
+from model.checkpoint import (
+    DEFAULT_VIEW_POOL,
+    CheckpointError,
+    read_checkpoint,
+    sequence_members,
+    unknown_view_pool,
+)
 from model.network import create_model
 from model.raster import RasterSpec, rasterize
 from model.runtime import CHUNK, BackendError, Runner, default_backend, select_runner, torch_runner
@@ -72,10 +78,10 @@ class Guesser:
         backend: str = "torch",
         member: SequenceMember | None = None,
         pair_temperature: float = 1.0,
-        view_pool: str = "log",
+        view_pool: str = DEFAULT_VIEW_POOL,
     ) -> None:
-        if view_pool not in VIEW_POOLS:
-            raise ValueError(f"unknown view pool {view_pool!r} (expected one of {', '.join(VIEW_POOLS)})")
+        if (problem := unknown_view_pool(view_pool)) is not None:
+            raise ValueError(problem)
         self.network = network.eval()
         self.member = member
         self.pair_temperature = float(pair_temperature)  # softens the two views' pool
@@ -367,7 +373,7 @@ class GuessSession:
 
 
 def pool_views(
-    raster: np.ndarray, sequence: np.ndarray, pool: str = "log", temperature: float = 1.0
+    raster: np.ndarray, sequence: np.ndarray, pool: str = DEFAULT_VIEW_POOL, temperature: float = 1.0
 ) -> np.ndarray:
     """Pool a two-view model's two probability rows ``(batch, classes)`` into its answer, with equal
     weights, softened at ``temperature``: ``log`` is their normalised geometric mean,
@@ -382,7 +388,7 @@ def pool_views(
             return average
         scores = np.log(np.maximum(average, tiny))
     else:
-        raise ValueError(f"unknown view pool {pool!r} (expected one of {', '.join(VIEW_POOLS)})")
+        raise ValueError(unknown_view_pool(pool))
     scores = scores / np.float32(temperature)
     scores -= scores.max(axis=1, keepdims=True)
     pooled = np.exp(scores)

@@ -55,7 +55,13 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
 from model import Guesser
-from model.checkpoint import VIEW_POOLS, CheckpointError, read_checkpoint, save_checkpoint
+from model.checkpoint import (
+    DEFAULT_VIEW_POOL,
+    VIEW_POOLS,
+    CheckpointError,
+    read_checkpoint,
+    save_checkpoint,
+)
 from model.guesser import pool_views
 from model.raster import RasterSpec, rasterize
 from model.sequence import (
@@ -255,7 +261,10 @@ def compare(
 
 
 def attach_member(
-    model: Path | str, members: Path | str | Sequence[Path | str], out: Path | str, view_pool: str = "log"
+    model: Path | str,
+    members: Path | str | Sequence[Path | str],
+    out: Path | str,
+    view_pool: str = DEFAULT_VIEW_POOL,
 ) -> Path:
     """Write a two-view checkpoint: the raster model ``model`` with one or more stroke-sequence
     members (same classes). ``Guesser`` averages the members into the sequence view and pools that
@@ -300,7 +309,7 @@ def main(argv: list[str] | None = None) -> None:
         attach.add_argument("--member", type=Path, nargs="+", required=True,
                             help="stroke-sequence member(s) (sequence.pt); several are averaged")
         attach.add_argument("--out", type=Path, required=True, help="the two-view checkpoint to write")
-        attach.add_argument("--pool", choices=VIEW_POOLS, default="log",
+        attach.add_argument("--pool", choices=VIEW_POOLS, default=DEFAULT_VIEW_POOL,
                             help="how the raster network and the sequence view are pooled: log (their "
                                  "normalised geometric mean, the default) or mean (their average)")
         args = attach.parse_args(argv[1:])
