@@ -41,7 +41,7 @@ bench: setup
 # The shipped model (about 2 h 50 on 2 cores, estimated from its runs' measured times): ensemble
 # member A (a 75-minute budget) beside the untaught stroke-sequence member (seed 1, 50 epochs), one
 # core each; then the stroke-sequence member taught lightly by A (weight 0.3, 50 epochs, two threads,
-# about 42 minutes); then the raster student trained from scratch on A's softened answers (80
+# 37-42 minutes); then the raster student trained from scratch on A's softened answers (80
 # epochs, two threads, about 50 minutes) (training/presets/*.yaml, training/sequence.py). Members
 # B, C and D (their presets) are experiments, not in the recipe. To ship it: make calibrate (writes
 # runs/shipped/two-view.pt: the student and the two stroke-sequence members); cp
