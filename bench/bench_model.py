@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from model import Guesser, Views
-from model.guesser import CHUNK
+from model.guesser import CHUNK, near_ties
 from model.raster import rasterize, rasterize_reference
 from model.strokes import (
     MAX_POINTS,
@@ -241,6 +241,14 @@ def main(argv: list[str] | None = None) -> dict:
     for backend in args.backends.split(","):
         candidate = Guesser.load(backend=backend)
         table[backend] = backend_figures(candidate, drawings, val_views, labels, args.batch)
+        if backend == "onnx-int8":  # the same path without settling near ties in float: their cost
+            candidate.near_tie = 0.0
+            table["int8-raw"] = backend_figures(candidate, drawings, val_views, labels, args.batch)
+            if val_views is not None:
+                chunks = [val_views[i : i + 256] for i in range(0, len(val_views), 256)]
+                rows = np.concatenate([candidate.probabilities_from_views(chunk) for chunk in chunks])
+                settled = int(near_ties(rows).sum())
+                results["val_near_ties_settled_in_float"] = f"{settled}/{len(val_views)} drawings"
     results["backends"] = table
 
     # before: torch with the legacy preprocessing, batch 1 from raw strokes

@@ -6,7 +6,9 @@ The checkpoint stays the single source of truth. ONNX Runtime runs either
   activations, QDQ format), shipped beside it as ``<checkpoint>.int8.onnx`` and made by
   ``python -m training.export`` from the checkpoint and calibration drawings of the training split.
   The file records the sha256 of the weights it was made from; a file that does not match the
-  weights of the checkpoint it sits beside is ignored (never silently used);
+  weights of the checkpoint it sits beside is ignored (never silently used). ``model.Guesser``
+  answers a near tie of this path again with the float network (``model.guesser.NEAR_TIE``), so its
+  answers are the float model's wherever rounding could have changed them;
 - ``onnx``: the float network exported in memory when the checkpoint is loaded (about a second).
 
 ``auto`` picks ``onnx-int8`` when a matching file exists, else ``onnx``, else ``torch`` (when

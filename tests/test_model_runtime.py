@@ -3,6 +3,7 @@ how a missing, stale or corrupt int8 file is handled."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 import torch
 
 from model import CheckpointError, DrawingError, Guesser
-from model.guesser import CHUNK, DEFAULT_WEIGHTS
+from model.guesser import CHUNK, DEFAULT_WEIGHTS, NEAR_TIE, Views, near_ties
 from model.runtime import BACKEND_ENV, int8_path
 from tests.conftest import FIXTURE_WORDS, REPO, shape
 
@@ -43,6 +44,47 @@ def test_back_ends_agree_with_the_float_reference(shipped_backends: dict[str, Gu
     int8_top1 = probs["onnx-int8"].argmax(1)
     assert (int8_top1 == probs["torch"].argmax(1)).mean() >= 0.9
     assert np.abs(probs["onnx-int8"] - probs["torch"]).sum(axis=1).mean() < 0.3
+
+
+def test_near_ties_are_the_rows_whose_two_best_classes_are_close() -> None:
+    gap = np.exp(NEAR_TIE)
+    probs = np.array(
+        [[0.5, 0.5 / gap * 1.01, 0.0], [0.6, 0.6 / gap * 0.99, 0.0], [0.2, 0.1, 0.7], [1.0, 0.0, 0.0]]
+    )
+    assert near_ties(probs).tolist() == [True, False, False, False]
+    assert near_ties(probs, gap=np.inf).all() and not near_ties(probs, gap=0.0).any()
+
+
+def test_int8_near_ties_are_answered_by_the_float_network(shipped_backends: dict[str, Guesser]) -> None:
+    reference, served = shipped_backends["torch"], shipped_backends["onnx-int8"]
+    # rasters blended from one drawing into another: the answer changes on the way, through near ties
+    ends = [reference.prepare_views(d) for d in drawings(8, seed=3)]
+    views = [
+        Views((a * x.image + (1 - a) * y.image).astype(np.float32), x.sequence)
+        for x, y in itertools.pairwise(ends)
+        for a in np.linspace(0, 1, 12)
+    ]
+    wanted = reference.probabilities_from_views(views)
+    cases = drawings(2 * CHUNK + 5, seed=3)
+    try:
+        served.near_tie = 0.0  # no re-check: the int8 network alone
+        rounded = served.probabilities_from_views(views)
+        served.near_tie = np.inf  # every answer re-checked: the float reference's, on every path
+        assert np.allclose(served.probabilities_from_views(views), wanted, atol=1e-5)
+        batched = served.guess_batch(cases, top_k=2)  # chunks pipelined on the network's thread
+        alone = reference.guess_batch(cases, top_k=2)
+        assert [[g.label for g in row] for row in batched] == [[g.label for g in row] for row in alone]
+        assert [g.prob for row in batched for g in row] == pytest.approx(
+            [g.prob for row in alone for g in row], abs=1e-5
+        )
+    finally:
+        served.near_tie = NEAR_TIE
+    close = near_ties(rounded)
+    assert close.any() and not close.all()
+    got = served.probabilities_from_views(views)
+    assert np.allclose(got[close], wanted[close], atol=1e-5)  # the near ties: the float answer
+    assert np.array_equal(got[~close], rounded[~close])  # the rest: the int8 answer, untouched
+    assert (got.argmax(1) != wanted.argmax(1)).sum() <= (rounded.argmax(1) != wanted.argmax(1)).sum()
 
 
 def test_live_session_stage_and_commit_on_the_int8_path(shipped_backends: dict[str, Guesser]) -> None:
@@ -129,14 +171,16 @@ def test_batches_longer_than_a_chunk_keep_their_order(shipped_backends: dict[str
     probs = [g.prob for row in alone for g in row]
     assert [g.prob for row in batched for g in row] == pytest.approx(probs, abs=1e-5)
     with pytest.raises(DrawingError):
-        guesser.guess_batch(sample[:CHUNK + 1] + [[[[1], [1]]]] + sample[:CHUNK])
+        guesser.guess_batch(sample[: CHUNK + 1] + [[[[1], [1]]]] + sample[:CHUNK])
 
 
 def test_mirrored_test_time_augmentation_on_onnx_matches_torch(tiny_checkpoint: Path) -> None:
     sample = np.stack([Guesser.load(tiny_checkpoint, backend="torch").prepare(d) for d in drawings(6)])
     plain, mirrored = (
-        {b: Guesser.load(tiny_checkpoint, backend=b, flip_tta=f).probabilities_from_images(sample)
-         for b in ("torch", "onnx")}
+        {
+            b: Guesser.load(tiny_checkpoint, backend=b, flip_tta=f).probabilities_from_images(sample)
+            for b in ("torch", "onnx")
+        }
         for f in (False, True)
     )
     assert np.abs(mirrored["onnx"] - mirrored["torch"]).max() < 1e-4
