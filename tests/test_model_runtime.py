@@ -150,6 +150,12 @@ def test_export_command_makes_a_matching_int8_copy(
     sample = drawings(40, seed=5)
     agree = [quantized.guess(d, top_k=1)[0].label == reference.guess(d, top_k=1)[0].label for d in sample]
     assert np.mean(agree) >= 0.9
+    images = np.stack([reference.prepare(d) for d in sample])
+    quantized.near_tie = np.inf  # a raster-only model's answers re-checked in float: the reference's
+    wanted = reference.probabilities_from_images(images)
+    assert np.allclose(quantized.probabilities_from_images(images), wanted, atol=1e-5)
+    quantized.near_tie = 0.0  # none re-checked: int8 rounding shows
+    assert not np.allclose(quantized.probabilities_from_images(images), wanted, atol=1e-5)
     payload = torch.load(checkpoint, weights_only=True)
     payload["temperature"] = 2.0  # recalibrated: the same weights, the copy stays valid
     torch.save(payload, checkpoint)
