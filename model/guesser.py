@@ -285,7 +285,8 @@ class Guesser:
         """Probabilities of every drawing, each network starting as soon as its input is ready.
 
         A two-view model's member starts on its own thread once a chunk is simplified, while this
-        thread rasterizes it; the raster network runs on a background thread while this thread
+        thread rasterizes it; the raster network runs on a background thread (which then pools its
+        answer with the member's and settles the near ties, :meth:`_answer`) while this thread
         prepares the next chunk. Each network's thread takes its chunks in order, so nothing waits
         until the last chunk is submitted."""
         answers: list[Future] = []
