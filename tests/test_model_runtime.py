@@ -62,7 +62,7 @@ def test_int8_near_ties_are_answered_by_the_float_network(shipped_backends: dict
     views = [
         Views((a * x.image + (1 - a) * y.image).astype(np.float32), x.sequence)
         for x, y in itertools.pairwise(ends)
-        for a in np.linspace(0, 1, 12)
+        for a in np.linspace(0, 1, 25)
     ]
     wanted = reference.probabilities_from_views(views)
     cases = drawings(2 * CHUNK + 5, seed=3)
