@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -149,12 +150,10 @@ class Guesser:
             used, runner = select_runner(requested, path, network.eval(), len(spec.channels), spec.size)
         except BackendError as error:
             raise CheckpointError(str(error)) from error
-        exact = None
-        if used == "onnx-int8":  # near ties are settled by the float network, on ONNX Runtime if it can
-            try:
+        exact = None  # near ties of the int8 path: the float network on ONNX Runtime, else PyTorch (cls)
+        if used == "onnx-int8":
+            with contextlib.suppress(BackendError):
                 exact = select_runner("onnx", path, network, len(spec.channels), spec.size)[1]
-            except BackendError:
-                exact = torch_runner(network)
         temperature = payload.get("temperature", 1.0)
         member = None
         if "sequence" in payload["input_contract"]:
@@ -215,7 +214,6 @@ class Guesser:
         two-view model those pooled with the sequence view's (``member_future``, :func:`pool_views`);
         on the int8 back-end the rows whose two best classes are within ``near_tie``
         (:data:`NEAR_TIE`) are answered again with the float raster network."""
-        images = np.ascontiguousarray(images, dtype=np.float32)
         raster = self._raster_probabilities(images)
         member = None if member_future is None else member_future.result()
         answer = raster if member is None else self._pool(raster, member)
@@ -240,7 +238,7 @@ class Guesser:
     def _raster_probabilities(self, images: np.ndarray, exact: bool = False) -> np.ndarray:
         """The raster network's probabilities (``exact``: the float network's, on the int8 back-end)."""
         images = np.ascontiguousarray(images, dtype=np.float32)
-        run = self._exact if exact and self._exact is not None else self._run
+        run = self._exact if exact and self._exact else self._run
         with self._exact_lock if exact else self._lock:
             logits = run(images)
             if self.flip_tta:
