@@ -112,6 +112,7 @@ def test_constant_model_metrics_by_hand(folder: Path) -> None:
     assert head["map3"] == pytest.approx((1 + 1 / 2 + 1 / 3) / 3)
     assert head["kontour_top1"] == pytest.approx(1 / 3)
     assert head["table42_top1"] == pytest.approx(1 / 3)  # 3 classes: the table holds them all
+    assert head["table42_expected"] == pytest.approx(1 / 3)
     assert head["ece"] == pytest.approx(0.5 - 1 / 3)  # every guess at 0.5, right a third of the time
     assert head["mean_true_probability"] == pytest.approx((0.5 + 0.3 + 0.2) / 3)
     assert [p["top1"] for p in metrics["strokes_curve"]] == pytest.approx([1 / 3] * 10)

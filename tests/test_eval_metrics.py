@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from training.metrics import (
     calibration,
     confused_pairs,
+    expected_table_accuracy,
     map_at_k,
     mcnemar_p,
     per_class_counts,
@@ -94,6 +96,31 @@ def test_table_accuracy_helps_when_the_winner_is_left_out() -> None:
     # P(class 1 not among 41 of the 49 others) = 8/49
     assert accuracy == pytest.approx(8 / 49, abs=0.08)
     assert accuracy == table_accuracy(probs, labels, size=42, seed=0)  # fixed seed, same tables
+
+
+def test_expected_table_accuracy_is_the_mean_over_every_table() -> None:
+    # 7 classes, tables of 4: enumerate all C(6, 3) = 20 tables holding the true class, by hand
+    rng = np.random.default_rng(3)
+    probs = rng.random((30, 7))
+    labels = rng.integers(0, 7, size=30)
+    wins = []
+    for row, label in zip(probs, labels, strict=True):
+        others = [c for c in range(7) if c != label]
+        tables = [[*t, label] for t in itertools.combinations(others, 3)]
+        wins.append(np.mean([max(t, key=lambda c: row[c]) == label for t in tables]))
+    exact = expected_table_accuracy(true_ranks(probs, labels), 7, size=4)
+    assert exact == pytest.approx(float(np.mean(wins)))
+    assert 0.0 < exact < 1.0
+
+
+def test_expected_table_accuracy_edges() -> None:
+    probs = np.full((200, 50), 0.001)
+    probs[:, 1], probs[:, 0] = 0.5, 0.4  # rank 2: wins when class 1 is not dealt, 8/49
+    ranks = true_ranks(probs, np.zeros(200, dtype=int))
+    assert expected_table_accuracy(ranks, 50, 42) == pytest.approx(8 / 49)
+    assert expected_table_accuracy(np.array([50]), 50, 42) == 0.0  # last of 50: always beaten
+    assert expected_table_accuracy(np.array([1, 3]), 3, 42) == pytest.approx(0.5)  # table = all classes
+    assert expected_table_accuracy(np.array([], dtype=int), 50) == 0.0
 
 
 def test_mcnemar() -> None:

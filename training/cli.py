@@ -115,9 +115,11 @@ def eval_command(
         raise typer.Exit(1) from error
     for entry in result.report["models"]:
         head = entry["metrics"]["headline"]
+        table = next(key[:-5] for key in head if key.startswith("table") and key.endswith("_top1"))
         typer.echo(
             f"{entry['name']} ({entry.get('backend')}): top-1 {head['top1']:.3f}  top-3 {head['top3']:.3f}  "
-            f"MAP@3 {head['map3']:.3f}  "
+            f"MAP@3 {head['map3']:.3f}  {table} {head[f'{table}_top1']:.3f} "
+            f"(exact {head[f'{table}_expected']:.3f})  "
             f"kontour {head['kontour_top1']:.3f}  kontour deck {_fmt(head['kontour_deck_top1'])}  "
             f"pictomania {_fmt(head['pictomania_top1'])}  ECE {head['ece']:.3f}  "
             f"({head['drawings']} drawings)"

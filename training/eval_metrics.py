@@ -15,6 +15,7 @@ from training.eval_settings import FULL, KONTOUR, EvalSettings
 from training.metrics import (
     calibration,
     confused_pairs,
+    expected_table_accuracy,
     kontour_deck_metrics,
     map_at_k,
     per_class_counts,
@@ -46,6 +47,9 @@ def model_metrics(
         "kontour_top3": float((out.ranks[KONTOUR] <= 3).mean()),
         "half_top1": float((out.ranks["f0.5"] == 1).mean()) if "f0.5" in out.ranks else None,
         f"table{settings.table_size}_top1": float(np.mean(list(tables.values()))),
+        f"table{settings.table_size}_expected": expected_table_accuracy(
+            ranks, probs.shape[1], settings.table_size
+        ),
         "kontour_deck_top1": games["kontour_deck"]["top1"],
         "kontour_deck_top3": games["kontour_deck"]["top3"],
         "pictomania_top1": games["pictomania"]["top1"],

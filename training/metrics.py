@@ -4,7 +4,8 @@
 - ``kontour``: the same drawings turned into at most 15 straight lines;
 - ``half``: only the first half of the strokes (rounded up);
 - ``table42``: top-1 when the answer is restricted to a random table of 42 candidate classes that
-  contains the true one (fixed seed);
+  contains the true one (fixed seed); ``griffon eval`` also gives its exact mean over every such
+  table (:func:`expected_table_accuracy`), free of the seeds' sampling noise;
 - ``kontour_deck``: Kontour style with the answer restricted to the Kontour deck's words (what the
   Kontour AI guesser chooses from), over the drawings of those words;
 - ``pictomania``: top-1 among a real Pictomania table (6 dealt cards of 7 related words,
@@ -57,6 +58,22 @@ def table_accuracy(probs: np.ndarray, labels: np.ndarray, size: int = TABLE_SIZE
         table = np.append(others, label)
         hits += int(table[np.argmax(row[table])] == label)
     return hits / max(len(labels), 1)
+
+
+def expected_table_accuracy(ranks: np.ndarray, classes: int, size: int = TABLE_SIZE) -> float:
+    """:func:`table_accuracy` averaged exactly over every table of ``size`` classes holding the true one.
+
+    A drawing whose true class ranks ``r`` (1-based, :func:`true_ranks`) is answered right when none of
+    the ``r - 1`` classes above it is among the ``size - 1`` others dealt:
+    ``C(classes - r, size - 1) / C(classes - 1, size - 1)``.
+    """
+    if len(ranks) == 0:
+        return 0.0
+    others = min(size, classes) - 1
+    steps = np.arange(classes - 1, dtype=np.float64)  # the k-th class above the true one
+    survive = np.clip((classes - 1 - others - steps) / (classes - 1 - steps), 0.0, None)
+    chance = np.concatenate([[1.0], np.cumprod(survive)])  # chance[r - 1] for rank r
+    return float(chance[np.asarray(ranks) - 1].mean())
 
 
 def headline_metrics(
