@@ -89,6 +89,7 @@ def eval_command(
     from model import CheckpointError
     from training.data import DataError, default_data_root
     from training.eval_data import load_eval_data
+    from training.eval_metrics import table_name
     from training.eval_models import load_model
     from training.eval_settings import EvalError, EvalSettings
     from training.evaluate import default_workers, evaluate, write_report
@@ -115,7 +116,7 @@ def eval_command(
         raise typer.Exit(1) from error
     for entry in result.report["models"]:
         head = entry["metrics"]["headline"]
-        table = next(key[:-5] for key in head if key.startswith("table") and key.endswith("_top1"))
+        table = table_name(head)
         typer.echo(
             f"{entry['name']} ({entry.get('backend')}): top-1 {head['top1']:.3f}  top-3 {head['top3']:.3f}  "
             f"MAP@3 {head['map3']:.3f}  {table} {head[f'{table}_top1']:.3f} "

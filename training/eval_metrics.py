@@ -24,6 +24,11 @@ from training.metrics import (
 )
 
 
+def table_name(headline: dict[str, Any]) -> str:
+    """The random-table metric's prefix in a headline (``table42`` for tables of 42 classes)."""
+    return next(key[: -len("_top1")] for key in headline if key.startswith("table") and key.endswith("_top1"))
+
+
 def model_metrics(
     model: ModelUnderTest, out: ModelOutputs, data: EvalData, valid: np.ndarray, settings: EvalSettings
 ) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from model.raster import RasterSpec, rasterize  # noqa: E402
+from training.eval_metrics import table_name  # noqa: E402
 
 COLOURS = ("#2563eb", "#ea580c")  # model A, model B
 LOWER_IS_BETTER = {"ece"}
@@ -247,12 +248,12 @@ def _headline(report: dict[str, Any]) -> str:
     names = _names(report)
     models = report["models"]
     heads = [m["metrics"]["headline"] for m in models]
-    table_key = next(k for k in heads[0] if k.startswith("table") and k.endswith("_top1"))
-    size = table_key[5:-5]
+    table = table_name(heads[0])
+    table_key = f"{table}_top1"
     labels = {
         **HEADLINE_LABELS,
-        table_key: f"Table of {size}, top-1",
-        f"table{size}_expected": f"Table of {size}, top-1, exact mean over every table",
+        table_key: f"Table of {table[5:]}, top-1",
+        f"{table}_expected": f"Table of {table[5:]}, top-1, exact mean over every table",
     }
     main_keys = ["top1", "top3", "map3", "kontour_top1", "kontour_deck_top1", table_key, "pictomania_top1"]
     main_keys.append("ece")
