@@ -36,7 +36,7 @@ import httpx
 import numpy as np
 import websockets
 
-from tests.service_server import REPO, Server, running_server
+from griffon.launch import REPO, Server, running_server
 
 ATTACKER = "127.0.0.2"
 SCENARIOS = ("http", "bots", "slowloris", "bigframes", "sockets", "games")

@@ -4,7 +4,7 @@
    the time to build and JSON-encode the frame sent after one more stroke, and its bytes: the
    whole state (``session.frame``, what every move sent before the update frames) against the
    update (``session.update``). Median of 7.
-2. **Real server** (`server`): ``python -m service.serve_cli`` on 127.0.0.1 (the shipped model),
+2. **Real server** (`server`): ``python -m griffon.serve`` on 127.0.0.1 (the shipped model),
    one Pictomania game against 2 AIs; one socket sends 150 strokes of 1,000 points in 4 s (under
    the 60 frames/s limit) and reads every frame, while ``/healthz`` is polled every 50 ms until
    the 150 strokes are acknowledged (at most 60 s). Figures: ``/healthz`` p50 / max, time until the
@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import websockets
 
-from tests.service_server import REPO, running_server
+from griffon.launch import REPO, running_server
 from tests.test_play_frames import drain, pictomania_session, stroke
 
 CHECKPOINTS = (10, 100, 300)

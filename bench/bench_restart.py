@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from games.core import RuleError
-from service.games_manager import GameManager, handle_text
-from service.games_session import ManualClock
-from service.games_settings import PlaySettings
-from service.persistence import Journal
+from service.play.journal import Journal
+from service.play.manager import GameManager, handle_text
+from service.play.session import ManualClock
+from service.play.settings import PlaySettings
 from service.settings import Settings
 from store import open_store
 

@@ -22,7 +22,7 @@ import time
 import numpy as np
 import websockets
 
-from tests.service_server import running_server
+from griffon.launch import running_server
 
 TARGET_P99_MS = 100.0
 CHUNK_S = 0.05

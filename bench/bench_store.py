@@ -383,7 +383,7 @@ def backends(use_postgres: bool) -> Iterator[list[tuple[str, Callable[[], Store]
         )
         if use_postgres:
             try:
-                from tests.pg_server import PostgresUnavailable, running_postgres
+                from griffon.launch import PostgresUnavailable, running_postgres
 
                 url = stack.enter_context(running_postgres(durable=True))
                 import psycopg

@@ -50,8 +50,7 @@ from games.core import (
     load_config,
     rng,
 )
-from vocab.decks import DeckError, deal_table
-from vocab.decks import PictomaniaCard as VocabCard
+from vocab.decks import DeckError, PictomaniaDeckCard, deal_table
 
 EPS = TIME_EPS
 Polyline = tuple[tuple[float, float], ...]
@@ -361,13 +360,13 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
     def setup(
         self,
         players: Sequence[str],
-        deck: Sequence[PictoCard | VocabCard | dict[str, Any]],
+        deck: Sequence[PictoCard | PictomaniaDeckCard | dict[str, Any]],
         seed: int | str,
         start_at: float = 0.0,
     ) -> tuple[PictomaniaState, list[Event]]:
         """A new game; round 1 starts at `start_at`. The seed lays every round's table from
         `deck` and deals symbols and numbers. `deck` is either real double-sided cards
-        (`vocab.PictomaniaCard`: whole cards, one side each, no word twice on a table) or
+        (`vocab.PictomaniaDeckCard`: whole cards, one side each, no word twice on a table) or
         single-sided `PictoCard`s (custom and synthetic decks, cut by level)."""
         cfg = self.config
         players = tuple(players)
@@ -382,7 +381,7 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
             raise BadSetup(f"token_values must give {n - 1} tokens for {n} players")
         if len(cfg.levels_per_round) != cfg.rounds:
             raise BadSetup("levels_per_round must list one level per round")
-        if deck and all(isinstance(c, VocabCard) for c in deck):
+        if deck and all(isinstance(c, PictomaniaDeckCard) for c in deck):
             round_cards = self._deal_tables(list(deck), seed)  # type: ignore[arg-type]
         else:
             round_cards = self._cut_tables(deck, seed)
@@ -397,7 +396,7 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
         )
         return state, [GameStarted(players=players, rounds=cfg.rounds), *events]
 
-    def _deal_tables(self, deck: list[VocabCard], seed: int | str) -> list[tuple[PictoCard, ...]]:
+    def _deal_tables(self, deck: list[PictomaniaDeckCard], seed: int | str) -> list[tuple[PictoCard, ...]]:
         """Real double-sided cards: every round lays `cards_per_round` whole cards of its level,
         one side each, no word twice (`vocab.deal_table`), preferring cards no earlier round
         showed (a level played twice may have too few fresh cards; then any card of the level)."""

@@ -21,7 +21,7 @@ from games.core import Event, Move
 from games.kontour import KontourCard, KontourConfig, KontourRules
 from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
 from games.words import DeckSetupError, synthetic_kontour_deck, synthetic_pictomania_deck
-from vocab.decks import PictomaniaCard
+from vocab.decks import PictomaniaDeckCard
 
 KONTOUR_TICK_S = 0.1
 PICTOMANIA_TICK_S = 0.25
@@ -337,7 +337,7 @@ def simulate_pictomania(
     games: int = 1,
     seed: int = 0,
     players: int = 4,
-    deck: Sequence[PictoCard] | Sequence[PictomaniaCard] | None = None,
+    deck: Sequence[PictoCard] | Sequence[PictomaniaDeckCard] | None = None,
     config: PictomaniaConfig | None = None,
     joint: bool = True,
 ) -> PictomaniaReport:

@@ -38,7 +38,7 @@ class GameWords:
     """Words as the games need them: French names, the judge, relations, the real decks."""
 
     kontour_cards: tuple[KontourCard, ...]
-    picto_cards: tuple[vocab.PictomaniaCard, ...]
+    picto_cards: tuple[vocab.PictomaniaDeckCard, ...]
     related: Related
     known: frozenset[str]  # every vocabulary category key
     drawable: frozenset[str]  # the keys the vocabulary allows drawing (not "drawable: false")
@@ -70,7 +70,7 @@ class GameWords:
         return words | {w for c in self.picto_cards for s in c.sides for w in s.words}
 
 
-def pictomania_relations(cards: Iterable[vocab.PictomaniaCard]) -> Related:
+def pictomania_relations(cards: Iterable[vocab.PictomaniaDeckCard]) -> Related:
     """Words are related when they share a Pictomania card side (one theme)."""
     groups = [side.words for card in cards for side in card.sides]
     return relations_from_groups(groups) if groups else no_relations
@@ -162,11 +162,11 @@ def synthetic_pictomania_deck(
 
 
 def pictomania_deck(
-    cards: Sequence[vocab.PictomaniaCard],
+    cards: Sequence[vocab.PictomaniaDeckCard],
     drawable: Collection[str],
     config: PictomaniaConfig,
     seed: int | str,
-) -> tuple[list[vocab.PictomaniaCard] | list[PictoCard], PictomaniaConfig]:
+) -> tuple[list[vocab.PictomaniaDeckCard] | list[PictoCard], PictomaniaConfig]:
     """The real double-sided cards when the AI can draw every word on them, else synthetic tables."""
     drawable = set(drawable)
     if cards and all(w in drawable for c in cards for s in c.sides for w in s.words):

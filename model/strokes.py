@@ -30,7 +30,7 @@ MAX_ABS_COORDINATE = 1e6
 RDP_EPSILON = 2.0
 SIMPLIFIED_EXTENT = 255.0
 
-Stroke = np.ndarray  # float64 array of shape (n_points, 2)
+Points = np.ndarray  # one stroke: a float64 array of shape (n_points, 2)
 
 
 class DrawingError(ValueError):
@@ -39,7 +39,7 @@ class DrawingError(ValueError):
 
 def validate_drawing(
     drawing: Any, max_points: int = MAX_POINTS, max_strokes: int = MAX_STROKES
-) -> list[Stroke]:
+) -> list[Points]:
     """Check a drawing in Quick, Draw! stroke format and return its strokes as ``(n, 2)`` arrays.
 
     Raises :class:`DrawingError` with a readable message for anything that is not a usable drawing.
@@ -50,7 +50,7 @@ def validate_drawing(
         raise DrawingError("the drawing is empty (no strokes)")
     if len(drawing) > max_strokes:
         raise DrawingError(f"too many strokes: {len(drawing)} > {max_strokes}")
-    strokes: list[Stroke] = []
+    strokes: list[Points] = []
     total = 0
     for index, stroke in enumerate(drawing):
         points = validate_stroke(stroke, index)
@@ -66,7 +66,7 @@ def validate_drawing(
     return strokes
 
 
-def validate_stroke(stroke: Any, index: int = 0, max_points: int = MAX_POINTS) -> Stroke:
+def validate_stroke(stroke: Any, index: int = 0, max_points: int = MAX_POINTS) -> Points:
     """Check one stroke and return it as an ``(n, 2)`` float array (a single point is allowed)."""
     if not isinstance(stroke, Sequence) or isinstance(stroke, (str, bytes)) or len(stroke) not in (2, 3):
         raise DrawingError(f"stroke {index} must be [[x...], [y...]] or [[x...], [y...], [t...]]")
@@ -90,7 +90,7 @@ def validate_stroke(stroke: Any, index: int = 0, max_points: int = MAX_POINTS) -
     return points
 
 
-def resample(points: Stroke, spacing: float = 1.0) -> Stroke:
+def resample(points: Points, spacing: float = 1.0) -> Points:
     """Resample a polyline at a regular arc-length spacing, keeping both end points.
 
     The readable definition (a canvas-wide stroke becomes hundreds of points); simplification
@@ -106,7 +106,7 @@ def resample(points: Stroke, spacing: float = 1.0) -> Stroke:
     return np.stack([np.interp(samples, arc, points[:, 0]), np.interp(samples, arc, points[:, 1])], 1)
 
 
-def resample_corners(points: Stroke, spacing: float = 1.0) -> Stroke:
+def resample_corners(points: Points, spacing: float = 1.0) -> Points:
     """The samples of :func:`resample` that Ramer–Douglas–Peucker can keep, in order.
 
     Samples on one straight segment of the input are collinear, and a point's distance to a chord
@@ -121,14 +121,14 @@ def resample_corners(points: Stroke, spacing: float = 1.0) -> Stroke:
     return out[: _corner_samples(points, spacing, out, 0)].copy()
 
 
-def rdp(points: Stroke, epsilon: float = RDP_EPSILON) -> Stroke:
+def rdp(points: Points, epsilon: float = RDP_EPSILON) -> Points:
     """Ramer–Douglas–Peucker simplification of one polyline (see :func:`rdp_strokes`).
 
     Distances use the first two columns; further columns (e.g. times) are carried along."""
     return rdp_strokes([points], epsilon)[0]
 
 
-def rdp_strokes(strokes: Sequence[Stroke], epsilon: float = RDP_EPSILON) -> list[Stroke]:
+def rdp_strokes(strokes: Sequence[Points], epsilon: float = RDP_EPSILON) -> list[Points]:
     """Ramer–Douglas–Peucker simplification of every stroke, in one compiled pass over the drawing.
 
     Distances use the first two columns (to the chord's line, or to its start when the chord has
@@ -263,7 +263,7 @@ def _simplify(
     return candidates[:at][keep], counts
 
 
-def drawing_frame(strokes: Sequence[Stroke]) -> tuple[float, float, float]:
+def drawing_frame(strokes: Sequence[Points]) -> tuple[float, float, float]:
     """``(min_x, min_y, extent)``: the frame the simplification aligns and scales to."""
     every = np.concatenate(strokes)
     origin = every.min(axis=0)
@@ -271,10 +271,10 @@ def drawing_frame(strokes: Sequence[Stroke]) -> tuple[float, float, float]:
 
 
 def simplify_drawing(
-    strokes: Sequence[Stroke],
+    strokes: Sequence[Points],
     epsilon: float = RDP_EPSILON,
     frame: tuple[float, float, float] | None = None,
-) -> list[Stroke]:
+) -> list[Points]:
     """Apply Google's ``simplified`` preprocessing to validated strokes (see module docstring).
 
     ``frame`` (from :func:`drawing_frame` of the whole drawing) lets a caller simplify some strokes
@@ -290,7 +290,7 @@ def simplify_drawing(
     return [kept[end - count : end] for end, count in zip(bounds.tolist(), counts.tolist(), strict=True)]
 
 
-def to_quickdraw(strokes: Sequence[Stroke], decimals: int = 0) -> list[list[list[float]]]:
+def to_quickdraw(strokes: Sequence[Points], decimals: int = 0) -> list[list[list[float]]]:
     """Convert ``(n, 2)`` arrays back to Quick, Draw! ``[[x...], [y...]]`` lists."""
     out = []
     for stroke in strokes:

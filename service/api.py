@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from fastapi import APIRouter
 
-from service.bot import BotsDep
+from service.bot.routes import BotsDep
 from service.errors import LimitExceeded, ServiceError
 from service.schemas import (
     BatchRequest,
@@ -52,8 +52,7 @@ async def guess_drawings(
     for i, drawing in enumerate(drawings):
         points += check_drawing(drawing, settings, f"drawing {i}" if where else "")
     shared.spend_points(client, points)
-    views = await shared.inference.run_cpu(_prepare_all, shared.guesser, drawings, where, key=client)
-    probs = await shared.inference.probabilities(views)
+    probs = await shared.inference.recognize(_prepare_all, shared.guesser, drawings, where, key=client)
     indices = shared.guesser.candidate_indices(chosen)
     return [GuessResponse(guesses=rank(shared, row, top_k, indices)) for row in probs]
 

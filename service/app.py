@@ -1,27 +1,26 @@
 """The Griffon web app: ``create_app()`` assembles routers, limits, security headers and errors.
 
 Run it with ``griffon serve`` (which also sets uvicorn's timeouts and WebSocket size from the
-settings: :mod:`service.serve_cli`) or ``uvicorn service.app:create_app --factory``.
+settings: :mod:`griffon.serve`) or ``uvicorn service.app:create_app --factory``.
 
 Shared objects, created once at start-up (lifespan), reach routes as typed dependencies:
 
 - :class:`service.shared.Shared` (``SharedDep``): the settings, the loaded ``model.Guesser``,
   the ``vocab.Vocabulary``, the :class:`service.inference.BatchInference` (batched inference,
   fair preprocessing pool) and the per-client point budgets.
-- :class:`service.bot.BotRegistry` (``BotsDep``): live bot sessions and transcripts.
+- :class:`service.bot.routes.BotRegistry` (``BotsDep``): live bot sessions and transcripts.
 - ``app.state.store``: the database (:mod:`store`; ``GRIFFON_DATABASE_URL``, else
   ``GRIFFON_DATA_DIR/griffon.db``), opened by ``create_app`` itself, so that a corrupt or
   unreachable database stops ``griffon serve`` at once with its message (no traceback) and is
   never overwritten. Pruned at start and hourly (``GRIFFON_RETAIN_*``); bot transcripts are
   saved to it (:class:`store.transcripts.TranscriptArchive`).
 
-Extension point: if a module ``service.play`` exists, its ``router`` (a FastAPI ``APIRouter``)
-is included as is, so the solo games plug in without editing this file. It may also define
-``read_settings()`` (called by ``create_app`` next to ``Settings.from_env()``, so that a bad
-``GRIFFON_PLAY_*`` value stops ``griffon serve`` before the model loads; the result is
-``app.state.play_settings``), ``async def startup(app)`` and ``async def shutdown(app)``, awaited
-after the shared objects are ready and before they are released (``shutdown`` also after a
-``startup`` that failed half-way: everything started is released, in reverse order).
+Features: the HTTP API (:mod:`service.api`), the bot socket (:mod:`service.bot`) and the games
+played in the browser (:mod:`service.play`) are routers included here. The games' settings
+(``GRIFFON_PLAY_*``) are read by ``create_app`` next to ``Settings.from_env()``, so that a bad value
+stops ``griffon serve`` before the model loads (``app.state.play_settings``); their manager starts
+after the shared objects are ready and stops before they are released (also after a start that
+failed half-way: everything started is released, in reverse order).
 
 Errors: every failure is JSON ``{"error": code, "message": text}``. Routes raise the typed
 :class:`service.errors.ServiceError` family (its status and code; ``Retry-After`` when set);
@@ -41,15 +40,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import importlib.util
 import logging
 import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -61,8 +57,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from model.strokes import DrawingError
+from service import api
+from service.bot import routes as bot
 from service.errors import ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
+from service.play import routes as play
 from service.settings import Settings
 from service.shared import Shared
 from store import Store, StoreError, StoreSettings, open_store
@@ -70,7 +69,6 @@ from store.background import shared_writer
 from store.transcripts import TranscriptArchive
 
 log = logging.getLogger("griffon.service")
-PLAY_MODULE = "service.play"
 HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'{sockets}; object-src 'none'; base-uri 'none'; form-action 'self'; "
@@ -291,12 +289,6 @@ def load_shared(settings: Settings) -> dict[str, Any]:
     return {"guesser": guesser, "vocabulary": vocabulary}
 
 
-def _play_module() -> ModuleType | None:
-    if importlib.util.find_spec(PLAY_MODULE) is None:
-        return None
-    return importlib.import_module(PLAY_MODULE)
-
-
 async def start_shared(settings: Settings) -> Shared:
     """The model and vocabulary loaded (in a thread) and the batched inference started."""
     loaded = await asyncio.to_thread(load_shared, settings)
@@ -331,11 +323,8 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
     """The whole service; ``settings`` and ``store_settings`` default to the ``GRIFFON_*``
     environment. Raises a `store.StoreError` when the database cannot be used (bad file, bad URL,
     server down): the server must not start without it."""
-    from service import api, bot
-
     settings = settings or Settings.from_env()
-    play = _play_module()
-    play_settings = play.read_settings() if play is not None and hasattr(play, "read_settings") else None
+    play_settings = play.read_settings()
     store = open_store(store_settings or StoreSettings.from_env())
 
     @asynccontextmanager
@@ -353,10 +342,8 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.push_async_callback(app.state.bots.aclose)
             pruner = asyncio.create_task(prune_forever(store), name="db-prune")
             release.callback(pruner.cancel)
-            if play is not None and hasattr(play, "shutdown"):
-                release.push_async_callback(play.shutdown, app)
-            if play is not None and hasattr(play, "startup"):
-                await play.startup(app)
+            release.push_async_callback(play.shutdown, app)
+            await play.startup(app)
             log.info("griffon service ready in %.1f s", time.perf_counter() - started)
             yield
 
@@ -380,6 +367,5 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
     )
     app.include_router(api.router)
     app.include_router(bot.router)
-    if play is not None:
-        app.include_router(play.router)
+    app.include_router(play.router)
     return app

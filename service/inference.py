@@ -14,9 +14,8 @@ of CPU seconds (``cpu_share`` seconds per second, ``cpu_burst_s`` at once): a ke
 
 >>> inference = BatchInference(guesser, max_batch=64, max_queue=512)
 >>> inference.start()
->>> views = await inference.run_cpu(session.stage, stroke)      # validation + views, off-loop
->>> probs = (await inference.probabilities([views]))[0]         # shared forward pass
->>> session.commit(probs)
+>>> probs = await inference.recognize(session.stage, stroke, key=room)  # views off-loop, then
+>>> session.commit(probs)                                             # one shared forward pass
 >>> await inference.aclose()
 """
 
@@ -161,6 +160,20 @@ class BatchInference:
         future: asyncio.Future = loop.create_future()
         self._queue.put(_Job(views, future, loop))
         return await future
+
+    async def recognize(self, prepare: Callable[..., Any], *args: Any, key: str = "") -> np.ndarray | None:
+        """Prepare drawings in the fair pool, then classify them in the shared batch.
+
+        ``prepare(*args)`` returns the ``model.Views`` of one drawing, a list of them, or ``None``
+        (nothing to classify); the answer is the probabilities ``(classes,)``, ``(n, classes)``
+        or ``None`` accordingly. Raises what :meth:`run_cpu` and :meth:`probabilities` raise.
+        """
+        views = await self.run_cpu(prepare, *args, key=key)
+        if views is None:
+            return None
+        if isinstance(views, list):
+            return await self.probabilities(views)
+        return (await self.probabilities([views]))[0]
 
     async def run_cpu(self, fn: Callable[..., T], *args: Any, key: str = "") -> T:
         """Run CPU-bound preprocessing (``prepare``, ``stage``...) in the thread pool.

@@ -16,8 +16,8 @@ from service.settings import Settings
 
 Number = Annotated[float, Field(allow_inf_nan=False)]
 Coordinates = Annotated[list[Number], Field(max_length=MAX_POINTS)]
-Stroke = Annotated[list[Coordinates], Field(min_length=2, max_length=3)]
-Drawing = Annotated[list[Stroke], Field(min_length=1, max_length=MAX_STROKES)]
+StrokeJSON = Annotated[list[Coordinates], Field(min_length=2, max_length=3)]
+Drawing = Annotated[list[StrokeJSON], Field(min_length=1, max_length=MAX_STROKES)]
 Text = Annotated[str, Field(min_length=1, max_length=200)]
 
 

@@ -129,7 +129,8 @@ def two_view_checkpoint(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPath
 @pytest.fixture(scope="session")
 def tight_server(tiny_checkpoint: Path):
     """The real service (uvicorn) with small limits and short timeouts, shared by the service tests."""
-    from tests.service_server import TIGHT, running_server
+    from griffon.launch import running_server
+    from tests.service_server import TIGHT
 
     with running_server({"GRIFFON_MODEL": str(tiny_checkpoint), **TIGHT}) as server:
         yield server

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from service.app import start_shared
-from service.games_manager import GameManager, handle_text
-from service.games_session import GameSession, ManualClock
-from service.games_settings import PlaySettings
-from service.play import make_recognizer
+from service.play.manager import GameManager, handle_text
+from service.play.routes import make_recognizer
+from service.play.session import GameSession, ManualClock
+from service.play.settings import PlaySettings
 from service.settings import Settings
 from tests.play_helpers import FAST, FrameReader
 

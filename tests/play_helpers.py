@@ -13,8 +13,8 @@ import httpx
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
-from service.games_session import apply_update
-from tests.service_server import Server, running_server
+from griffon.launch import Server, running_server
+from service.play.session import apply_update
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights" / "griffon-default.pt"
 HAS_WEIGHTS = WEIGHTS.is_file()

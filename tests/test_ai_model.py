@@ -56,7 +56,7 @@ def test_every_shipped_line_drawing_is_recognised_by_the_shipped_model(guesser) 
 @pytest.mark.slow
 @pytest.mark.parametrize("game", ["kontour", "pictomania"])
 def test_one_full_simulated_game_with_the_real_model(game: str) -> None:
-    from service.cli import app
+    from griffon.cli import app
 
     result = CliRunner().invoke(app, ["simulate", game, "-n", "1", "--seed", "3", "--json"])
     assert result.exit_code == 0, result.output

@@ -116,7 +116,7 @@ def test_bad_arguments_raise(source: TemplateSource) -> None:
 def test_cli_reports_bad_level_and_missing_weights(tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from service.cli import app
+    from griffon.cli import app
 
     runner = CliRunner()
     bad_level = runner.invoke(app, ["simulate", "kontour", "--level", "expert"])

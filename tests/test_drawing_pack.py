@@ -184,7 +184,7 @@ def test_build_refuses_words_without_data(tiny_data: Path, tmp_path: Path) -> No
 
 
 def test_griffon_data_pack_command(tiny_data: Path, tmp_path: Path) -> None:
-    from service.cli import app
+    from griffon.cli import app
 
     out = tmp_path / "pack.ndjson.gz"
     result = CliRunner().invoke(

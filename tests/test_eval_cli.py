@@ -149,7 +149,7 @@ def test_bad_inputs(cli: typer.Typer, tiny_checkpoint: Path, fixture_data: Path,
 
 
 def test_error_exit_without_traceback(fixture_data: Path, tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "service.cli", "eval", "--model", str(tmp_path / "missing.pt"),
+    command = [sys.executable, "-m", "griffon.cli", "eval", "--model", str(tmp_path / "missing.pt"),
                "--data", str(fixture_data), "--out", str(tmp_path)]  # fmt: skip
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1

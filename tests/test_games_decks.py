@@ -22,13 +22,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE = """
 import json
 from games.pictomania import PictomaniaConfig
-from service.games_decks import kontour_deck, load_words, pictomania_deck
-from vocab import PictomaniaCard
+from service.play.words import kontour_deck, load_words, pictomania_deck
+from vocab import PictomaniaDeckCard
 words = load_words()
 cards, half = kontour_deck(words, seed=1)
 deck, config = pictomania_deck(words, PictomaniaConfig.load(), seed=1)
 print(json.dumps({"kontour": len(cards), "half": half, "drawable": len(words.drawable),
-                  "pictomania_real": all(isinstance(c, PictomaniaCard) for c in deck),
+                  "pictomania_real": all(isinstance(c, PictomaniaDeckCard) for c in deck),
                   "pictomania": len(deck)}))
 """
 

@@ -21,7 +21,7 @@ import pytest
 from games.core import LoggedMove, replay
 from games.kontour import KontourCard, KontourConfig, KontourRules, exact_judge
 from games.pictomania import PictomaniaConfig, PictomaniaRules
-from vocab import PictomaniaCard, kontour_deck, pictomania_deck
+from vocab import PictomaniaDeckCard, kontour_deck, pictomania_deck
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 KONTOUR_SETUP = {"players": ["ana", "bob", "cy"], "seed": 2026, "half": "top"}
@@ -65,9 +65,9 @@ def pictomania_outcome(state: Any) -> dict[str, Any]:
     }
 
 
-def picto_deck(golden: dict[str, Any]) -> list[PictomaniaCard]:
+def picto_deck(golden: dict[str, Any]) -> list[PictomaniaDeckCard]:
     """The double-sided cards stored in the golden file (independent of later deck edits)."""
-    return [PictomaniaCard.model_validate(card) for card in golden["deck"]]
+    return [PictomaniaDeckCard.model_validate(card) for card in golden["deck"]]
 
 
 def load(name: str) -> dict[str, Any]:

@@ -12,13 +12,13 @@ import pytest
 from games.core import BadSetup
 from games.pictomania import PictomaniaConfig, PictomaniaRules
 from games.words import load_game_words, pictomania_deck
-from vocab import PictomaniaCard
+from vocab import PictomaniaDeckCard
 from vocab import pictomania_deck as real_deck
 
 SEEDS = range(40)
 
 
-def card_of(words: tuple[str, ...], deck: tuple[PictomaniaCard, ...]) -> int:
+def card_of(words: tuple[str, ...], deck: tuple[PictomaniaDeckCard, ...]) -> int:
     """The id of the physical card one of whose sides lists `words`."""
     (found,) = [c.id for c in deck for s in c.sides if s.words == words]
     return found

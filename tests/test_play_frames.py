@@ -16,10 +16,10 @@ from games.ai.levels import load_level
 from games.core import Tick
 from games.kontour import Guess, KontourRules
 from games.pictomania import Done, NextRound, PictomaniaRules
-from service.games_decks import kontour_candidates, kontour_deck, load_words, pictomania_deck
-from service.games_manager import game_configs, handle_text
-from service.games_session import HUMAN, KontourSession, PictomaniaSession, accepted_opponents, apply_update
-from service.games_settings import PlaySettings
+from service.play.manager import game_configs, handle_text
+from service.play.session import HUMAN, KontourSession, PictomaniaSession, accepted_opponents, apply_update
+from service.play.settings import PlaySettings
+from service.play.words import kontour_candidates, kontour_deck, load_words, pictomania_deck
 from service.settings import Settings
 from service.shared import Shared
 

@@ -302,7 +302,7 @@ def test_settings_from_environment() -> None:
 
 
 def test_play_settings_use_the_same_reader() -> None:
-    from service.games_settings import PlaySettings, PlaySettingsError
+    from service.play.settings import PlaySettings, PlaySettingsError
 
     play = PlaySettings.from_env({"GRIFFON_PLAY_AI_NAMES": "Plume, Fusain", "GRIFFON_PLAY_TICK_S": "0.2"})
     assert play.ai_names == ("Plume", "Fusain") and play.tick_s == 0.2
@@ -362,13 +362,13 @@ def test_game_creation_is_budgeted_per_client(tiny_checkpoint: Path) -> None:
 
 
 def test_no_deck_is_503(tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import service.games_manager
-    from service.games_decks import DeckSetupError
+    import service.play.manager
+    from service.play.words import DeckSetupError
 
     def no_deck(*args: object) -> None:
         raise DeckSetupError("need at least 4 drawable words for a Kontour deck, got 0")
 
-    monkeypatch.setattr(service.games_manager, "kontour_deck", no_deck)
+    monkeypatch.setattr(service.play.manager, "kontour_deck", no_deck)
     with in_process(model=tiny_checkpoint) as app:
         assert_error(app.post("/v1/play", json={"game": "kontour"}), 503, "no_deck",
                      "need at least 4 drawable words for a Kontour deck, got 0")
@@ -379,13 +379,13 @@ def test_a_test_server_whose_port_was_taken_moves_to_another(
 ) -> None:
     """Two xdist workers may draw the same free port: the one that loses the bind must not take the
     other's server for its own (it once ran a browser test against another file's settings)."""
-    from tests import service_server
+    from griffon import launch
 
     taken = int(tight_server.url.rsplit(":", 1)[1])
     draws = iter([taken])
-    real = service_server.free_port
-    monkeypatch.setattr(service_server, "free_port", lambda: next(draws, None) or real())
-    with service_server.running_server({"GRIFFON_MODEL": str(tiny_checkpoint)}) as server:
+    real = launch.free_port
+    monkeypatch.setattr(launch, "free_port", lambda: next(draws, None) or real())
+    with launch.running_server({"GRIFFON_MODEL": str(tiny_checkpoint)}) as server:
         assert server.url != tight_server.url
         assert httpx.get(server.url + "/healthz", timeout=10).status_code == 200
     assert tight_server.alive()

@@ -18,8 +18,8 @@ import httpx
 import pytest
 import websockets
 
-from service.serve_cli import drop_query_strings
-from tests.service_server import Server
+from griffon.launch import Server
+from griffon.serve import drop_query_strings
 
 ATTACKER = "127.0.0.2"  # Linux routes all of 127/8 to lo: another client address, same machine
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import websockets
 
+from griffon.launch import REPO, Server, running_server
 from tests.conftest import shape
-from tests.service_server import REPO, Server, running_server
 
 WORDS = ["square", "circle", "triangle", "line"]
 

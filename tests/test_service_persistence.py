@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from games.core import RuleError
-from service.games_manager import GameManager, handle_text
-from service.games_session import HUMAN, GameSession, ManualClock
-from service.games_settings import PlaySettings
+from service.play.manager import GameManager, handle_text
+from service.play.session import HUMAN, GameSession, ManualClock
+from service.play.settings import PlaySettings
 from service.settings import Settings
 from store import Store, open_store
 from store.export import export_quickdraw

@@ -305,14 +305,14 @@ def test_guesses_come_at_a_human_pace(app) -> None:
 
 
 def test_a_failed_games_start_releases_everything_the_app_started(tiny_checkpoint: Path, monkeypatch) -> None:
-    """`service.play.startup` raising: the pruner, the inference worker, the games and the
+    """`service.play.routes.startup` raising: the pruner, the inference worker, the games and the
     database are all released (no task or thread left behind)."""
     import asyncio
     import tempfile
 
     from fastapi.testclient import TestClient
 
-    import service.play
+    import service.play.routes
     from service.app import create_app
     from service.settings import Settings
     from store import StoreSettings
@@ -324,8 +324,8 @@ def test_a_failed_games_start_releases_everything_the_app_started(tiny_checkpoin
         seen["tasks"] = {t.get_name() for t in asyncio.all_tasks()}
         raise RuntimeError("the games could not start")
 
-    real_startup = service.play.startup
-    monkeypatch.setattr(service.play, "startup", broken_startup)
+    real_startup = service.play.routes.startup
+    monkeypatch.setattr(service.play.routes, "startup", broken_startup)
     with tempfile.TemporaryDirectory(prefix="griffon-test-db-") as folder:
         app = create_app(Settings(model=tiny_checkpoint), StoreSettings(data_dir=Path(folder)))
         closed: list[str] = []
@@ -378,8 +378,8 @@ async def _uniform(drawing: list, candidates) -> dict[str, float]:
 
 
 def _manager(store, **limits: int):
-    from service.games_manager import GameManager
-    from service.games_settings import PlaySettings
+    from service.play.manager import GameManager
+    from service.play.settings import PlaySettings
     from service.settings import Settings
 
     return GameManager(Settings(**limits), PlaySettings(), lambda key: _uniform, frozenset(), store)

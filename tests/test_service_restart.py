@@ -25,15 +25,15 @@ import httpx
 import pytest
 import websockets
 
-from service.games_decks import load_words
-from service.games_manager import GameManager
-from service.games_session import HUMAN
-from service.games_settings import PlaySettings
-from service.persistence import replay_into
+from griffon.launch import REPO, Server, running_server
+from service.play.journal import replay_into
+from service.play.manager import GameManager
+from service.play.session import HUMAN
+from service.play.settings import PlaySettings
+from service.play.words import load_words
 from service.settings import Settings
 from store import open_store
 from tests.play_helpers import FAST, HOUSE, Player, model_env, new_game
-from tests.service_server import REPO, Server, running_server
 from tests.test_service_bot import WORDS, Room, square
 
 

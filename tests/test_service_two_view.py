@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import websockets
 
+from griffon.launch import Server, running_server
 from model import Guesser
 from tests.conftest import FIXTURE_WORDS, shape
-from tests.service_server import Server, running_server
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ from games.pictomania import (
     PictoStroke,
     PlaceGuess,
 )
+from griffon.launch import PostgresUnavailable, running_postgres
 from store import (
     LATEST_VERSION,
     BadRecord,
@@ -53,7 +54,6 @@ from store.background import WriterClosed as BackgroundClosed
 from store.export import export_quickdraw
 from store.transcripts import TranscriptArchive
 from tests.conftest import write_fixture_folder
-from tests.pg_server import PostgresUnavailable, running_postgres
 from training.data import load_dataset, read_categories, read_ndjson
 
 REPO = Path(__file__).resolve().parent.parent
@@ -514,7 +514,7 @@ def test_the_move_writer_queue_is_bounded(db):
 
 
 def test_bot_transcripts_survive_a_restart_and_open_only_with_their_key(db_url):
-    from service.bot_session import Transcript
+    from service.bot.session import Transcript
 
     live = Transcript("sess1", "salon", "Griffon", limit=10_000)
     live.add("round_start", 1, 0.0, game="kontour")

@@ -101,7 +101,7 @@ def test_download_errors_are_clear(bucket: str, tmp_path: Path) -> None:
 
 def test_download_cli(bucket: str, tmp_path: Path) -> None:
     command = [
-        sys.executable, "-m", "service.cli", "data", "download", "--categories", "circle,square",
+        sys.executable, "-m", "griffon.cli", "data", "download", "--categories", "circle,square",
         "--format", "simplified", "--data", str(tmp_path), "--base-url", bucket,
     ]
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120)

@@ -10,7 +10,7 @@ import pytest
 
 from vocab import DeckError, deal_table, kontour_deck, load_vocabulary, pictomania_deck
 from vocab.build_decks import build_kontour, too_close
-from vocab.decks import PictomaniaCard, read_kontour_deck
+from vocab.decks import PictomaniaDeckCard, read_kontour_deck
 
 
 def test_kontour_deck_size_and_words() -> None:
@@ -109,7 +109,8 @@ def test_deal_table_is_reproducible_and_varied() -> None:
 
 def test_deal_table_reports_impossible_tables() -> None:
     side = {"theme": "t", "words": ["cat", "dog", "cow", "pig", "hat", "sun", "eye"]}
-    clones = [PictomaniaCard.model_validate({"id": i, "level": 1, "sides": [side, side]}) for i in range(6)]
+    clones = [PictomaniaDeckCard.model_validate({"id": i, "level": 1, "sides": [side, side]})
+              for i in range(6)]
     with pytest.raises(DeckError, match="repeated word"):
         deal_table(1, random.Random(0), cards=clones)
     with pytest.raises(DeckError):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from vocab.normalize import normalize
 
 _EXPORTS = {
-    "decks": ("DeckError", "KontourCard", "PictomaniaCard", "PictomaniaSide", "deal_table",
+    "decks": ("DeckError", "KontourDeckCard", "PictomaniaDeckCard", "PictomaniaSide", "deal_table",
               "kontour_deck", "pictomania_deck"),
     "matcher": ("ACCEPT_REASONS", "REASONS", "AmbiguousAnswerError", "AnswerKind", "Match",
                 "edit_budget", "index_builds", "match", "warm_up"),
@@ -30,9 +30,9 @@ __all__ = [
     "AmbiguousAnswerError",
     "AnswerKind",
     "DeckError",
-    "KontourCard",
+    "KontourDeckCard",
     "Match",
-    "PictomaniaCard",
+    "PictomaniaDeckCard",
     "PictomaniaSide",
     "REASONS",
     "UnknownCategoryError",
@@ -56,8 +56,8 @@ __all__ = [
 if TYPE_CHECKING:
     from vocab.decks import (
         DeckError,
-        KontourCard,
-        PictomaniaCard,
+        KontourDeckCard,
+        PictomaniaDeckCard,
         PictomaniaSide,
         deal_table,
         kontour_deck,

@@ -22,9 +22,9 @@ from vocab.vocabulary import DATA_DIR, Vocabulary, VocabularyError, load_vocabul
 
 __all__ = [
     "DeckError",
-    "KontourCard",
+    "KontourDeckCard",
     "KontourHalf",
-    "PictomaniaCard",
+    "PictomaniaDeckCard",
     "PictomaniaSide",
     "deal_table",
     "kontour_deck",
@@ -56,7 +56,7 @@ class KontourHalf(BaseModel):
         return 1 if colour == "blue" else 2
 
 
-class KontourCard(BaseModel):
+class KontourDeckCard(BaseModel):
     """A Kontour card: ``top`` and ``bottom`` halves."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -74,7 +74,7 @@ class KontourCard(BaseModel):
         return (self.top.blue, self.top.orange, self.bottom.blue, self.bottom.orange)
 
     @model_validator(mode="after")
-    def _distinct(self) -> KontourCard:
+    def _distinct(self) -> KontourDeckCard:
         if len(set(self.words)) != 4:
             raise ValueError(f"card {self.id}: a word appears twice: {self.words}")
         return self
@@ -101,7 +101,7 @@ class PictomaniaSide(BaseModel):
         return self
 
 
-class PictomaniaCard(BaseModel):
+class PictomaniaDeckCard(BaseModel):
     """A double-sided Pictomania card of one level."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -140,7 +140,7 @@ def _check_keys(words: Sequence[str], vocab: Vocabulary, where: str) -> None:
             raise DeckError(f"{where}: {key!r} is marked drawable: false")
 
 
-Card = TypeVar("Card", "KontourCard", "PictomaniaCard")
+Card = TypeVar("Card", "KontourDeckCard", "PictomaniaDeckCard")
 
 
 def _read_cards(path: Path, model: type[Card]) -> tuple[Card, ...]:
@@ -156,17 +156,17 @@ def _read_cards(path: Path, model: type[Card]) -> tuple[Card, ...]:
     return tuple(cards)
 
 
-def read_kontour_deck(path: Path, vocab: Vocabulary) -> tuple[KontourCard, ...]:
+def read_kontour_deck(path: Path, vocab: Vocabulary) -> tuple[KontourDeckCard, ...]:
     """Parse and validate a Kontour deck file against the vocabulary."""
-    cards = _read_cards(path, KontourCard)
+    cards = _read_cards(path, KontourDeckCard)
     for card in cards:
         _check_keys(card.words, vocab, f"{path} card {card.id}")
     return cards
 
 
-def read_pictomania_deck(path: Path, vocab: Vocabulary) -> tuple[PictomaniaCard, ...]:
+def read_pictomania_deck(path: Path, vocab: Vocabulary) -> tuple[PictomaniaDeckCard, ...]:
     """Parse and validate a Pictomania deck file against the vocabulary."""
-    cards = _read_cards(path, PictomaniaCard)
+    cards = _read_cards(path, PictomaniaDeckCard)
     for card in cards:
         for side in card.sides:
             _check_keys(side.words, vocab, f"{path} card {card.id} {side.theme!r}")
@@ -174,7 +174,7 @@ def read_pictomania_deck(path: Path, vocab: Vocabulary) -> tuple[PictomaniaCard,
 
 
 @functools.lru_cache(maxsize=1)
-def kontour_deck() -> tuple[KontourCard, ...]:
+def kontour_deck() -> tuple[KontourDeckCard, ...]:
     """The shipped Kontour deck (cached)."""
     try:
         return read_kontour_deck(DATA_DIR / "kontour_deck.yaml", load_vocabulary())
@@ -183,7 +183,7 @@ def kontour_deck() -> tuple[KontourCard, ...]:
 
 
 @functools.lru_cache(maxsize=1)
-def pictomania_deck() -> tuple[PictomaniaCard, ...]:
+def pictomania_deck() -> tuple[PictomaniaDeckCard, ...]:
     """The shipped Pictomania deck (cached)."""
     return read_pictomania_deck(DATA_DIR / "pictomania_deck.yaml", load_vocabulary())
 
@@ -192,7 +192,7 @@ def deal_table(
     levels: int | Sequence[int],
     rng: random.Random,
     n: int = 6,
-    cards: Sequence[PictomaniaCard] | None = None,
+    cards: Sequence[PictomaniaDeckCard] | None = None,
 ) -> list[PictomaniaSide]:
     """Lay out ``n`` card sides of the given level(s) with no word shown twice.
 

@@ -38,8 +38,8 @@ from games.ai.levels import AILevel
 from games.core import Event, InvalidMove, Move, RuleError, events_for
 from games.kontour import KontourConfig, KontourRules, KontourState
 from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
-from service.games_decks import Words
-from service.games_settings import PlaySettings
+from service.play.settings import PlaySettings
+from service.play.words import Words
 from store import hash_token, token_matches
 
 log = logging.getLogger("griffon.play")
@@ -72,12 +72,6 @@ MAX_GUESS_CHARS = 80
 MAX_OPPONENTS = 5  # what `POST /v1/play` accepts
 SEND_QUEUE = 64  # frames waiting for a slow socket; beyond, the socket is dropped
 DRAWING_EVENTS = ("stroke_drawn", "stroke_undone", "drawing_cleared")  # Pictomania drawings change only so
-
-
-class FrameError(RuleError):
-    """A frame the service cannot read (not JSON, not an object, unknown type)."""
-
-    code = "bad_frame"
 
 
 class GameTooLong(RuleError):
@@ -199,7 +193,7 @@ class GameSession:
         now = self.now()
         before = self.state
         self.state, events = self.rules.apply(before, move, now)
-        if self.journal is not None:  # stored before anyone sees it (service.persistence)
+        if self.journal is not None:  # stored before anyone sees it (service.play.journal)
             self.journal.record(self, move, now, events)
         self.moves += 1
         self.log_bytes += move_bytes(move)

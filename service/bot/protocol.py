@@ -6,10 +6,11 @@ to any frame; an error caused by that frame echoes it as ``ref``. Spec: ``docs/B
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from service.frames import FrameError, load_json
 
 PROTOCOL = "griffon-bot"
 SUPPORTED_VERSIONS: tuple[int, ...] = (1,)
@@ -21,16 +22,6 @@ Coords = Annotated[list[Number], Field(min_length=1, max_length=10_000)]
 Int53 = Annotated[int, Field(ge=-(2**53), le=2**53)]  # an integer any JSON client reads exactly
 FrameId = Annotated[str, Field(max_length=64)] | Int53 | None
 Text = Annotated[str, Field(min_length=1, max_length=200)]
-
-
-class FrameError(ValueError):
-    """A frame the bot cannot use; ``code`` is the error frame's code."""
-
-    def __init__(self, code: str, message: str, ref: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.ref = ref
 
 
 class _Frame(BaseModel):
@@ -181,45 +172,9 @@ def parse_frame(text: str | bytes | None, max_bytes: int) -> Any:
         raise FrameError("invalid_frame", f"{kind}: {_describe(error)}", ref) from None
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number")
-
-
-def load_json(text: str | bytes, reject_constants: bool = False) -> Any:
-    """``json.loads`` for untrusted text: every failure is ``FrameError("bad_json")``.
-
-    Refused: invalid JSON, ``NaN``/``Infinity`` when ``reject_constants``, integers beyond
-    Python's digit limit, nesting deeper than the parser's recursion limit, and strings with lone
-    UTF-16 surrogates (they could not be written back out as UTF-8).
-    """
-    try:
-        data = json.loads(text, parse_constant=_reject_constant if reject_constants else None)
-    except json.JSONDecodeError as error:
-        raise FrameError("bad_json", f"the frame is not valid JSON: {error.msg}") from None
-    except RecursionError:
-        raise FrameError("bad_json", "the frame is nested too deeply") from None
-    except (ValueError, UnicodeDecodeError) as error:  # e.g. an integer of 5,000 digits
-        raise FrameError("bad_json", f"the frame is not usable JSON: {str(error)[:120]}") from None
-    if (b"\\u" if isinstance(text, bytes) else "\\u") in text:
-        try:
-            json.dumps(data, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            message = "the frame holds a lone UTF-16 surrogate (\\ud800-\\udfff)"
-            raise FrameError("bad_json", message) from None
-    return data
-
-
 def _describe(error: ValidationError) -> str:
     parts = []
     for item in error.errors()[:3]:
         where = ".".join(str(p) for p in item["loc"][1:])  # drop the union tag
         parts.append(f"{where}: {item['msg']}" if where else item["msg"])
     return "; ".join(parts)
-
-
-def error_frame(code: str, message: str, ref: Any = None) -> dict[str, Any]:
-    """A server ``error`` frame."""
-    frame: dict[str, Any] = {"type": "error", "code": code, "message": message}
-    if ref is not None:
-        frame["ref"] = ref
-    return frame

@@ -20,10 +20,9 @@ from typing import Any
 from games.ai import AILevelError, KontourGuesser, load_level
 from games.ai.base import Related, no_relations
 from model.strokes import DrawingError
-from service.bot_protocol import (
+from service.bot.protocol import (
     PROTOCOL,
     SUPPORTED_VERSIONS,
-    FrameError,
     Hello,
     PlayerGuess,
     RoundEnd,
@@ -31,6 +30,7 @@ from service.bot_protocol import (
     Verdict,
 )
 from service.errors import ServiceError
+from service.frames import FrameError
 from service.inference import Overloaded
 from service.shared import Shared
 from store import DrawingRecord
@@ -272,27 +272,30 @@ class BotSession:
         rnd = self._require_round(ref)
         started = time.perf_counter()
         self._check_size(rnd, len(stroke[0]), ref)
-        inference = self.shared.inference
+        elapsed_ms = round((self.clock() - rnd.t0) * 1000.0, 1)
         try:
             self.shared.spend_points(self.budget_key, len(stroke[0]))
-            views = await inference.run_cpu(rnd.session.stage, stroke, key=self.budget_key)
+            probs = await self.shared.inference.recognize(rnd.session.stage, stroke, key=self.budget_key)
         except DrawingError as error:
             raise FrameError("bad_drawing", str(error), ref) from error
         except ServiceError as error:  # over the session's points or CPU budget
             raise FrameError(error.code, error.message, ref) from error
-        rnd.stroke_points.append(len(stroke[0]))
-        elapsed_ms = round((self.clock() - rnd.t0) * 1000.0, 1)
-        rnd.strokes.append([list(stroke[0]), list(stroke[1]),
-                            list(stroke[2]) if len(stroke) > 2 else [elapsed_ms] * len(stroke[0])])
-        try:
-            probs = None if views is None else (await inference.probabilities([views]))[0]
         except Overloaded as error:
+            self._keep_stroke(rnd, stroke, elapsed_ms)
             rnd.session.commit(None)  # the stroke stays; the next one is classified with it
             raise FrameError("overloaded", str(error), ref) from error
+        self._keep_stroke(rnd, stroke, elapsed_ms)
         if self.round is not rnd:  # the round ended while the model was busy
             return []
         rnd.session.commit(probs)
         return self._after_change(rnd, "stroke", started, points=len(stroke[0]))
+
+    @staticmethod
+    def _keep_stroke(rnd: Round, stroke: list[list[float]], elapsed_ms: float) -> None:
+        """Record a valid stroke in the round (its points, and its times: the client's or ours)."""
+        rnd.stroke_points.append(len(stroke[0]))
+        rnd.strokes.append([list(stroke[0]), list(stroke[1]),
+                            list(stroke[2]) if len(stroke) > 2 else [elapsed_ms] * len(stroke[0])])
 
     def _check_size(self, rnd: Round, points: int, ref: Any) -> None:
         limit_strokes, limit_points = self.settings.max_strokes, self.settings.max_points

@@ -2,7 +2,7 @@
 
 :func:`uvicorn_config` is the one place that turns :class:`service.settings.Settings` into
 uvicorn's knobs (tests and benchmarks start the server through it too,
-``python -m service.serve_cli --port N``):
+``python -m griffon.serve --port N``):
 
 - ``header_timeout_s``: a connection must deliver a whole request head within this time, or it
   gets 408 and is closed (uvicorn alone waits forever: a slowloris holds sockets until the
@@ -164,7 +164,7 @@ def guarded_protocol(settings: Settings) -> type:
 
 
 def main() -> None:
-    """``python -m service.serve_cli --host H --port P``: the same server as `griffon serve`."""
+    """``python -m griffon.serve --host H --port P``: the same server as `griffon serve`."""
     typer.run(serve)
 
 

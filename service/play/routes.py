@@ -16,10 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import HTTPConnection
 
 from games.ai import level_names
-from service.bot_protocol import error_frame
 from service.errors import NotFound, ServiceError, Unavailable
-from service.games_decks import DeckSetupError
-from service.games_manager import (
+from service.frames import error_frame
+from service.play.manager import (
     CLOSE_BAD_TOKEN,
     CLOSE_FULL,
     CLOSE_UNKNOWN_GAME,
@@ -28,12 +27,13 @@ from service.games_manager import (
     UnknownGame,
     serve_socket,
 )
-from service.games_session import HUMAN, Recognize, accepted_opponents
-from service.games_settings import PlaySettings
+from service.play.session import HUMAN, Recognize, accepted_opponents
+from service.play.settings import PlaySettings
+from service.play.words import DeckSetupError
 from service.shared import ClientDep, Shared
 from store import StoreError
 
-STATIC = Path(__file__).parent / "static"
+STATIC = Path(__file__).parent.parent / "static"
 MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
 MAX_STATIC_NAME = 100
 router = APIRouter()
@@ -71,8 +71,7 @@ def make_recognizer(shared: Shared) -> Callable[[str], Recognize]:
     def recognizer(key: str) -> Recognize:
         async def recognize(drawing: list[Any], candidates: Sequence[str]) -> dict[str, float]:
             chosen = guesser.candidate_indices(list(candidates))
-            views = await inference.run_cpu(guesser.prepare_views, drawing, key=key)
-            probs = (await inference.probabilities([views]))[0]
+            probs = await inference.recognize(guesser.prepare_views, drawing, key=key)
             return guesser.as_dict(probs, chosen)
 
         return recognize
@@ -95,7 +94,7 @@ async def startup(app: FastAPI) -> None:
                           spend_points=shared.spend_points)
     app.state.play = manager
     manager.start()
-    manager.resume()  # the games in progress when the server stopped (service.persistence)
+    manager.resume()  # the games in progress when the server stopped (service.play.journal)
 
 
 def get_games(connection: HTTPConnection) -> GameManager:

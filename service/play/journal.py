@@ -29,7 +29,7 @@ import logging
 from typing import Any
 
 from games.core import Event, Move
-from service.games_session import HUMAN
+from service.play.session import HUMAN
 from store import DrawingRecord, Store, StoredGame, StoreError
 from store.background import BackgroundWriter
 

@@ -1,14 +1,17 @@
 """The `griffon` command line: one entry point that gathers each package's commands.
 
-Each package owns its commands in its own ``cli.py`` and exposes ``register(app)``;
-this module only assembles them (heavy imports stay inside the command functions).
+Each package owns its commands and exposes ``register(app)``; this module only assembles them
+(heavy imports stay inside the command functions, so ``griffon --help`` answers at once).
 """
 
 from __future__ import annotations
 
-import importlib
-
 import typer
+
+import store.cli
+import training.cli
+import vocab.cli
+from griffon import serve, simulate
 
 app = typer.Typer(
     help="Griffon: an AI player for the drawing games Kontour and Pictomania.",
@@ -16,10 +19,8 @@ app = typer.Typer(
     add_completion=False,
 )
 
-COMMAND_MODULES = ("training.cli", "vocab.cli", "service.simulate_cli", "service.serve_cli", "store.cli")
-
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
+for _module in (training.cli, vocab.cli, simulate, serve, store.cli):
+    _module.register(app)
 
 
 def main() -> None:

@@ -31,10 +31,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, WebSocket, WebSocketDisconnect
 from starlette.requests import HTTPConnection
 
-from service.bot_protocol import (
+from service.bot.protocol import (
     Bye,
     Clear,
-    FrameError,
     Hello,
     Ping,
     PlayerGuess,
@@ -46,11 +45,11 @@ from service.bot_protocol import (
     Undo,
     Verdict,
     WholeStroke,
-    error_frame,
     parse_frame,
 )
-from service.bot_session import BotSession, Frame, Transcript
+from service.bot.session import BotSession, Frame, Transcript
 from service.errors import NotFound
+from service.frames import FrameError, error_frame
 from service.ratelimit import RateLimit
 from service.settings import Settings
 from service.shared import Shared, SharedDep, client_of
@@ -221,7 +220,7 @@ class Connection:
             for reply in await self._dispatch(frame):
                 await self.send(reply)
         except FrameError as error:
-            await self.send(error_frame(error.code, error.message, error.ref))
+            await self.send(error.to_frame())
         except (WebSocketDisconnect, asyncio.CancelledError):
             raise
         except Exception:  # a bug: logged once, the room gets a typed frame, the socket lives on

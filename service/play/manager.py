@@ -11,7 +11,7 @@ A socket silent for ``game_idle_timeout_s`` is closed (4408; the page pings ever
 does not read its frames is closed with 1013 (the page reconnects); 4410 means the game is over.
 
 With a database (``store``), every game is stored as its setup and its move log
-(:mod:`service.persistence`): `resume` brings the unfinished ones back when the server starts, with
+(:mod:`service.play.journal`): `resume` brings the unfinished ones back when the server starts, with
 the same id and token. A game the sweeper closes or a new game replaces is marked ``expired``;
 shutting the server down leaves games ``playing``, to be resumed.
 """
@@ -34,28 +34,26 @@ from games.ai.levels import load_level
 from games.core import RuleError
 from games.kontour import KontourCard, KontourConfig, KontourRules
 from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
-from service.bot_protocol import FrameError as ProtocolError
-from service.bot_protocol import error_frame, load_json
 from service.errors import RateLimited
-from service.games_decks import kontour_candidates, kontour_deck, load_words, pictomania_deck
-from service.games_session import (
+from service.frames import FrameError, error_frame, load_json
+from service.play.journal import Journal, replay_into
+from service.play.session import (
     HUMAN,
     MAX_GUESS_CHARS,
     Clock,
-    FrameError,
     GameSession,
     KontourSession,
     PictomaniaSession,
     Recognize,
 )
-from service.games_settings import PlaySettings
-from service.persistence import Journal, replay_into
+from service.play.settings import PlaySettings
+from service.play.words import kontour_candidates, kontour_deck, load_words, pictomania_deck
 from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
 from service.shared import client_of
 from store import Store, StoreError, hash_token
 from store.background import shared_writer
-from vocab.decks import PictomaniaCard as VocabCard
+from vocab.decks import PictomaniaDeckCard
 
 log = logging.getLogger("griffon.play")
 SWEEP_EVERY_S = 5.0
@@ -177,7 +175,7 @@ class GameManager:
                                    half=setup["half"])
             session: GameSession = KontourSession(rules, state, list(setup["candidates"]), **common)
         elif kind == "pictomania":
-            card = VocabCard if setup.get("deck_type") == "vocab" else PictoCard
+            card = PictomaniaDeckCard if setup.get("deck_type") == "vocab" else PictoCard
             deck = [card.model_validate(c) for c in setup["deck"]]
             picto = PictomaniaRules(PictomaniaConfig.from_dict(setup["config"]))
             state, _ = picto.setup(players=setup["players"], deck=deck, seed=setup["seed"])
@@ -273,7 +271,7 @@ class GameManager:
     def _pictomania_setup(self, names: dict[str, str], seed: int) -> dict[str, Any]:
         """A new Pictomania game's setup: players, names, the deck, the rules config."""
         deck, config = pictomania_deck(load_words(self.play.drawings), self.pictomania_config, seed)
-        vocab = bool(deck) and all(isinstance(c, VocabCard) for c in deck)
+        vocab = bool(deck) and all(isinstance(c, PictomaniaDeckCard) for c in deck)
         return {
             "players": list(names), "names": names, "seed": seed,
             "deck": [c.model_dump(mode="json") for c in deck], "deck_type": "vocab" if vocab else "picto",
@@ -343,17 +341,20 @@ def game_configs(play: PlaySettings) -> tuple[KontourConfig, PictomaniaConfig]:
 # WebSocket
 
 
+BAD_FRAME = "bad_frame"  # the code of a games frame the server cannot read
+
+
 def read_frame(text: str) -> dict[str, Any]:
     """Parse one client frame (JSON object, no NaN/Infinity, no lone surrogate); raises `FrameError`."""
     try:
         data = load_json(text, reject_constants=True)
-    except ProtocolError as error:
-        raise FrameError(error.message) from None
+    except FrameError as error:
+        raise FrameError(BAD_FRAME, error.message) from None
     if not isinstance(data, dict):
-        raise FrameError("a frame must be a JSON object with a 'type'")
+        raise FrameError(BAD_FRAME, "a frame must be a JSON object with a 'type'")
     if data.get("type") not in ("move", "ping", "sync"):
         got = str(data.get("type"))[:40]
-        raise FrameError("unknown frame type (expected 'move', 'ping' or 'sync')", got=got)
+        raise FrameError(BAD_FRAME, "unknown frame type (expected 'move', 'ping' or 'sync')", got=got)
     return data
 
 
@@ -374,7 +375,7 @@ def handle_text(
         move = data.get("move")
         if isinstance(move, dict) and move.get("kind") == "guess" and isinstance(move.get("text"), str):
             if len(move["text"]) > MAX_GUESS_CHARS:  # a typed word (Kontour), not a token placed
-                raise FrameError(f"a guess holds at most {MAX_GUESS_CHARS} characters")
+                raise FrameError(BAD_FRAME, f"a guess holds at most {MAX_GUESS_CHARS} characters")
             if guesses is not None and not guesses.allow():
                 return error_frame("rate_limited", "one guess at a time: wait a moment before the next")
         if spend is not None and isinstance(move, dict) and isinstance(move.get("points"), list):
@@ -382,6 +383,8 @@ def handle_text(
         session.human_move(move)
     except RuleError as error:
         return {"type": "error", **error.to_dict()}
+    except FrameError as error:
+        return error.to_frame()
     except RateLimited as error:
         frame = error_frame(error.code, error.message)
         if error.retry_after is not None:

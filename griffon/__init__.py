@@ -1,0 +1,1 @@
+"""The composition root: the `griffon` command line, which may import every package."""

@@ -1,0 +1,246 @@
+"""Start Griffon's parts on this machine, for tests, benchmarks and local trials: the service in
+a subprocess on a free 127.0.0.1 port, and a throw-away PostgreSQL server.
+
+>>> with running_server({"GRIFFON_MODEL": str(checkpoint)}) as server:
+...     httpx.get(server.url + "/healthz")
+...     server.ws_url + "/v1/bot"
+>>> with running_postgres() as url:        # postgresql://griffon@127.0.0.1:PORT/postgres
+...     store = open_store(url)
+
+``running_server`` waits until ``/healthz`` answers 200 (the model is loaded), and stops the process
+(SIGTERM, then SIGKILL) on exit; the server's output is kept in ``server.log()`` for failure messages.
+Each server gets a database of its own in a new temporary folder, unless ``env`` names one
+(``GRIFFON_DATA_DIR`` or ``GRIFFON_DATABASE_URL``: a restart test starts a second server on the first
+one's data).
+
+``running_postgres``: ``initdb`` into a temporary folder, ``pg_ctl start`` on a free 127.0.0.1 port
+(Unix socket in the same folder), trust authentication for the local user ``griffon``; stopped and
+deleted on exit. PostgreSQL refuses to run as root: as root the server runs as the ``postgres``
+system user (``runuser``). Raises `PostgresUnavailable` with the reason when the machine cannot start
+one (no binaries...).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """A running service: ``url`` (http://127.0.0.1:PORT), ``ws_url``, the process and its log."""
+
+    url: str
+    ws_url: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        """Everything the server printed so far."""
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        """Whether the server process is still running."""
+        return self.process.poll() is None
+
+
+@contextmanager
+def running_server(
+    env: Mapping[str, str] | None = None, startup_timeout: float = 120.0, repo: Path = REPO
+) -> Iterator[Server]:
+    """Run ``python -m griffon.serve`` (the uvicorn set-up of ``griffon serve``: timeouts,
+    WebSocket size) with ``env`` added to the environment.
+
+    ``repo``: another checkout to run instead (benchmarks compare two commits); the command that
+    checkout has (``griffon.serve``, ``service.serve_cli`` or plain uvicorn) starts it."""
+    port = free_port()
+    env = dict(env or {})
+    own_data = "GRIFFON_DATA_DIR" not in env and "GRIFFON_DATABASE_URL" not in env
+    if own_data:
+        env["GRIFFON_DATA_DIR"] = tempfile.mkdtemp(prefix="griffon-test-db-")
+    environ = {**os.environ, **env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(repo)}
+    server: Server | None = None
+    try:
+        for attempt in range(3):  # another test's server may take the free port first: pick another
+            server = _start(repo, environ, free_port() if attempt else port)
+            try:
+                _wait_ready(server, startup_timeout)
+                break
+            except PortTaken:
+                _stop(server.process)
+                server.log_path.unlink(missing_ok=True)
+                server = None
+        if server is None:
+            raise RuntimeError("the service found no free port in 3 tries")
+        yield server
+    finally:
+        if server is not None:
+            _stop(server.process)
+            server.log_path.unlink(missing_ok=True)
+        if own_data:
+            shutil.rmtree(env["GRIFFON_DATA_DIR"], ignore_errors=True)
+
+
+class PortTaken(RuntimeError):
+    """The service could not listen on its port: another process took it between ``free_port`` and
+    the bind."""
+
+
+def _start(repo: Path, environ: dict[str, str], port: int) -> Server:
+    address = ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    if (repo / "griffon" / "serve.py").is_file():
+        command = [sys.executable, "-m", "griffon.serve", *address]
+    elif "def main(" in _text(repo / "service" / "serve_cli.py"):  # a checkout of the older layout
+        command = [sys.executable, "-m", "service.serve_cli", *address]
+    else:
+        command = [sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory", *address]
+    with tempfile.NamedTemporaryFile("w+b", suffix=".log", delete=False) as log_file:
+        process = subprocess.Popen(
+            command, cwd=repo, env=environ, stdout=log_file, stderr=subprocess.STDOUT,
+        )
+    return Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", process, Path(log_file.name))
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds the socket listening on ``port`` (Linux ``/proc``; elsewhere
+    assumed): a server answering on the port may be another test's that took it first."""
+    fds = Path(f"/proc/{pid}/fd")
+    if not fds.is_dir() or not Path("/proc/net/tcp").is_file():
+        return True
+    inodes = set()
+    for fd in fds.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
+            return True  # state 0A: LISTEN
+    return False
+
+
+def _wait_ready(server: Server, timeout: float) -> None:
+    port = int(server.url.rsplit(":", 1)[1])
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not server.alive():
+            if "address already in use" in server.log().lower():
+                raise PortTaken(server.log())
+            raise RuntimeError(f"the service exited during start-up:\n{server.log()}")
+        try:
+            answered = httpx.get(server.url + "/healthz", timeout=2.0).status_code == 200
+        except httpx.HTTPError:
+            answered = False
+        if answered and _listens(server.process.pid, port):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the service did not become ready within {timeout} s:\n{server.log()}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+def _text(path: Path) -> str:
+    return path.read_text() if path.is_file() else ""
+
+
+# ------------------------------------------------------------------------------------------------
+# PostgreSQL
+
+USER = "griffon"
+
+
+class PostgresUnavailable(RuntimeError):
+    """No PostgreSQL server can be started here (the message says why)."""
+
+
+def pg_bindir() -> Path:
+    """The folder of ``initdb`` and ``pg_ctl`` (Debian keeps them out of PATH)."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    if not candidates:
+        raise PostgresUnavailable("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    return Path(candidates[-1]).parent
+
+
+def _as_server_user() -> tuple[list[str], int | None]:
+    if os.geteuid() != 0:
+        return [], None
+    try:
+        uid = pwd.getpwnam("postgres").pw_uid
+    except KeyError:
+        raise PostgresUnavailable("running as root, and no 'postgres' user to run the server") from None
+    return ["runuser", "-u", "postgres", "--"], uid
+
+
+@contextmanager
+def running_postgres(durable: bool = False) -> Iterator[str]:
+    """A fresh server; yields its URL. `durable=False` turns fsync off (tests); True keeps the
+    defaults (benchmarks measure real commits)."""
+    bindir = pg_bindir()
+    prefix, uid = _as_server_user()
+    root = Path(tempfile.mkdtemp(prefix="griffon-pg-"))
+    if uid is not None:
+        os.chown(root, uid, -1)
+    port = free_port()
+    data, log = root / "data", root / "server.log"
+    settings = f"-p {port} -k {root} -c listen_addresses=127.0.0.1"
+    if not durable:
+        settings += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    try:
+        _run([*prefix, str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=trust", "-E", "UTF8",
+              "--no-sync", "--no-instructions"], "initdb")
+        _run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", settings, "-l", str(log), "-w",
+              "-t", "30", "start"], "pg_ctl start", log)
+        try:
+            yield f"postgresql://{USER}@127.0.0.1:{port}/postgres"
+        finally:
+            subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                           capture_output=True, timeout=60)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(command: list[str], what: str, log: Path | None = None) -> None:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise PostgresUnavailable(f"{what} failed: {error}") from None
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace")[-600:] if log is not None and log.exists() else ""
+        raise PostgresUnavailable(f"{what} failed: {(done.stderr or done.stdout).strip()[-600:]} {tail}")
