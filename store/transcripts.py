@@ -1,6 +1,6 @@
 """Bot transcripts kept in the database, so that they survive a restart.
 
-The service keeps live transcripts in memory (``service.bot_session.Transcript``); it hands each one
+The service keeps live transcripts in memory (``service.bot.session.Transcript``); it hands each one
 to `TranscriptArchive.save` at the end of every round and, with ``final=True``, when the session
 ends. The write is the shared `store.background.BackgroundWriter`'s: off the event loop, at most
 one snapshot waiting per session (a newer one replaces it), one session written at most every

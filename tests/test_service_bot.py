@@ -357,7 +357,7 @@ def test_transcripts_need_their_key_and_listing_is_off_by_default(tight: Server)
 def test_asyncapi_spec_matches_the_frame_models() -> None:
     import yaml
 
-    from service import bot_protocol
+    from service.bot import protocol as bot_protocol
 
     spec = yaml.safe_load((REPO / "docs" / "asyncapi.yaml").read_text())
     assert spec["asyncapi"].startswith("3.")
