@@ -7,9 +7,11 @@ from typing import Any
 
 import numpy as np
 from fastapi import APIRouter
+from fastapi.responses import Response
 
 from service.bot.routes import BotsDep
 from service.errors import LimitExceeded, ServiceError
+from service.metrics import CONTENT_TYPE
 from service.schemas import (
     BatchRequest,
     BatchResponse,
@@ -53,6 +55,7 @@ async def guess_drawings(
         points += check_drawing(drawing, settings, f"drawing {i}" if where else "")
     shared.spend_points(client, points)
     probs = await shared.inference.recognize(_prepare_all, shared.guesser, drawings, where, key=client)
+    shared.metrics.guesses.labels(source="api").inc(len(drawings))
     indices = shared.guesser.candidate_indices(chosen)
     return [GuessResponse(guesses=rank(shared, row, top_k, indices)) for row in probs]
 
@@ -128,6 +131,13 @@ async def pictomania_deck() -> dict[str, Any]:
 
     cards = [card.model_dump(mode="json") for card in deck()]
     return {"count": len(cards), "cards": cards}
+
+
+@router.get("/metrics", tags=["service"], response_class=Response)
+async def metrics(shared: SharedDep) -> Response:
+    """The service's metrics in the Prometheus text format (tables, rooms, sockets, strokes,
+    recognitions, the inference queue and batches, latencies, refusals)."""
+    return Response(shared.metrics.render(), media_type=CONTENT_TYPE)
 
 
 @router.get("/healthz", tags=["service"])

@@ -61,6 +61,7 @@ from service import api
 from service.bot import routes as bot
 from service.errors import ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
+from service.metrics import Metrics
 from service.play import routes as play
 from service.settings import Settings
 from service.shared import Shared
@@ -246,6 +247,8 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
         headers = None if exc.retry_after is None else {"Retry-After": str(max(1, round(exc.retry_after)))}
+        if exc.status in (429, 503):
+            _refused(request, exc.code)
         return _error(exc.status, exc.code, exc.message, headers)
 
     @app.exception_handler(DrawingError)
@@ -266,6 +269,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Overloaded)
     async def overloaded(request: Request, exc: Overloaded) -> JSONResponse:
+        _refused(request, "overloaded")
         return _error(503, "overloaded", str(exc), {"Retry-After": "1"})
 
     @app.exception_handler(InferenceClosed)
@@ -276,6 +280,12 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def internal(request: Request, exc: Exception) -> JSONResponse:
         # Starlette re-raises after this response, so the server logs the traceback once.
         return _error(500, "internal_error", "the server failed on this request; it has been logged")
+
+
+def _refused(request: Request, reason: str) -> None:
+    shared = getattr(request.app.state, "shared", None)
+    if shared is not None:
+        shared.metrics.refused(reason)
 
 
 def load_shared(settings: Settings) -> dict[str, Any]:
@@ -292,6 +302,7 @@ def load_shared(settings: Settings) -> dict[str, Any]:
 async def start_shared(settings: Settings) -> Shared:
     """The model and vocabulary loaded (in a thread) and the batched inference started."""
     loaded = await asyncio.to_thread(load_shared, settings)
+    metrics = Metrics()
     inference = BatchInference(
         loaded["guesser"],
         max_batch=settings.max_batch,
@@ -300,9 +311,11 @@ async def start_shared(settings: Settings) -> Shared:
         preprocess_threads=settings.preprocess_threads,
         cpu_share=settings.client_cpu_share,
         cpu_burst_s=settings.client_cpu_burst_s,
+        on_batch=metrics.batch.observe,
     )
     inference.start()
-    return Shared(settings, loaded["guesser"], loaded["vocabulary"], inference, time.time())
+    metrics.watch(metrics.queue, lambda: inference.pending)
+    return Shared(settings, loaded["guesser"], loaded["vocabulary"], inference, time.time(), metrics)
 
 
 async def prune_forever(store: Store, every_s: float = PRUNE_EVERY_S) -> None:
@@ -339,6 +352,9 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.push_async_callback(asyncio.to_thread, writer.close)
             archive = TranscriptArchive(store, writer, settings.transcript_bytes)
             app.state.bots = bot.BotRegistry(settings, archive, writer)
+            metrics = app.state.shared.metrics
+            metrics.watch(metrics.rooms, lambda: app.state.bots.live_count)
+            metrics.watch(metrics.sockets, lambda: app.state.bots.live_count, kind="bot")
             release.push_async_callback(app.state.bots.aclose)
             pruner = asyncio.create_task(prune_forever(store), name="db-prune")
             release.callback(pruner.cancel)

@@ -94,7 +94,9 @@ class BatchInference:
         preprocess_threads: int = 2,
         cpu_share: float = 64.0,
         cpu_burst_s: float = 600.0,
+        on_batch: Callable[[int], None] | None = None,
     ) -> None:
+        """``on_batch(n)`` hears the size of each forward pass (from the worker thread)."""
         if max_batch < 1 or max_queue < 1:
             raise ValueError("max_batch and max_queue must be at least 1")
         self.source = source
@@ -102,6 +104,7 @@ class BatchInference:
         self.max_queue = max_queue
         self.batch_wait_s = batch_wait_s
         self.stats = InferenceStats()
+        self.on_batch = on_batch
         self._queue: queue.Queue[Any] = queue.Queue()
         self._pending = 0  # drawings queued or running
         self._lock = threading.Lock()
@@ -290,6 +293,8 @@ class BatchInference:
         self.stats.batches += 1
         self.stats.images += len(views)
         self.stats.largest_batch = max(self.stats.largest_batch, len(views))
+        if self.on_batch is not None:
+            self.on_batch(len(views))
         with self._lock:
             self._pending -= len(views)
         offset = 0

@@ -18,6 +18,7 @@ from starlette.requests import HTTPConnection
 
 from service.errors import RateLimited, UnknownCandidate
 from service.inference import BatchInference
+from service.metrics import Metrics
 from service.ratelimit import Buckets
 from service.settings import Settings
 
@@ -28,13 +29,15 @@ if TYPE_CHECKING:
 
 @dataclass
 class Shared:
-    """The loaded model and vocabulary, the batched inference and the per-client budgets."""
+    """The loaded model and vocabulary, the batched inference, the per-client budgets and the
+    service's metrics."""
 
     settings: Settings
     guesser: Guesser
     vocabulary: Vocabulary
     inference: BatchInference
     started_at: float
+    metrics: Metrics = field(default_factory=Metrics)
     points: Buckets = field(init=False)
 
     def __post_init__(self) -> None:

@@ -230,6 +230,7 @@ class Connection:
     async def _rate_limited(self) -> None:
         self.rejected += 1
         if self.rejected >= FLOOD_FACTOR * self.settings.max_message_burst:
+            self.session.shared.metrics.refused("flooding")
             await self.send(error_frame("flooding", "too many frames over the rate limit: closing"))
             await self.close(CLOSE_FLOOD, "flooding")
             return
@@ -316,6 +317,7 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
     session = registry.open(shared)
     if session is None:
         limit = registry.settings.max_bot_sessions
+        shared.metrics.refused("server_full")
         await ws.send_json(error_frame("server_full", f"the server already holds {limit} bots"))
         await ws.close(CLOSE_FULL, "server full")
         return

@@ -273,22 +273,31 @@ class BotSession:
         started = time.perf_counter()
         self._check_size(rnd, len(stroke[0]), ref)
         elapsed_ms = round((self.clock() - rnd.t0) * 1000.0, 1)
+        metrics = self.shared.metrics
+        metrics.strokes.labels(source="bot").inc()
         try:
             self.shared.spend_points(self.budget_key, len(stroke[0]))
             probs = await self.shared.inference.recognize(rnd.session.stage, stroke, key=self.budget_key)
         except DrawingError as error:
             raise FrameError("bad_drawing", str(error), ref) from error
         except ServiceError as error:  # over the session's points or CPU budget
+            metrics.refused(error.code)
             raise FrameError(error.code, error.message, ref) from error
         except Overloaded as error:
+            metrics.refused("overloaded")
             self._keep_stroke(rnd, stroke, elapsed_ms)
             rnd.session.commit(None)  # the stroke stays; the next one is classified with it
             raise FrameError("overloaded", str(error), ref) from error
+        if probs is not None:
+            metrics.guesses.labels(source="bot").inc()
+            metrics.guess_time.labels(source="bot").observe(time.perf_counter() - started)
         self._keep_stroke(rnd, stroke, elapsed_ms)
         if self.round is not rnd:  # the round ended while the model was busy
             return []
         rnd.session.commit(probs)
-        return self._after_change(rnd, "stroke", started, points=len(stroke[0]))
+        frames = self._after_change(rnd, "stroke", started, points=len(stroke[0]))
+        metrics.stroke_ack.labels(source="bot").observe(time.perf_counter() - started)
+        return frames
 
     @staticmethod
     def _keep_stroke(rnd: Round, stroke: list[list[float]], elapsed_ms: float) -> None:

@@ -36,6 +36,7 @@ from games.kontour import KontourCard, KontourConfig, KontourRules
 from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
 from service.errors import RateLimited
 from service.frames import FrameError, error_frame, load_json
+from service.metrics import Metrics
 from service.play.journal import Journal, replay_into
 from service.play.session import (
     HUMAN,
@@ -80,14 +81,16 @@ class GameManager:
         self, settings: Settings, play: PlaySettings, recognizer: Callable[[str], Recognize],
         labels: frozenset[str], store: Store | None = None,
         spend_points: Callable[[str, int], None] | None = None, clock: Clock = time.monotonic,
+        metrics: Metrics | None = None,
     ) -> None:
         """``recognizer(key)`` gives each game its recognizer (``key``: the game's share of the
         preprocessing pool); ``store``: where games are kept (None: in memory only);
         ``spend_points(client, n)``: the per-client point budget the person's strokes are charged
         to (``Shared.spend_points``, the budget of ``/v1/guess``; raises `RateLimited`); ``clock``:
-        the games' monotonic clock (a `ManualClock` in tests)."""
+        the games' monotonic clock (a `ManualClock` in tests); ``metrics``: where the games' strokes,
+        recognitions, store writes and refusals are counted."""
         self.settings, self.play, self.recognizer, self.labels = settings, play, recognizer, labels
-        self.store, self.spend_points, self.clock = store, spend_points, clock
+        self.store, self.spend_points, self.clock, self.metrics = store, spend_points, clock, metrics
         self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
@@ -149,6 +152,19 @@ class GameManager:
         log.info("game %s: %s with %d AI (%s), seed %d", session.id, game, opponents, level, seed)
         return session
 
+    def open_count(self, kind: str) -> int:
+        """Games of that kind open now."""
+        return sum(1 for game in self.games.values() if game.kind == kind)
+
+    def socket_count(self) -> int:
+        """Sockets attached to the open games."""
+        return sum(len(game.listeners) for game in self.games.values())
+
+    def refused(self, reason: str) -> None:
+        """Count a refusal (a socket, a frame) in the metrics."""
+        if self.metrics is not None:
+            self.metrics.refused(reason)
+
     def _add(self, session: GameSession) -> None:
         self.games[session.id] = session
         self.guesses[session.id] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
@@ -184,6 +200,7 @@ class GameManager:
             raise ValueError(f"unknown game kind {kind!r}")
         if self.store is not None:
             session.journal = Journal(self.store, game_id, kind, setup, self.drawings)
+        session.metrics = self.metrics
         return session
 
     def resume(self) -> tuple[int, int]:
@@ -342,6 +359,7 @@ def game_configs(play: PlaySettings) -> tuple[KontourConfig, PictomaniaConfig]:
 
 
 BAD_FRAME = "bad_frame"  # the code of a games frame the server cannot read
+STROKES = ("stroke",)  # the move kinds timed as a stroke's acknowledgement (both games)
 
 
 def read_frame(text: str) -> dict[str, Any]:
@@ -366,6 +384,7 @@ def handle_text(
 
     ``guesses`` bounds the typed guesses (a person types a word a second, not fifty); ``spend(n)``
     charges a stroke's points to the client's point budget before any work (`RateLimited`)."""
+    started = time.perf_counter()
     try:
         data = read_frame(text)
         if data["type"] == "ping":
@@ -381,6 +400,8 @@ def handle_text(
         if spend is not None and isinstance(move, dict) and isinstance(move.get("points"), list):
             spend(len(move["points"]))
         session.human_move(move)
+        if session.metrics is not None and move.get("kind") in STROKES:
+            session.metrics.stroke_ack.labels(source="play").observe(time.perf_counter() - started)
     except RuleError as error:
         return {"type": "error", **error.to_dict()}
     except FrameError as error:

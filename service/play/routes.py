@@ -6,6 +6,7 @@ shared model). The game logic lives in `service.games_*`; the routes only transl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -91,8 +92,11 @@ async def startup(app: FastAPI) -> None:
     play = getattr(app.state, "play_settings", None) or PlaySettings.from_env()
     labels = frozenset(shared.guesser.labels)
     manager = GameManager(shared.settings, play, make_recognizer(shared), labels, app.state.store,
-                          spend_points=shared.spend_points)
+                          spend_points=shared.spend_points, metrics=shared.metrics)
     app.state.play = manager
+    for kind in ("kontour", "pictomania"):
+        shared.metrics.watch(shared.metrics.tables, functools.partial(manager.open_count, kind), game=kind)
+    shared.metrics.watch(shared.metrics.sockets, manager.socket_count, kind="play")
     manager.start()
     manager.resume()  # the games in progress when the server stopped (service.play.journal)
 
@@ -173,6 +177,7 @@ async def play_socket(websocket: WebSocket, game_id: str, games: GamesDep, token
         return
     if len(game.listeners) >= games.settings.max_game_sockets:
         limit = games.settings.max_game_sockets
+        games.refused("too_many_sockets")
         await websocket.send_json(error_frame("too_many_sockets", f"a game holds at most {limit} sockets"))
         await websocket.close(CLOSE_FULL, "too many sockets")
         return

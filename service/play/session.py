@@ -38,6 +38,7 @@ from games.ai.levels import AILevel
 from games.core import Event, InvalidMove, Move, RuleError, events_for
 from games.kontour import KontourConfig, KontourRules, KontourState
 from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
+from service.metrics import Metrics
 from service.play.settings import PlaySettings
 from service.play.words import Words
 from store import hash_token, token_matches
@@ -140,6 +141,7 @@ class GameSession:
         self.seq = 0  # updates so far: every frame carries it, the page asks for a full state on a gap
         self.fr_sent: set[str] = set()  # French words sent so far (a full frame sends them all)
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
+        self.metrics: Metrics | None = None  # set by the manager: strokes, recognitions, store writes
 
     def check_token(self, token: str) -> bool:
         """Whether `token` is this game's player token (constant-time comparison)."""
@@ -194,7 +196,12 @@ class GameSession:
         before = self.state
         self.state, events = self.rules.apply(before, move, now)
         if self.journal is not None:  # stored before anyone sees it (service.play.journal)
+            started = time.perf_counter()
             self.journal.record(self, move, now, events)
+            if self.metrics is not None:
+                self.metrics.store_write.observe(time.perf_counter() - started)
+        if self.metrics is not None and move.kind == "stroke":
+            self.metrics.strokes.labels(source="play" if move.player == HUMAN else "ai").inc()
         self.moves += 1
         self.log_bytes += move_bytes(move)
         self.seq += 1
@@ -250,7 +257,11 @@ class GameSession:
 
     async def _recognize(self, look: Look) -> None:
         try:
+            started = time.perf_counter()
             probs = await self._probabilities(look.drawing, look.candidates)
+            if self.metrics is not None:
+                self.metrics.guesses.labels(source="play").inc()
+                self.metrics.guess_time.labels(source="play").observe(time.perf_counter() - started)
             self.ai.seen(look, probs, self.now())
         finally:
             self.reading.discard(look.subject)

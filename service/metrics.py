@@ -1,0 +1,71 @@
+"""What an operator watches: ``GET /metrics`` in the Prometheus text format (prometheus-client).
+
+One :class:`Metrics` per app, on its own registry (several apps in one process stay apart):
+
+- ``griffon_tables_open{game}``, ``griffon_bot_rooms_open``, ``griffon_sockets_open{kind}``:
+  read from the live objects when scraped;
+- ``griffon_strokes_total{source}`` (``play``: a person's stroke at a table, ``ai``: an AI
+  player's, ``bot``: a room's), ``griffon_guesses_total{source}`` (recognitions);
+- ``griffon_inference_queue`` (drawings waiting or being classified) and
+  ``griffon_inference_batch_size`` (drawings per forward pass);
+- latency histograms: ``griffon_stroke_ack_seconds{source}`` (a stroke frame received → its
+  answer queued for the socket), ``griffon_guess_seconds{source}`` (a recognition asked → its
+  probabilities back), ``griffon_store_write_seconds`` (one move stored);
+- ``griffon_refusals_total{reason}``: requests, games, rooms and frames refused (the error code:
+  ``rate_limited``, ``overloaded``, ``server_full``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST  # the exposition format's media type
+disable_created_metrics()  # no ``*_created`` series: a scraper has its own clock
+
+
+class Metrics:
+    """The service's counters, gauges and histograms, on a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.tables = Gauge("griffon_tables_open", "Games open in the browser", ["game"], registry=r)
+        self.rooms = Gauge("griffon_bot_rooms_open", "Bot rooms connected", registry=r)
+        self.sockets = Gauge("griffon_sockets_open", "WebSockets open", ["kind"], registry=r)
+        self.strokes = Counter("griffon_strokes", "Strokes received or drawn", ["source"], registry=r)
+        self.guesses = Counter("griffon_guesses", "Recognitions made", ["source"], registry=r)
+        self.queue = Gauge("griffon_inference_queue", "Drawings waiting for or in the network", registry=r)
+        self.batch = Histogram("griffon_inference_batch_size", "Drawings per forward pass",
+                               buckets=BATCH_BUCKETS, registry=r)
+        self.stroke_ack = Histogram("griffon_stroke_ack_seconds", "A stroke frame received to its answer "
+                                    "queued", ["source"], buckets=LATENCY_BUCKETS, registry=r)
+        self.guess_time = Histogram("griffon_guess_seconds", "A recognition asked to its probabilities",
+                                    ["source"], buckets=LATENCY_BUCKETS, registry=r)
+        self.store_write = Histogram("griffon_store_write_seconds", "One move stored",
+                                     buckets=LATENCY_BUCKETS, registry=r)
+        self.refusals = Counter("griffon_refusals", "Requests, games, rooms and frames refused",
+                                ["reason"], registry=r)
+
+    def watch(self, gauge: Gauge, read: Callable[[], float], **labels: str) -> None:
+        """Let ``gauge`` (with ``labels``) be read from ``read()`` at each scrape."""
+        (gauge.labels(**labels) if labels else gauge).set_function(read)
+
+    def refused(self, reason: str) -> None:
+        """Count one refusal (its error code)."""
+        self.refusals.labels(reason=reason).inc()
+
+    def render(self) -> bytes:
+        """The text exposition of every metric."""
+        return generate_latest(self.registry)

@@ -1,0 +1,61 @@
+"""``GET /metrics``: the Prometheus text format, counting what happens in the app."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.service_server import in_process
+
+
+def samples(app) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of ``/metrics`` by (name, sorted labels)."""
+    answer = app.get("/metrics")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/plain")
+    found = {}
+    for family in text_string_to_metric_families(answer.text):
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found
+
+
+@pytest.fixture(scope="module")
+def app() -> Iterator[object]:
+    with in_process(max_sessions=1) as client:  # the shipped model: a Pictomania table needs its words
+        yield client
+
+
+def test_metrics_count_tables_strokes_recognitions_and_refusals(app) -> None:
+    before = samples(app)
+    assert before[("griffon_tables_open", (("game", "pictomania"),))] == 0
+    assert before[("griffon_bot_rooms_open", ())] == 0
+    created = app.post("/v1/play", json={"game": "pictomania", "opponents": 2})
+    assert created.status_code == 201, created.text
+    game = created.json()
+    refused = app.post("/v1/play", json={"game": "kontour", "opponents": 1})
+    assert refused.status_code == 503, refused.text
+    with app.websocket_connect(game["ws"]) as ws:
+        assert ws.receive_json()["type"] == "state"
+        ws.send_json({"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [60, 80], [120, 40]]}})
+        for _ in range(50):  # the AI's own strokes may come first
+            frame = ws.receive_json()
+            if any(e.get("kind") == "stroke_drawn" and e.get("player") == game["player"]
+                   for e in frame.get("events", [])):
+                break
+        else:
+            pytest.fail("the person's stroke never came back")
+        during = samples(app)
+    assert during[("griffon_tables_open", (("game", "pictomania"),))] == 1
+    assert during[("griffon_sockets_open", (("kind", "play"),))] == 1
+    assert during[("griffon_strokes_total", (("source", "play"),))] == 1
+    assert during[("griffon_stroke_ack_seconds_count", (("source", "play"),))] == 1
+    assert during[("griffon_store_write_seconds_count", ())] >= 1
+    assert during[("griffon_refusals_total", (("reason", "too_many_games"),))] == 1
+    guess = app.post("/v1/guess", json={"drawing": [[[0, 50, 100], [0, 80, 0]]]})
+    assert guess.status_code == 200
+    after = samples(app)
+    assert after[("griffon_guesses_total", (("source", "api"),))] == 1
+    assert after[("griffon_inference_batch_size_count", ())] >= 1
+    assert after[("griffon_inference_queue", ())] == 0
