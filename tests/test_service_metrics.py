@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
