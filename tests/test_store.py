@@ -1,8 +1,8 @@
 """The storage layer (`store/`), the same tests on SQLite and on a real PostgreSQL server.
 
-The PostgreSQL server is started by the tests themselves (`griffon.launch.running_postgres`, Debian's package);
-where it cannot start, those tests are skipped with the reason. Each test gets a fresh database
-(a new SQLite file; a new PostgreSQL schema).
+The PostgreSQL server is started by the tests themselves (`griffon.launch.running_postgres`,
+Debian's package); where it cannot start, those tests are skipped with the reason. Each test gets a
+fresh database (a new SQLite file; a new PostgreSQL schema).
 """
 
 from __future__ import annotations
