@@ -240,7 +240,7 @@ def bigframes(server: Server, sockets: int = 10, size: int = 15 * 2**20) -> dict
                 for _ in range(size // len(chunk) - 1):  # all but the last MiB: unfinished
                     ws.transport.write(chunk)
                     await asyncio.sleep(0)
-            except Exception as error:  # noqa: BLE001 - the server may cut us off
+            except Exception as error:  # the server may cut us off
                 outcomes.append(type(error).__name__)
         await asyncio.sleep(3.0)
         during = server_rss_mb(server)

@@ -27,11 +27,52 @@ from typing import Any
 import httpx
 import websockets
 
+from games.ai.levels import load_level
+from games.pictomania import PictomaniaRules
 from griffon.launch import REPO, running_server
-from tests.test_play_frames import drain, pictomania_session, stroke
+from service.play.manager import game_configs
+from service.play.session import HUMAN, PictomaniaSession
+from service.play.settings import PlaySettings
+from service.play.words import load_words, pictomania_deck
 
 CHECKPOINTS = (10, 100, 300)
 SERVER_STROKES, SEND_S, POINTS = 150, 4.0, 1_000
+
+
+async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
+    """A recognizer that reads nothing (the in-process part measures frames, not the model)."""
+    return {c: 1 / len(candidates) for c in candidates}
+
+
+def pictomania_session(seed: int = 3) -> PictomaniaSession:
+    """A 3-player game (the person and two AIs) whose driver is not started: only the moves the
+    benchmark makes happen. Its log may hold 300 strokes of 1,000 points (about 3 MB of moves; a
+    game's default bound is 2 MiB)."""
+    play = PlaySettings(max_log_bytes=16 * 1024 * 1024)
+    words = load_words(None)
+    _, config = game_configs(play)
+    deck, config = pictomania_deck(words, config, seed)
+    rules = PictomaniaRules(config)
+    names = {HUMAN: "Ana", "ia1": "Plume", "ia2": "Fusain"}
+    state, _ = rules.setup(players=list(names), deck=deck, seed=seed)
+    return PictomaniaSession(
+        rules, state, game_id="g", token="t", names=names, level=load_level("normal"), seed=seed,
+        words=words, recognize=uniform, labels=frozenset(), play=play,
+    )
+
+
+def stroke(i: int, n: int) -> str:
+    """The play socket's frame for stroke ``i`` of the person: ``n`` points."""
+    points = [[20 + (k % 200), 20 + (i + k) % 200] for k in range(n)]
+    return json.dumps({"type": "move", "move": {"kind": "stroke", "points": points}})
+
+
+def drain(queue: asyncio.Queue[Any]) -> list[dict[str, Any]]:
+    """Every frame waiting in a session's queue."""
+    frames = []
+    while not queue.empty():
+        frames.append(queue.get_nowait())
+    return frames
 
 
 def timed(build: Any, repeat: int = 7) -> tuple[float, int]:

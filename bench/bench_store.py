@@ -92,7 +92,7 @@ def _raw_drawings(limit: int) -> list[list[Any]]:
                 break
         if found:
             return found
-    except Exception:  # noqa: BLE001 - no data folder: random walks of the same size
+    except Exception:  # no data folder: random walks of the same size
         pass
     rng = random.Random(1)
     walks = []

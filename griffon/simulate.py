@@ -60,7 +60,7 @@ def simulate(
         from model.strokes import straight_lines
 
         guesser = Guesser.load(weights)
-    except Exception as error:  # noqa: BLE001 - any load failure is reported the same way
+    except Exception as error:  # any load failure is reported the same way
         typer.echo(f"cannot load the recognizer: {error}", err=True)
         raise typer.Exit(2) from error
     words = load_game_words()

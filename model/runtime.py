@@ -107,7 +107,7 @@ def onnx_session(model: bytes | str | Path, threads: int | None = None) -> onnxr
     ``threads``: intra-op threads (default 1: on 2 cores a second thread gained nothing for this
     small network, at batch 1 or in chunks of 16, and the other core is left to preprocessing). Threads
     sleep instead of spinning between calls, so an idle pool does not steal CPU."""
-    import onnxruntime as ort  # noqa: PLC0415 - imported only when an ONNX back-end is used
+    import onnxruntime as ort  # imported only when an ONNX back-end is used
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or 1
@@ -145,7 +145,7 @@ def select_runner(
     if backend == "torch":
         return "torch", torch_runner(network)
     try:
-        import onnxruntime  # noqa: F401, PLC0415
+        import onnxruntime  # noqa: F401
     except ImportError as error:
         if backend == "auto":
             return "torch", torch_runner(network)
@@ -156,7 +156,7 @@ def select_runner(
         if quantized.is_file():
             try:
                 session = onnx_session(quantized)
-            except Exception as error:  # noqa: BLE001 - ONNX Runtime raises its own types
+            except Exception as error:  # ONNX Runtime raises its own types
                 if backend == "onnx-int8":
                     raise BackendError(f"cannot read {quantized}: {error}") from error
         if session is not None and onnx_source(session) == weights_sha256(network):
@@ -171,7 +171,7 @@ def select_runner(
         if key not in _EXPORTED:  # a process that loads one checkpoint many times exports it once
             _EXPORTED[key] = export_onnx(network, channels, size)
         return "onnx", onnx_runner(onnx_session(_EXPORTED[key]))
-    except Exception as error:  # noqa: BLE001 - any exporter failure falls back to the reference
+    except Exception as error:  # any exporter failure falls back to the reference
         if backend == "auto":
             return "torch", torch_runner(network)
         raise BackendError(f"ONNX export failed: {error}") from error

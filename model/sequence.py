@@ -192,7 +192,7 @@ class SequenceMember:
             if key not in _EXPORTED:  # a process that loads one model many times exports it once
                 _EXPORTED[key] = member_onnx_bytes(self.networks)
             self._session = onnx_session(_EXPORTED[key])
-        except Exception as error:  # noqa: BLE001 - the exporter and ONNX Runtime raise their own types
+        except Exception as error:  # the exporter and ONNX Runtime raise their own types
             if not fallback:
                 message = f"the stroke-sequence member cannot run on ONNX Runtime: {error}"
                 raise BackendError(message) from error

@@ -150,7 +150,7 @@ class BackgroundWriter:
                     self.store.save_transcript(job[0], max_bytes=job[1])
                     self.transcripts_written += 1
                     self._written(job[0].id)
-            except Exception as error:  # noqa: BLE001 - logged and counted; the thread goes on
+            except Exception as error:  # logged and counted; the thread goes on
                 self.failed += 1
                 drawing = isinstance(job, DrawingRecord)
                 what = f"a drawing of {job.word!r}" if drawing else f"transcript {job[0].id}"  # type: ignore[union-attr,index]

@@ -304,8 +304,8 @@ def test_settings_from_environment() -> None:
 def test_play_settings_use_the_same_reader() -> None:
     from service.play.settings import PlaySettings, PlaySettingsError
 
-    play = PlaySettings.from_env({"GRIFFON_PLAY_AI_NAMES": "Plume, Fusain", "GRIFFON_PLAY_TICK_S": "0.2"})
-    assert play.ai_names == ("Plume", "Fusain") and play.tick_s == 0.2
+    play = PlaySettings.from_env({"GRIFFON_PLAY_KONTOUR_TARGET": "3", "GRIFFON_PLAY_TICK_S": "0.2"})
+    assert play.kontour_target == 3 and play.tick_s == 0.2 and play.pictomania_rounds is None
     with pytest.raises(PlaySettingsError, match="GRIFFON_PLAY_TICK_S: Input should be less than or eq"):
         PlaySettings.from_env({"GRIFFON_PLAY_TICK_S": "5"})
 

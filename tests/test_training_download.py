@@ -23,7 +23,7 @@ class Bucket(BaseHTTPRequestHandler):
     cut_after: int | None = None
     requests: list[tuple[str, str | None]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:  # http.server's naming
         Bucket.requests.append((self.path, self.headers.get("Range")))
         body = self.files.get(self.path)
         if body is None:

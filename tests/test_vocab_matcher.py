@@ -18,14 +18,13 @@ from vocab import (
     Match,
     UnknownCategoryError,
     edit_budget,
-    index_builds,
     load_vocabulary,
     match,
     normalize,
 )
 from vocab import matcher as matcher_module
 from vocab.inflections import read_links
-from vocab.lexicon import dela_path
+from vocab.lexicon import Lexicon, dela_path
 from vocab.normalize import normalize_reference
 
 CASES_FILE = Path(__file__).parent / "data" / "vocab_matcher_cases.yaml"
@@ -281,18 +280,25 @@ def test_concurrent_first_use_builds_the_index_once(monkeypatch: pytest.MonkeyPa
     """Eight threads meet at a barrier, then all make their first match on a fresh index.
 
     The build is slowed down (the lexicon load sleeps) so that without the lock every thread
-    would find no index and build its own; ``index_builds()`` counts the builds.
+    would find no index and build its own; the index class is wrapped to count the builds.
     """
     match("cat", "chat")  # lexicon and vocabulary loaded once, outside the race
     real_lexicon = matcher_module.get_lexicon
 
-    def slow_lexicon():  # noqa: ANN202 - same as get_lexicon
+    def slow_lexicon() -> Lexicon:
         time.sleep(0.05)
         return real_lexicon()
 
+    real_index = matcher_module._Index
+    builds: list[object] = []
+
+    def counted_index(*args: object) -> object:
+        builds.append(args)
+        return real_index(*args)
+
     monkeypatch.setattr(matcher_module, "_INDEX", None)
     monkeypatch.setattr(matcher_module, "get_lexicon", slow_lexicon)
-    before = index_builds()
+    monkeypatch.setattr(matcher_module, "_Index", counted_index)
     barrier = threading.Barrier(8)
     results: list[bool] = []
 
@@ -306,4 +312,4 @@ def test_concurrent_first_use_builds_the_index_once(monkeypatch: pytest.MonkeyPa
     for t in threads:
         t.join()
     assert results == [True] * 8
-    assert index_builds() - before == 1
+    assert len(builds) == 1

@@ -33,7 +33,7 @@ CALIBRATION_BATCH = 64
 
 def calibration_rasters(guesser: Guesser, data: Path | None, count: int, seed: int) -> np.ndarray:
     """Rasters of ``count`` training-split drawings sampled with ``seed`` (never validation)."""
-    from training.data import load_dataset  # noqa: PLC0415 - a build step, not an inference path
+    from training.data import load_dataset  # a build step, not an inference path
 
     records = load_dataset(data, split="train")
     rng = np.random.default_rng(seed)
@@ -49,7 +49,7 @@ def calibration_rasters(guesser: Guesser, data: Path | None, count: int, seed: i
 
 def float_ends(model_path: Path) -> list[str]:
     """Names of the first convolution and the classifier (Gemm/MatMul) nodes of an ONNX graph."""
-    import onnx  # noqa: PLC0415
+    import onnx
 
     nodes = onnx.load(str(model_path)).graph.node
     convs = [n.name for n in nodes if n.op_type == "Conv"][:1]
@@ -63,15 +63,15 @@ def quantize(
 
     ``method``: activation ranges by ``minmax``, ``percentile`` or ``entropy``; ``keep_ends_float``
     leaves the first convolution and the classifier in float."""
-    import onnx  # noqa: PLC0415 - export-time dependencies
-    from onnxruntime.quantization import (  # noqa: PLC0415
+    import onnx  # export-time dependencies
+    from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
         QuantFormat,
         QuantType,
         quantize_static,
     )
-    from onnxruntime.quantization.shape_inference import quant_pre_process  # noqa: PLC0415
+    from onnxruntime.quantization.shape_inference import quant_pre_process
 
     guesser = Guesser.load(checkpoint, backend="torch")
 
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     out = export_checkpoint(args.checkpoint, args.data, args.out, args.drawings, args.seed)
-    import onnx  # noqa: PLC0415
+    import onnx
 
     calibration = {p.key: p.value for p in onnx.load(str(out)).metadata_props}["griffon.calibration"]
     print(f"{out}: {out.stat().st_size / 1e6:.2f} MB, calibrated on {calibration}")

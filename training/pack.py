@@ -50,7 +50,7 @@ class PackSummary:
 
 def deck_words() -> list[str]:
     """Every category key of the real Kontour and Pictomania decks, sorted."""
-    from vocab import kontour_deck, pictomania_deck  # noqa: PLC0415 - only the default needs vocab
+    from vocab import kontour_deck, pictomania_deck  # only the default needs vocab
 
     words = {w for card in kontour_deck() for w in card.words}
     words |= {w for card in pictomania_deck() for side in card.sides for w in side.words}
@@ -59,7 +59,7 @@ def deck_words() -> list[str]:
 
 def simplified_strokes(record: DrawingRecord) -> list:
     """The record's strokes in the dataset's simplified form: ``[[x...], [y...]]``, integers 0–255."""
-    from model.strokes import simplify_drawing, to_quickdraw, validate_drawing  # noqa: PLC0415
+    from model.strokes import simplify_drawing, to_quickdraw, validate_drawing
 
     if record.source == "simplified":
         return [[[int(v) for v in stroke[0]], [int(v) for v in stroke[1]]] for stroke in record.strokes]
@@ -69,8 +69,8 @@ def simplified_strokes(record: DrawingRecord) -> list:
 def packed_drawings(records: Iterable[DrawingRecord]) -> tuple[list[PackedDrawing], int]:
     """The records in the pack's format (`games.ai.pack.PackedDrawing`), and how many were skipped
     as unusable: refused by the simplification or by the pack's own reader (too many strokes…)."""
-    from games.ai.pack import DrawingPackError, PackedDrawing, parse_line  # noqa: PLC0415
-    from model.strokes import DrawingError  # noqa: PLC0415
+    from games.ai.pack import DrawingPackError, PackedDrawing, parse_line
+    from model.strokes import DrawingError
 
     out, skipped = [], 0
     for record in records:
@@ -101,7 +101,7 @@ def write_gzip(path: Path, text: str) -> None:
 def keep_per_word(drawings: Iterable[PackedDrawing], per_word: int) -> list[PackedDrawing]:
     """At most ``per_word`` drawings of each word: recognized ones first, then by `key_hash` (stable
     whatever order the files list them in); sorted by word then key_id."""
-    from training.data import key_hash  # noqa: PLC0415
+    from training.data import key_hash
 
     by_word: dict[str, list[PackedDrawing]] = {}
     for drawing in drawings:
@@ -121,7 +121,7 @@ def build_pack(
 ) -> PackSummary:
     """Write at most ``per_word`` validation drawings of each of ``words`` (default: both real decks)
     under ``root`` to ``out``. Words without a data file raise `training.data.DataError`."""
-    from training.data import DataError, load_dataset  # noqa: PLC0415
+    from training.data import DataError, load_dataset
 
     wanted = sorted(set(words) if words is not None else deck_words())
     if not wanted:
@@ -150,7 +150,7 @@ class Accuracy:
 def accuracy(guesser: object, drawings: list, labels: list[str]) -> Accuracy:
     """Top-1 and top-3 of ``guesser`` (a `model.Guesser`) on ``drawings``, and top-1 on their Kontour
     form (at most 15 straight lines, `model.strokes.straight_lines`)."""
-    from model.strokes import DrawingError, straight_lines, to_quickdraw, validate_drawing  # noqa: PLC0415
+    from model.strokes import DrawingError, straight_lines, to_quickdraw, validate_drawing
 
     def lines(drawing: list) -> list:
         try:
@@ -174,10 +174,10 @@ def accuracy(guesser: object, drawings: list, labels: list[str]) -> Accuracy:
 def measure_pack(path: Path = DEFAULT_PACK, seeds: Iterable[int] = (0, 1, 2)) -> dict[str, Accuracy]:
     """The shipped recognizer on the pack: the recognized drawings (what the AI draws), the others,
     and one varied copy of each recognized drawing per seed (`games.ai.pack.vary`)."""
-    import random  # noqa: PLC0415
+    import random
 
-    from games.ai.pack import DrawingPack, read_pack, vary  # noqa: PLC0415
-    from model import Guesser  # noqa: PLC0415
+    from games.ai.pack import DrawingPack, read_pack, vary
+    from model import Guesser
 
     guesser = Guesser.load()
     pack = DrawingPack(read_pack(path), recognized_only=False)
@@ -203,7 +203,7 @@ def pack_command(
     measure: bool = typer.Option(False, help="do not build: measure the shipped model on the pack at --out"),
 ) -> None:
     """Write the AI drawer's pack: validation-split drawings of the deck words, simplified, gzip'd."""
-    from training.data import DataError, default_data_root  # noqa: PLC0415
+    from training.data import DataError, default_data_root
 
     if measure:
         for name, result in measure_pack(out).items():

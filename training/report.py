@@ -16,11 +16,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from model.raster import RasterSpec, rasterize  # noqa: E402
-from training.eval_metrics import table_name  # noqa: E402
+from model.raster import RasterSpec, rasterize
+from training.eval_metrics import table_name
 
 COLOURS = ("#2563eb", "#ea580c")  # model A, model B
 LOWER_IS_BETTER = {"ece"}

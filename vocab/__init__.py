@@ -20,7 +20,7 @@ _EXPORTS = {
     "decks": ("DeckError", "KontourDeckCard", "PictomaniaDeckCard", "PictomaniaSide", "deal_table",
               "kontour_deck", "pictomania_deck"),
     "matcher": ("ACCEPT_REASONS", "REASONS", "AmbiguousAnswerError", "AnswerKind", "Match",
-                "edit_budget", "index_builds", "match", "warm_up"),
+                "edit_budget", "match", "warm_up"),
     "vocabulary": ("UnknownCategoryError", "UnknownWordError", "Vocabulary", "VocabularyError",
                    "Word", "category_for", "french", "load_vocabulary"),
 }  # fmt: skip
@@ -44,7 +44,6 @@ __all__ = [
     "deal_table",
     "edit_budget",
     "french",
-    "index_builds",
     "kontour_deck",
     "load_vocabulary",
     "match",
@@ -70,7 +69,6 @@ if TYPE_CHECKING:
         AnswerKind,
         Match,
         edit_budget,
-        index_builds,
         match,
         warm_up,
     )
@@ -86,7 +84,7 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:  # noqa: ANN401 - whatever the submodule defines
+def __getattr__(name: str) -> Any:  # whatever the submodule defines
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'vocab' has no attribute {name!r}")

@@ -61,7 +61,6 @@ __all__ = [
     "AnswerKind",
     "Match",
     "edit_budget",
-    "index_builds",
     "match",
     "warm_up",
 ]
@@ -150,15 +149,10 @@ class _Guess:
         return got
 
 
-_BUILDS = 0  # number of index builds in this process (see index_builds())
-
-
 class _Index:
     """Everything the matcher needs, built once from the vocabulary and the lexicon."""
 
     def __init__(self, vocab: Vocabulary, lex: Lexicon, links: dict[str, frozenset[str]]) -> None:
-        global _BUILDS
-        _BUILDS += 1
         self.vocab = vocab
         self.lex = lex
         self.links = links
@@ -331,11 +325,6 @@ def _index() -> _Index:
 def warm_up() -> None:
     """Load the lexicon and build the matcher's index now (otherwise done on first match)."""
     _index()
-
-
-def index_builds() -> int:
-    """How many times this process built the matcher's index (1 after first use, whatever the threads)."""
-    return _BUILDS
 
 
 def _vocab_guard(idx: _Index, target: _Target, g: _Guess, close: tuple) -> Match | None:

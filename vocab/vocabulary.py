@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import functools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -137,7 +138,7 @@ class Vocabulary:
     def __len__(self) -> int:
         return len(self.words)
 
-    def __iter__(self):  # noqa: ANN204 - iterator of Word
+    def __iter__(self) -> Iterator[Word]:
         return iter(self.words.values())
 
     def __getitem__(self, category: str) -> Word:

@@ -66,7 +66,7 @@ def _load_line_drawings(path: str, max_lines: int) -> dict[str, Drawing]:
 
 def _kontour_max_strokes() -> int:
     """The rules' stroke limit (``games/data/kontour.yaml``): line drawings must fit a Kontour turn."""
-    from games.kontour import KontourConfig  # noqa: PLC0415 - the rules import nothing of the AI
+    from games.kontour import KontourConfig  # the rules import nothing of the AI
 
     return KontourConfig.load().max_strokes
 
@@ -108,7 +108,7 @@ def default_source(pack: Path | None = None) -> DrawingSource:
     line drawings for words the pack lacks; the line drawings alone when no pack can be read."""
     shipped = ShippedLineDrawings()
     try:
-        from games.ai.pack import DrawingPack, DrawingPackError  # noqa: PLC0415 - optional module
+        from games.ai.pack import DrawingPack, DrawingPackError  # optional module
     except ImportError:
         return shipped
     try:
@@ -242,7 +242,7 @@ class AIDrawer:
 
 def _vary(drawing: Drawing, rng: random.Random) -> Drawing:
     try:
-        from games.ai.pack import vary  # noqa: PLC0415 - optional module
+        from games.ai.pack import vary  # optional module
     except ImportError:
         return drawing
     return vary(drawing, rng)

@@ -229,7 +229,7 @@ class GameManager:
                 session.token_hash = stored.token_hash
                 replay_into(session, stored)
                 session.log_bytes = sum(len(json.dumps(m.move, separators=(",", ":"))) for m in stored.moves)
-            except Exception:  # noqa: BLE001 - a log the rules refuse, a setup of an older Griffon...
+            except Exception:  # a log the rules refuse, a setup of an older Griffon...
                 log.exception("game %s: cannot be resumed; marked abandoned", stored.id)
                 with contextlib.suppress(StoreError):
                     self.store.finish_game(stored.id, "abandoned")

@@ -349,7 +349,7 @@ class GameSession:
             return None
         try:
             return await self.recognize(drawing, candidates)
-        except Exception as error:  # noqa: BLE001 - a drawing the model refuses, overload...
+        except Exception as error:  # a drawing the model refuses, overload...
             log.info("game %s: recognition failed: %s", self.id, error)
             return None
 

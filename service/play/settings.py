@@ -4,13 +4,14 @@ The rules constants themselves live in ``games/data/*.yaml``; these are the serv
 (shorter timers for tests and demos) and the pace of the AI players around the rules. Each field
 maps to ``GRIFFON_PLAY_<FIELD IN CAPITALS>``, e.g. ``GRIFFON_PLAY_KONTOUR_TIMER_S=8``. Limits shared
 with the rest of the service (max games, idle expiry, message rate, frame size) are in
-``service.settings.Settings``.
+``service.settings.Settings``; docs/CONFIG.md lists them all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,32 +29,50 @@ class PlaySettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kontour_timer_s: float | None = Field(default=None, gt=0, le=600, description="None: rules (30 s)")
-    kontour_target: int | None = Field(default=None, ge=1, le=50, description="None: rules (10)")
-    pictomania_round_s: float | None = Field(default=None, gt=0, le=1200, description="None: 120 s")
-    pictomania_rounds: int | None = Field(default=None, ge=1, le=5, description="None: rules (5)")
-    tick_s: float = Field(default=0.1, gt=0, le=1, description="AI decision / timer period")
+    kontour_timer_s: float | None = Field(
+        default=None, gt=0, le=600, description="Kontour sand timer, in seconds (unset: the rules')"
+    )
+    kontour_target: int | None = Field(
+        default=None, ge=1, le=50, description="points that win a Kontour game (unset: the rules')"
+    )
+    pictomania_round_s: float | None = Field(
+        default=None, gt=0, le=1200,
+        description="length of a Pictomania round, in seconds (unset: the rules')",
+    )
+    pictomania_rounds: int | None = Field(
+        default=None, ge=1, le=5, description="rounds in a Pictomania game (unset: the rules')"
+    )
+    tick_s: float = Field(
+        default=0.1, gt=0, le=1, description="seconds between two looks of the AI players and the timers"
+    )
     ai_think_s: float | None = Field(
-        default=None, ge=0, le=30, description="AI drawer before taking a card (None: the AI level's card_s)"
+        default=None, ge=0, le=30,
+        description="seconds the AI drawer waits before taking a Kontour card (unset: its level's pace)",
     )
-    between_turns_s: float = Field(default=3.0, ge=0, le=60, description="pause after a Kontour turn")
+    between_turns_s: float = Field(
+        default=3.0, ge=0, le=60, description="pause between two Kontour turns, in seconds"
+    )
     human_done_after_s: float = Field(
-        default=6.0, gt=0, description="Pictomania: a silent human drawing counts as finished"
+        default=6.0, gt=0,
+        description="seconds without a stroke after which a person's Pictomania drawing is done",
     )
-    max_points_per_stroke: int = Field(default=1_000, ge=2, le=10_000)
+    max_points_per_stroke: ClassVar[int] = 1_000  # points in a person's stroke: a fixed limit, not a setting
     max_pictomania_strokes: int | None = Field(
         default=None, ge=1, le=1_000,
-        description="Pictomania strokes a player may draw a round, undone ones too (None: rules, 300)",
+        description="strokes a player may draw in a Pictomania round, undone ones too (unset: the rules')",
     )
-    max_moves: int = Field(default=10_000, ge=10, description="moves logged per game; beyond: game_too_long")
+    max_moves: int = Field(
+        default=10_000, ge=10, description="moves logged per game, every player's; beyond: game_too_long"
+    )
     max_log_bytes: int = Field(
-        default=2 * 1024 * 1024, ge=10_000, description="bytes of moves logged per game (game_too_long)"
+        default=2 * 1024 * 1024, ge=10_000,
+        description="bytes of moves logged per game, every player's; beyond: game_too_long",
     )
     drawings: Path | None = Field(
         default=None,
-        description="drawing pack file for the AI drawer (None: the shipped pack, games/data/drawings)",
+        description="drawing pack of the AI drawer (unset: the shipped pack, games/data/drawings)",
     )
-    ai_names: tuple[str, ...] = ("Plume", "Fusain", "Pastel", "Crayon", "Gouache")
+    ai_names: ClassVar[tuple[str, ...]] = ("Plume", "Fusain", "Pastel", "Crayon", "Gouache")  # the AI players
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PlaySettings:

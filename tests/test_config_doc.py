@@ -1,0 +1,103 @@
+"""docs/CONFIG.md is the table `griffon.config` generates from the settings classes, and every
+``GRIFFON_*`` variable named in the code, the tests or the docs is in it (no setting hides)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from griffon import config
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = re.compile(r"GRIFFON_[A-Z0-9_]*")
+SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".js", ".html", ".sh"}
+
+
+def scanned_files() -> list[Path]:
+    """The repository's code, tests, benchmarks, examples and docs (not docs/CONFIG.md itself)."""
+    folders = [p for p in ROOT.iterdir() if (p / "__init__.py").is_file()]
+    folders += [ROOT / "docs", ROOT / "examples"]
+    files = [p for folder in folders for p in folder.rglob("*") if p.suffix in SUFFIXES and p.is_file()]
+    files += [ROOT / "README.md", ROOT / "Makefile", ROOT / "pyproject.toml"]
+    return sorted(p for p in files if p.is_file() and p != config.CONFIG_MD)
+
+
+def named_variables() -> dict[str, set[str]]:
+    """``GRIFFON_*`` name → the files naming it (ending in ``_``: a prefix, as in ``GRIFFON_PLAY_*``)."""
+    found: dict[str, set[str]] = {}
+    for path in scanned_files():
+        for name in NAME.findall(path.read_text(encoding="utf-8", errors="replace")):
+            found.setdefault(name, set()).add(path.relative_to(ROOT).as_posix())
+    return found
+
+
+def test_config_md_is_what_the_code_generates() -> None:
+    expected = config.render()
+    actual = config.CONFIG_MD.read_text(encoding="utf-8") if config.CONFIG_MD.is_file() else ""
+    assert actual == expected, f"docs/CONFIG.md is out of date: run `{config.COMMAND}`"
+
+
+def test_every_griffon_variable_named_anywhere_is_in_the_table() -> None:
+    table = {v.name for v in config.variables()}
+    named = named_variables()
+    assert len(named) > 40 and "GRIFFON_DATABASE_URL" in named  # the scan reads the code and the docs
+    missing = [
+        f"{name} ({', '.join(sorted(where))})"
+        for name, where in sorted(named.items())
+        if not (any(t.startswith(name) for t in table) if name.endswith("_") else name in table)
+    ]
+    assert not missing, (
+        "named but not in the table: add each to a settings class or to griffon.config.LOOSE, "
+        f"then run `{config.COMMAND}`:\n" + "\n".join(missing)
+    )
+
+
+def test_every_settings_class_is_in_the_table() -> None:
+    """A class with a ``from_env`` reads variables: `griffon.config.SETTINGS` must list it."""
+    readers = set()
+    for package in ("games", "griffon", "model", "service", "store", "training", "vocab"):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef) and any(
+                    isinstance(f, ast.FunctionDef) and f.name == "from_env" for f in node.body
+                ):
+                    readers.add(node.name)
+    assert readers == {cls.__name__ for cls, _, _ in config.SETTINGS}
+
+
+def test_every_row_has_a_group_a_default_and_a_description() -> None:
+    rows = config.variables()
+    assert {v.group for v in rows} == set(config.GROUPS)
+    for v in rows:
+        assert v.name.startswith("GRIFFON_") and v.default and v.accepted and len(v.description) > 15, v
+    by_name = {v.name: v for v in rows}
+    assert by_name["GRIFFON_MAX_BATCH"].accepted == "integer from 1 to 512"
+    assert by_name["GRIFFON_HEADER_TIMEOUT_S"].accepted == "number > 0, ≤ 300"
+    assert by_name["GRIFFON_DB_CHECK"].accepted == "`quick`, `full` or `off`"
+    assert by_name["GRIFFON_ACCEPT_ROOM_DRAWINGS"].default == "`false`"
+    assert by_name["GRIFFON_PLAY_KONTOUR_TIMER_S"].default.startswith("rules: ")  # games/data/kontour.yaml
+
+
+def test_a_field_without_a_group_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    groups = {k: tuple(n for n in v if n != "max_queue") for k, v in config.SERVICE_GROUPS.items()}
+    monkeypatch.setattr(config, "SERVICE_GROUPS", groups)
+    with pytest.raises(LookupError, match=r"Settings\.max_queue has no group: add it to griffon\.config"):
+        config.variables()
+
+
+def test_check_fails_on_a_stale_file_and_names_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "docs" / "CONFIG.md"
+    target.parent.mkdir()
+    monkeypatch.setattr(config, "REPO", tmp_path)
+    monkeypatch.setattr(config, "CONFIG_MD", target)
+    target.write_text("# Configuration\n", encoding="utf-8")
+    assert config.main(["--check"]) == 1
+    assert config.COMMAND in capsys.readouterr().err
+    assert config.main(["--write"]) == 0
+    assert config.main(["--check"]) == 0
+    assert "`GRIFFON_DATABASE_URL`" in target.read_text(encoding="utf-8")
