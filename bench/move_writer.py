@@ -123,7 +123,7 @@ class MoveWriter:
             return
         except StoreError:
             pass  # someone's move is refused: retry game by game, so the others are kept
-        except Exception as error:  # noqa: BLE001 - a bug must not kill the writer thread
+        except Exception as error:
             log.exception("move writer: batch failed")
             for entry, future in batch:
                 self._refuse(entry, future, error)
@@ -136,7 +136,7 @@ class MoveWriter:
                 try:
                     self.store.append_entries([entry])
                     self.written += 1
-                except Exception as error:  # noqa: BLE001 - reported on the move's future
+                except Exception as error:
                     self._refuse(entry, future, error)
             self.batches += 1
 
