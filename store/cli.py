@@ -18,7 +18,9 @@ from store.base import Store, StoreError
 from store.settings import CLI_TIMEOUT_MS, StoreSettings, open_store
 
 db_app = typer.Typer(help="The database: games, bot transcripts, consented drawings.", no_args_is_help=True)
-URL = typer.Option(None, "--url", help="database URL (default: $GRIFFON_DATABASE_URL, else $GRIFFON_DATA_DIR/griffon.db)")
+URL = typer.Option(
+    None, "--url", help="database URL (default: $GRIFFON_DATABASE_URL, else $GRIFFON_DATA_DIR/griffon.db)"
+)
 
 
 def register(app: typer.Typer) -> None:
