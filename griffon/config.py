@@ -66,6 +66,12 @@ GROUPS: dict[str, Group] = {
         "(see docs/SECURITY.md).",
     ),
     "model": Group("Model", "Which recognizer the service loads and how it batches the drawings it reads."),
+    "capacity": Group(
+        "Capacity",
+        "How many tables and bot rooms one process admits: each holds a measured share of a core "
+        "(`python -m bench.bench_capacity`, docs/BENCHMARKS.md); beyond the budget a new one is refused "
+        "(503 `server_busy`, or an `overloaded` frame) instead of slowing the others.",
+    ),
     "games": Group(
         "Solo games",
         "The browser games against the AI (docs/PLAY.md): capacity, pace, and the rules' values a demo "
@@ -98,6 +104,10 @@ SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
         "max_frame_bytes",
     ),
     "model": ("model", "max_batch", "max_queue", "batch_wait_ms", "preprocess_threads"),
+    "capacity": (
+        "capacity_cores", "capacity_utilisation", "pictomania_table_cost", "kontour_table_cost",
+        "bot_room_cost",
+    ),
     "games": (
         "max_sessions", "games_per_client", "games_per_client_hour", "idle_expiry_s",
         "game_idle_timeout_s", "max_game_sockets", "guess_rate", "guess_burst",

@@ -59,6 +59,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from model.strokes import DrawingError
 from service import api
 from service.bot import routes as bot
+from service.capacity import Capacity
 from service.errors import ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.metrics import Metrics
@@ -282,6 +283,17 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(500, "internal_error", "the server failed on this request; it has been logged")
 
 
+def capacity(settings: Settings, app: FastAPI) -> Capacity:
+    """The CPU budget shared by the games' tables and the bot rooms (:mod:`service.capacity`)."""
+
+    def open_count(kind: str) -> int:
+        return app.state.bots.live_count if kind == "bot" else app.state.play.open_count(kind)
+
+    budget = Capacity.from_settings(settings, open_count)
+    app.state.play.capacity = budget
+    return budget
+
+
 def _refused(request: Request, reason: str) -> None:
     shared = getattr(request.app.state, "shared", None)
     if shared is not None:
@@ -360,6 +372,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.callback(pruner.cancel)
             release.push_async_callback(play.shutdown, app)
             await play.startup(app)
+            app.state.capacity = capacity(settings, app)
             log.info("griffon service ready in %.1f s", time.perf_counter() - started)
             yield
 

@@ -116,6 +116,23 @@ class Settings(BaseModel):
     preprocess_threads: int = Field(
         default=2, ge=1, le=64, description="threads that turn drawings into images (about one per core)"
     )
+    # -- capacity: the share of a core each table or room holds (bench.bench_capacity) ----------
+    capacity_cores: float = Field(
+        default=0.0, ge=0, le=1024,
+        description="cores open tables and rooms may use; 0: every core this process may run on",
+    )
+    capacity_utilisation: float = Field(
+        default=0.8, gt=0, le=1, description="share of those cores that open tables and rooms may hold",
+    )
+    pictomania_table_cost: float = Field(
+        default=0.3, ge=0, le=64, description="share of a core one Pictomania table holds (measured)",
+    )
+    kontour_table_cost: float = Field(
+        default=0.1, ge=0, le=64, description="share of a core one Kontour table holds (measured)",
+    )
+    bot_room_cost: float = Field(
+        default=0.025, ge=0, le=64, description="share of a core one bot room holds (measured)",
+    )
     # -- sessions (bot connections and solo games) ----------------------------------------------
     max_sessions: int = Field(default=100, ge=1, description="solo games open at once on the server")
     max_bot_sessions: int = Field(default=200, ge=1, description="bot connections open at once")

@@ -14,7 +14,8 @@ them (``accept_room_drawings``, off by default) and within ``room_drawings_per_d
 address; ``round_over`` then says ``drawing_kept``.
 
 Close codes: 1000 after ``bye``; 4408 idle for ``bot_idle_timeout_s``; 4429 a client that keeps
-flooding past the rate limit; 4503 the server already holds ``max_bot_sessions`` bots.
+flooding past the rate limit; 4503 the server already holds ``max_bot_sessions`` bots; 1013 the server
+is at capacity (an ``overloaded`` frame with ``retry_after`` comes first: service/capacity.py).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from service.bot.protocol import (
     parse_frame,
 )
 from service.bot.session import BotSession, Frame, Transcript
+from service.capacity import RETRY_AFTER_S, Capacity
 from service.errors import NotFound
 from service.frames import FrameError, error_frame
 from service.ratelimit import RateLimit
@@ -60,6 +62,7 @@ from store.transcripts import TranscriptArchive
 log = logging.getLogger("griffon.bot")
 router = APIRouter(tags=["bot"])
 CLOSE_IDLE, CLOSE_FLOOD, CLOSE_FULL = 4408, 4429, 4503
+CLOSE_TRY_LATER = 1013  # the server is at capacity (RFC 6455: try again later)
 FLOOD_FACTOR = 4  # frames rejected in a row, in bursts, before the connection is closed
 MAX_QUOTA_CLIENTS = 100_000  # client addresses counted per day for room drawings (beyond: refused)
 DAY_S = 86_400
@@ -314,6 +317,13 @@ BotsDep = Annotated[BotRegistry, Depends(get_bots)]
 async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> None:
     """A bot player for one room (see docs/BOT_PROTOCOL.md)."""
     await ws.accept()
+    capacity: Capacity | None = getattr(ws.app.state, "capacity", None)
+    if capacity is not None and not capacity.admits("bot"):
+        shared.metrics.refused("server_busy")
+        await ws.send_json(error_frame("overloaded", "the server is at capacity: retry in a while")
+                           | {"retry_after": RETRY_AFTER_S})
+        await ws.close(CLOSE_TRY_LATER, "at capacity")
+        return
     session = registry.open(shared)
     if session is None:
         limit = registry.settings.max_bot_sessions

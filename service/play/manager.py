@@ -34,6 +34,7 @@ from games.ai.levels import load_level
 from games.core import RuleError
 from games.kontour import KontourCard, KontourConfig, KontourRules
 from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
+from service.capacity import Capacity
 from service.errors import RateLimited
 from service.frames import FrameError, error_frame, load_json
 from service.metrics import Metrics
@@ -91,6 +92,7 @@ class GameManager:
         recognitions, store writes and refusals are counted."""
         self.settings, self.play, self.recognizer, self.labels = settings, play, recognizer, labels
         self.store, self.spend_points, self.clock, self.metrics = store, spend_points, clock, metrics
+        self.capacity: Capacity | None = None  # set by the app: the CPU budget shared with bot rooms
         self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
@@ -128,10 +130,13 @@ class GameManager:
         that their drawings be kept).
 
         Raises `TooManyGames` (every slot taken), `RateLimited` (the client's budget),
+        `service.errors.Unavailable` (``server_busy``: the CPU budget is held by open tables and rooms),
         `DeckSetupError`, `store.StoreError` (the database refused the new game)."""
         if len(self.games) >= self.settings.max_sessions:
             raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
         replaced = self._check_client(client)
+        if self.capacity is not None:
+            self.capacity.admit(game, freeing=self.games[replaced].kind if replaced is not None else None)
         seed = seed if seed is not None else secrets.randbelow(2**31)
         names = {
             HUMAN: name,

@@ -242,6 +242,7 @@ function refusal(status, data) {
   }
   if (status === 429) return "trop de parties créées, patientez un peu avant d'en lancer une autre.";
   if (data.error === "too_many_games") return "le serveur est complet, réessayez dans un moment.";
+  if (data.error === "server_busy") return "le serveur est complet pour l'instant : réessayez dans une minute.";
   if (data.error === "no_deck") return "aucun paquet de cartes n'est disponible sur ce serveur.";
   if (status === 422) {
     const message = String(data.message || "");
