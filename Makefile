@@ -14,7 +14,7 @@ ARGS   ?=
 # waiting, not CPU. WORKERS=0 runs it in one process.
 WORKERS ?= 4
 
-.PHONY: setup run test lint bench train calibrate eval system-deps
+.PHONY: setup run test lint bench train eval system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,42 +38,42 @@ test: setup system-deps lint
 bench: setup
 	$(PY) -m bench $(ARGS)
 
-# The shipped model (2 h 26 on 2 cores, measured once end to end on a fresh clone): ensemble
-# member A (a 75-minute budget) beside the untaught stroke-sequence member (seed 1, 50 epochs), one
-# core each; then the stroke-sequence member taught lightly by A (weight 0.3, 50 epochs, two threads,
-# 37-42 minutes); then the raster student trained from scratch on A's softened answers (80
-# epochs, two threads, about 50 minutes) (training/presets/*.yaml, training/sequence.py). Members
-# B, C and D (their presets) are experiments, not in the recipe. To ship it: make calibrate (writes
-# runs/shipped/two-view.pt: the student and the two stroke-sequence members); cp
-# runs/shipped/two-view.pt model/weights/griffon-default.pt; python -m training.model_card --model
-# model/weights/griffon-default.pt; python -m training.export
-TRAIN := $(VENV)/bin/griffon train $(if $(DATA),--data $(DATA))
-TEACHERS := runs/member-a/model.pt
-SEQUENCE := $(PY) -m training.sequence $(if $(DATA),--data $(DATA)) --epochs 50 --minutes 0
-MEMBER := $(SEQUENCE) --threads 2 --teacher $(TEACHERS) --distill-weight 0.3
-UNTAUGHT := $(SEQUENCE) --threads 1 --seed 1
+# The shipped model, from data to model/weights/ in one chain (2 h 26 of training on 2 cores,
+# measured once end to end on a fresh clone). Every network trains from a preset of
+# training/presets/ through `griffon train`: ensemble member A (a 75-minute budget) beside the
+# untaught stroke-sequence member (seed 1, 50 epochs), one core each; then the stroke-sequence member
+# taught lightly by A (weight 0.3, 50 epochs, two threads, 37-42 minutes); then the raster student
+# trained from scratch on A's softened answers (80 epochs, two threads, about 50 minutes). Members
+# B, C and D (their presets) are experiments, not in the recipe.
+# Then softmax temperatures, each step writing a new file (no checkpoint is rewritten in place):
+# member A's fitted on the dev band with a short run of its recipe that held dev out
+# (runs/member-a/calibrated.pt); the student's matched to member A's probabilities on dev
+# (runs/shipped/calibrated.pt); the two stroke-sequence members attached to it (a two-view model:
+# the members averaged into one sequence view, pooled with the student by their normalised
+# geometric mean; runs/shipped/attached.pt) and the temperature of the pool matched on dev to the
+# student alone (runs/shipped/two-view.pt). Last, `griffon model ship` copies it to
+# model/weights/griffon-default.pt, writes its model card, its int8 copy and categories.txt, and
+# checks them (the weights load and verify; the int8 copy answers as the float model).
+GRIFFON := $(VENV)/bin/griffon
+DATA_FLAG := $(if $(DATA),--data $(DATA))
+TRAIN := $(GRIFFON) train $(DATA_FLAG)
+MODEL := $(GRIFFON) model
 train: setup
 	$(TRAIN) --preset member-a & a=$$!; \
-	  $(UNTAUGHT) --out runs/sequence-untaught; u=$$?; \
+	  $(TRAIN) --preset sequence-untaught; u=$$?; \
 	  wait $$a && test $$u -eq 0
-	$(MEMBER) --out runs/sequence
+	$(TRAIN) --preset sequence-taught
 	$(TRAIN) --preset shipped $(ARGS)
-
-# Softmax temperatures: member A's fitted on the dev band with a run of its recipe that held dev out,
-# then the student's matched to member A's probabilities on dev; then the two stroke-sequence members
-# are attached (a two-view model: the members averaged into one sequence view, pooled with the student
-# by their normalised geometric mean) and the temperature of the pool matched on dev to the student
-# alone (training/calibrate.py).
-calibrate: setup
 	test -f runs/calibration/model.pt || $(TRAIN) --preset calibration
-	$(PY) -m training.calibrate --model runs/calibration/model.pt --split dev \
-		--apply-to runs/member-a/model.pt $(if $(DATA),--data $(DATA))
-	$(PY) -m training.calibrate --model runs/shipped/model.pt --match runs/member-a/model.pt \
-		$(if $(DATA),--data $(DATA))
-	$(PY) -m training.sequence attach --model runs/shipped/model.pt --out runs/shipped/two-view.pt \
-		--member runs/sequence-untaught/sequence.pt runs/sequence/sequence.pt
-	$(PY) -m training.calibrate --model runs/shipped/two-view.pt --match runs/shipped/model.pt \
-		$(if $(DATA),--data $(DATA))
+	$(MODEL) calibrate $(DATA_FLAG) --model runs/calibration/model.pt --split dev \
+		--apply-to runs/member-a/model.pt --out runs/member-a/calibrated.pt
+	$(MODEL) calibrate $(DATA_FLAG) --model runs/shipped/model.pt --match runs/member-a/calibrated.pt \
+		--out runs/shipped/calibrated.pt
+	$(MODEL) attach --model runs/shipped/calibrated.pt --out runs/shipped/attached.pt \
+		--member runs/sequence-untaught/sequence.pt runs/sequence-taught/sequence.pt
+	$(MODEL) calibrate $(DATA_FLAG) --model runs/shipped/attached.pt --match runs/shipped/calibrated.pt \
+		--out runs/shipped/two-view.pt
+	$(MODEL) ship $(DATA_FLAG) runs/shipped/two-view.pt
 
 eval: setup
 	$(VENV)/bin/griffon eval $(if $(DATA),--data $(DATA)) --out reports/eval $(ARGS)

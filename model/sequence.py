@@ -241,7 +241,7 @@ def load_member(path: Path | str, classes: list[str] | None = None) -> StrokeSeq
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
         if not isinstance(payload, dict) or payload.get("kind") != "stroke-sequence":
-            raise CheckpointError(f"{path}: not a stroke-sequence member (python -m training.sequence)")
+            raise CheckpointError(f"{path}: not a stroke-sequence member (griffon train --network sequence)")
         if payload.get("features", FEATURES) != FEATURES:
             raise CheckpointError(f"{path}: reads {payload['features']} features per point, not {FEATURES}")
         if classes is not None and list(payload["classes"]) != list(classes):

@@ -135,19 +135,21 @@ def test_train_help_lists_every_setting() -> None:
     from dataclasses import fields
 
     from training.augment import AugmentConfig
-    from training.train import TrainConfig
+    from training.settings import PRESETS_DIR, SequenceConfig, TrainConfig
 
     command = [sys.executable, "-m", "training.train", "--help"]
     out = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=True).stdout
     listed = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", out))
     recorded = {"command"}  # what parse_config records of the run, not a setting
-    names = [item.name for item in fields(TrainConfig) if item.name not in recorded]
+    names = {item.name for config in (TrainConfig, SequenceConfig) for item in fields(config)} - recorded
     settings = {f"--{name.replace('_', '-')}" for name in names}
-    assert len(settings) == len(fields(TrainConfig)) - len(recorded) > 30
-    assert settings | {"--preset", "--help"} == listed  # every setting has its flag, and nothing else
+    assert len(fields(TrainConfig)) - len(recorded) > 30 and len(fields(SequenceConfig)) - len(recorded) > 20
+    # every setting of both networks has its flag, and nothing else
+    assert settings | {"--preset", "--network", "--help"} == listed
     keys = " ".join(out.split())  # argparse wraps long help lines
     for item in fields(AugmentConfig):  # the --augment JSON keys, with their defaults
         assert f"{item.name}={item.default}" in keys
+    assert all(path.stem in keys for path in PRESETS_DIR.glob("*.yaml"))  # the presets are named
 
 
 def free_port() -> int:

@@ -1,5 +1,6 @@
 """Temperature scaling (training/calibrate.py): fitted on a band the model held out, or matched to a
-calibrated reference model (a distilled student) without touching the validation split."""
+calibrated reference model (a distilled student) without touching the validation split; written to a
+new checkpoint, never over an input."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 
 from model import CheckpointError, Guesser
 from tests.conftest import FIXTURE_WORDS, shape
-from training.calibrate import fit_temperature, main, match_temperature, set_temperature
+from training.calibrate import fit_temperature, main, match_temperature, write_with_temperature
 
 
 def test_fit_and_match_find_the_temperature_that_made_the_data() -> None:
@@ -28,14 +29,17 @@ def test_match_copies_a_reference_temperature_and_fit_refuses_a_band_the_model_t
 ) -> None:
     student, reference = tmp_path / "student.pt", tmp_path / "reference.pt"
     student.write_bytes(tiny_checkpoint.read_bytes())
-    reference.write_bytes(tiny_checkpoint.read_bytes())
-    set_temperature(reference, 0.45, "by hand")  # the same weights: the match must give 0.45 back
+    # the same weights: the match must give 0.45 back
+    write_with_temperature(tiny_checkpoint, reference, 0.45, "by hand")
     cache = ["--data", str(fixture_data), "--cache", str(tmp_path / "cache")]
     main(["--model", str(student), "--match", str(reference), *cache])
     said = json.loads(capsys.readouterr().out)
     assert said["temperature"] == pytest.approx(0.45, abs=0.011)
-    assert Guesser.load(student).temperature == pytest.approx(said["temperature"])
-    source = torch.load(student, weights_only=True)["metrics"]["temperature_source"]
+    calibrated = tmp_path / "calibrated.pt"  # the default: beside the checkpoint it is for
+    assert said["written_to"] == str(calibrated)
+    assert Guesser.load(calibrated).temperature == pytest.approx(said["temperature"])
+    assert student.read_bytes() == tiny_checkpoint.read_bytes()  # the input is left as it was
+    source = torch.load(calibrated, weights_only=True)["metrics"]["temperature_source"]
     assert source.startswith("matched on the dev band")
     with pytest.raises(CheckpointError, match="held out 'val', not 'dev'"):
         main(["--model", str(student), "--split", "dev", *cache])
@@ -45,18 +49,18 @@ def test_a_two_view_model_is_matched_through_the_temperature_of_its_average(
     two_view_checkpoint: Path, tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    pair, reference = tmp_path / "pair.pt", tmp_path / "reference.pt"
-    pair.write_bytes(two_view_checkpoint.read_bytes())
-    reference.write_bytes(tiny_checkpoint.read_bytes())
-    set_temperature(reference, 0.3, "by hand")  # a sharp reference: the pair (an average) must sharpen
+    pair, reference = two_view_checkpoint, tmp_path / "reference.pt"
+    # a sharp reference: the pair (an average) must sharpen
+    write_with_temperature(tiny_checkpoint, reference, 0.3, "by hand")
     before = Guesser.load(pair, backend="torch")
     cache = ["--data", str(fixture_data), "--cache", str(tmp_path / "cache")]
-    main(["--model", str(pair), "--match", str(reference), *cache])
+    main(["--model", str(pair), "--match", str(reference), *cache, "--out", str(tmp_path / "two-view.pt")])
     said = json.loads(capsys.readouterr().out)
-    after = Guesser.load(pair, backend="torch")
+    after = Guesser.load(tmp_path / "two-view.pt", backend="torch")
     assert after.pair_temperature == pytest.approx(said["temperature"]) and after.pair_temperature < 1.0
     assert after.temperature == before.temperature  # the raster network's own temperature is kept
-    payload = torch.load(pair, weights_only=True)
+    assert Guesser.load(pair, backend="torch").pair_temperature == before.pair_temperature  # input kept
+    payload = torch.load(tmp_path / "two-view.pt", weights_only=True)
     assert payload["metrics"]["pair_temperature_source"].startswith("matched on the dev band")
     target = Guesser.load(reference, backend="torch")
     rng = np.random.default_rng(2)
@@ -68,3 +72,24 @@ def test_a_two_view_model_is_matched_through_the_temperature_of_its_average(
         return float(-(wanted * np.log(np.maximum(got, 1e-12))).sum(1).mean())
 
     assert cross_entropy(after) < cross_entropy(before)
+
+
+def test_calibration_refuses_to_write_over_its_inputs(
+    tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
+) -> None:
+    model, reference = tmp_path / "run" / "model.pt", tmp_path / "reference.pt"
+    model.parent.mkdir()
+    model.write_bytes(tiny_checkpoint.read_bytes())
+    write_with_temperature(tiny_checkpoint, reference, 0.5, "by hand")
+    before = {path: path.read_bytes() for path in (model, reference)}
+    cache = ["--data", str(fixture_data), "--cache", str(tmp_path / "cache")]
+    for out in (model, reference, tmp_path / "run" / ".." / "run" / "model.pt"):
+        with pytest.raises(CheckpointError, match="would write over its input"):
+            main(["--model", str(model), "--match", str(reference), *cache, "--out", str(out)])
+    applied = tmp_path / "run" / "calibrated.pt"  # --apply-to names the input whose default --out this is
+    with pytest.raises(CheckpointError, match="would write over its input"):
+        main(["--model", str(model), "--apply-to", str(applied), "--split", "val", *cache])
+    with pytest.raises(CheckpointError, match="would write over its input"):
+        write_with_temperature(model, model, 0.7, "by hand")
+    assert {path: path.read_bytes() for path in (model, reference)} == before
+    assert not applied.exists()

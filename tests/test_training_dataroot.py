@@ -40,7 +40,7 @@ def test_the_rule_in_order(elsewhere: Path, tmp_path: Path, monkeypatch: pytest.
     "command",
     [
         ["training.train", "--preset", "tiny"],
-        ["training.sequence", "--epochs", "1"],
+        ["training.train", "--preset", "sequence-tiny"],
         ["training.export"],
         ["training.model_card", "--model", "model/weights/griffon-default.pt"],
         ["training.calibrate", "--model", "MISSING.pt"],
@@ -49,8 +49,9 @@ def test_the_rule_in_order(elsewhere: Path, tmp_path: Path, monkeypatch: pytest.
 def test_each_training_command_ends_a_user_s_mistake_with_one_error_line(
     command: list[str], tmp_path: Path
 ) -> None:
-    """`make train` / `make calibrate` and the shipping steps run `python -m training.…`: an empty data
-    folder or a missing checkpoint ends them with ``error: …`` and status 1, not a traceback."""
+    """The steps of `make train` (`griffon train`, `griffon model calibrate` run these modules' main)
+    and the shipping steps: an empty data folder or a missing checkpoint ends them with ``error: …``
+    and status 1, not a traceback."""
     import subprocess
     import sys
 

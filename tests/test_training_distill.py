@@ -12,17 +12,9 @@ import torch
 
 from model import CheckpointError, Guesser
 from tests.conftest import FIXTURE_WORDS, shape
-from training.train import (
-    ROTATIONS,
-    distillation_loss,
-    load_teachers,
-    mix,
-    parse_config,
-    teacher_targets,
-    train,
-    turn,
-    upright,
-)
+from training.distill import distillation_loss, load_teachers, teacher_targets
+from training.settings import PRESETS_DIR, parse_config
+from training.train import ROTATIONS, mix, train, turn, upright
 
 
 def tiny_run(data: Path, out: Path, *extra: str) -> dict:
@@ -167,28 +159,45 @@ def test_init_starts_from_a_checkpoint_and_refuses_another_architecture(
         tiny_run(fixture_data, tmp_path / "wide", "--init", str(tiny_checkpoint), "--widths", "8,24")
 
 
-def test_every_preset_reads_and_the_shipped_student_has_its_members() -> None:
-    """Every preset is valid settings, and each checkpoint the shipped student learns from (or starts
-    from, when it has ``init``) is the output of a preset that `make train` runs before it."""
-    from training.train import PRESETS_DIR
-
-    presets = {path.stem: parse_config(["--preset", path.stem]) for path in PRESETS_DIR.glob("*.yaml")}
-    student = presets["shipped"]
-    made = {f"{config.out}/model.pt": name for name, config in presets.items()}
-    needed = [path for path in (student.init, *student.teacher) if path]
-    assert student.teacher and all(path in made for path in needed)
+def make_steps(target: str) -> list[str]:
+    """The recipe lines of a Makefile target, continuation lines joined."""
     makefile = (PRESETS_DIR.parents[1] / "Makefile").read_text(encoding="utf-8")
-    train_target = makefile.split("\ntrain:", 1)[1].split("\n\n", 1)[0]
-    for path in needed:
-        assert f"--preset {made[path]}" in train_target
-    last_member = max(train_target.index(f"--preset {made[path]}") for path in needed)
-    assert train_target.rindex("--preset shipped") > last_member
-    # the taught stroke-sequence member learns from the student's teachers, so it starts once they exist
-    teachers = makefile.split("\nTEACHERS := ", 1)[1].split("\n", 1)[0].split()
-    assert teachers == list(student.teacher) and "--teacher $(TEACHERS)" in makefile
-    assert train_target.index("$(MEMBER)") > last_member
-    # `make calibrate` attaches every stroke-sequence member `make train` makes, and only those
-    made_members = re.findall(r"\$\((?:MEMBER|UNTAUGHT)\) --out ([^\s;]+)", train_target)
-    calibrate_target = makefile.split("\ncalibrate:", 1)[1].split("\n\n", 1)[0]
-    attached = calibrate_target.split("--member", 1)[1].split("\n", 1)[0].split()
-    assert len(made_members) == 2 and attached == [f"{out}/sequence.pt" for out in made_members]
+    recipe = makefile.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0].split("\n", 1)[1]
+    return [" ".join(line.split()) for line in recipe.replace("\\\n", " ").splitlines()]
+
+
+def test_every_preset_reads_and_make_train_is_one_chain_from_data_to_the_shipped_model() -> None:
+    """Every preset is valid settings; `make train` trains each checkpoint a network learns from (or
+    starts from) before that network, attaches exactly the stroke-sequence members it trains, makes
+    each derived checkpoint (calibrated, attached) as a new file before a later step reads it, and
+    ends by shipping the last one."""
+    presets = {path.stem: parse_config(["--preset", path.stem]) for path in PRESETS_DIR.glob("*.yaml")}
+    steps = make_steps("train")
+    order = [name for step in steps for name in re.findall(r"--preset ([\w-]+)", step)]
+    assert {"member-a", "sequence-untaught", "sequence-taught", "shipped", "calibration"} <= set(order)
+    networks = [(name, presets[name].NETWORK) for name in order]
+    made = {f"{presets[name].out}/model.pt": i for i, (name, kind) in enumerate(networks) if kind == "raster"}
+    members = [f"{presets[name].out}/sequence.pt" for name, kind in networks if kind == "sequence"]
+    for i, name in enumerate(order):
+        config = presets[name]
+        needed = [p for p in (getattr(config, "init", ""), *config.teacher, *config.sequence_teacher) if p]
+        assert all(path in made and made[path] < i for path in needed), (name, needed)
+    student, taught = presets["shipped"], presets["sequence-taught"]
+    assert student.teacher and taught.teacher == student.teacher  # the taught member learns from A too
+    model_steps = [step for step in steps if step.startswith("$(MODEL) ")]
+    outputs: list[str] = []
+    for step in model_steps[:-1]:
+        words = step.split()
+        out = words[words.index("--out") + 1]
+        reads = ("--model", "--match", "--apply-to")
+        inputs = [words[i + 1] for i, flag in enumerate(words) if flag in reads]
+        if "attach" in words:
+            attached = words[words.index("--member") + 1 :]
+            assert attached == members and len(members) == 2
+            inputs += attached
+        for path in inputs:
+            assert path in made or path in members or path in outputs, f"{step}: nothing makes {path}"
+        assert out not in inputs and out not in made and out not in outputs  # always a new file
+        outputs.append(out)
+    assert model_steps[-1] == f"$(MODEL) ship $(DATA_FLAG) {outputs[-1]}"
+    assert outputs[-1] == "runs/shipped/two-view.pt" and steps[-1] == model_steps[-1]

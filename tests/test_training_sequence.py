@@ -1,4 +1,5 @@
-"""The stroke-sequence member experiment (`training.sequence`) on the generated fixture folder."""
+"""The stroke-sequence members (`training.sequence`, trained through `griffon train` with `network:
+sequence`) on the generated fixture folder."""
 
 from __future__ import annotations
 
@@ -7,15 +8,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import typer
+from typer.testing import CliRunner
 
 from model import CheckpointError, Guesser
 from model.checkpoint import read_checkpoint, save_checkpoint
 from model.sequence import StrokeSequenceNet, featurize, load_member, member_training, save_member
 from tests.conftest import FIXTURE_WORDS, shape
+from training.cli import register
+from training.distill import teacher_targets
 from training.model_card import refresh
 from training.prepare import prepare_cached
 from training.sequence import Distillation, collate, compare, predict, train_member
-from training.train import check_config, parse_config, teacher_targets, train
+from training.settings import parse_config
+from training.train import check_config, main, train
 
 
 def test_a_short_run_learns_the_fixture_shapes_and_is_compared(
@@ -32,6 +38,22 @@ def test_a_short_run_learns_the_fixture_shapes_and_is_compared(
         assert 0.0 <= results[name]["full_top1"] <= 1.0 and results[name]["count"] == len(data.indices("val"))
     paired = results["paired"]
     assert paired["only_pooled"] >= 0 and paired["only_raster"] >= 0
+
+
+def train_sequence(argv: list[str]) -> dict:
+    """`griffon train --network sequence …`: the one training entry point, for a member."""
+    return main(["--network", "sequence", *argv])
+
+
+def attach(argv: list[str]) -> str:
+    """`griffon model attach …` through the `griffon` command line; its output (``error: …`` and
+    exit status 1 on a checkpoint it cannot use)."""
+    app = typer.Typer()
+    register(app)
+    result = CliRunner().invoke(app, ["model", "attach", *argv])
+    if result.exit_code:
+        raise SystemExit(result.output)
+    return result.output
 
 
 def square_member(path: Path) -> Path:
@@ -123,14 +145,12 @@ def test_raster_teachers_teach_a_member(fixture_data: Path, tiny_checkpoint: Pat
 def test_a_bad_distillation_setting_is_refused_on_the_command_line(
     fixture_data: Path, tiny_checkpoint: Path, tmp_path: Path
 ) -> None:
-    from training.sequence import main
-
     common = ["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1",
               "--teacher", str(tiny_checkpoint), "--out", str(tmp_path / "never")]  # fmt: skip
     with pytest.raises(SystemExit, match="distill-weight"):
-        main([*common, "--distill-weight", "2"])
+        train_sequence([*common, "--distill-weight", "2"])
     with pytest.raises(SystemExit, match="distill-temperature"):
-        main([*common, "--distill-temperature", "0"])
+        train_sequence([*common, "--distill-temperature", "0"])
     assert not (tmp_path / "never").exists()
 
 
@@ -139,19 +159,17 @@ def test_the_command_line_trains_a_taught_member(
 ) -> None:
     import json
 
-    from training.sequence import main
-
-    main(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1",
-          "--workers", "0", "--teacher", str(tiny_checkpoint), "--teacher-backend", "torch",
-          "--out", str(tmp_path / "kd")])  # fmt: skip
+    train_sequence(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1",
+                    "--workers", "0", "--teacher", str(tiny_checkpoint), "--teacher-backend", "torch",
+                    "--out", str(tmp_path / "kd")])  # fmt: skip
     assert json.loads((tmp_path / "kd" / "metrics.json").read_text())["teachers"] == [str(tiny_checkpoint)]
     assert load_member(tmp_path / "kd" / "sequence.pt", FIXTURE_WORDS) is not None
     record = member_training(tmp_path / "kd" / "sequence.pt")
     assert record["teachers"] == [str(tiny_checkpoint)] and record["distill_weight"] == 0.7
     assert record["epochs"] == 1 and record["seed"] == 0
     # attached, the pair keeps how its member was trained, and its model card tells it
-    main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "kd" / "sequence.pt"),
-          "--out", str(tmp_path / "pair" / "model.pt")])  # fmt: skip
+    attach(["--model", str(tiny_checkpoint), "--member", str(tmp_path / "kd" / "sequence.pt"),
+            "--out", str(tmp_path / "pair" / "model.pt")])  # fmt: skip
     payload = torch.load(tmp_path / "pair" / "model.pt", weights_only=True)
     assert payload["sequence_training"] == [record]
     refresh(tmp_path / "pair" / "model.pt", fixture_data, cache=tmp_path / "cache" / "all")
@@ -162,12 +180,10 @@ def test_the_command_line_trains_a_taught_member(
 def test_another_member_teaches_a_member_on_the_command_line(fixture_data: Path, tmp_path: Path) -> None:
     import json
 
-    from training.sequence import main
-
     teacher = square_member(tmp_path / "square.pt")
-    main(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "4",
-          "--workers", "0", "--sequence-teacher", str(teacher), "--distill-weight", "1.0",
-          "--distill-temperature", "1.0", "--out", str(tmp_path / "taught")])  # fmt: skip
+    train_sequence(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "4",
+                    "--workers", "0", "--sequence-teacher", str(teacher), "--distill-weight", "1.0",
+                    "--distill-temperature", "1.0", "--out", str(tmp_path / "taught")])  # fmt: skip
     record = json.loads((tmp_path / "taught" / "metrics.json").read_text())
     assert record["sequence_teachers"] == [str(teacher)] and record["teachers"] == []
     data = prepare_cached(fixture_data, tmp_path / "cache", None)
@@ -192,28 +208,26 @@ def test_bad_sequence_teachers_are_refused(tiny_checkpoint: Path, tmp_path: Path
 
 
 def test_attach_on_the_command_line_writes_a_two_view_model_or_says_why_not(
-    tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path
 ) -> None:
-    from training.sequence import main
-
     classes = Guesser.load(tiny_checkpoint, backend="torch").labels
     save_member(StrokeSequenceNet(len(classes)), classes, tmp_path / "member.pt")
-    main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
-          "--out", str(tmp_path / "pair.pt")])  # fmt: skip
-    assert "wrote" in capsys.readouterr().out
+    said = attach(["--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
+                   "--out", str(tmp_path / "pair.pt")])  # fmt: skip
+    assert f"wrote {tmp_path / 'pair.pt'}" in said
     assert Guesser.load(tmp_path / "pair.pt").view_pool == "log"
-    main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
-          "--out", str(tmp_path / "averaged.pt"), "--pool", "mean"])  # fmt: skip
+    attach(["--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
+            "--out", str(tmp_path / "averaged.pt"), "--pool", "mean"])  # fmt: skip
     assert Guesser.load(tmp_path / "averaged.pt").view_pool == "mean"
     with pytest.raises(SystemExit):
-        main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
-              "--out", str(tmp_path / "never.pt"), "--pool", "max"])  # fmt: skip
+        attach(["--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
+                "--out", str(tmp_path / "never.pt"), "--pool", "max"])  # fmt: skip
     torch.manual_seed(5)
     small = StrokeSequenceNet(len(classes), width=16, hidden=16)
     recipe = {"epochs": 3, "seed": 5, "width": 16, "hidden": 16, "augment": {"partial_p": 0.5}}
     save_member(small, classes, tmp_path / "second.pt", recipe)
-    main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
-          str(tmp_path / "second.pt"), "--out", str(tmp_path / "committee" / "model.pt")])  # fmt: skip
+    attach(["--model", str(tiny_checkpoint), "--member", str(tmp_path / "member.pt"),
+            str(tmp_path / "second.pt"), "--out", str(tmp_path / "committee" / "model.pt")])  # fmt: skip
     committee = Guesser.load(tmp_path / "committee" / "model.pt", backend="torch")
     assert committee.member is not None and len(committee.member.networks) == 2
     records = torch.load(tmp_path / "committee" / "model.pt", weights_only=True)["sequence_training"]
@@ -225,32 +239,31 @@ def test_attach_on_the_command_line_writes_a_two_view_model_or_says_why_not(
     assert "member 2, 3 epochs (seed 5), width 16, hidden 16, augmentation changed (partial_p 0.5)" in card
     save_member(StrokeSequenceNet(3), ["a", "b", "c"], tmp_path / "other.pt")
     with pytest.raises(SystemExit, match="classes differ"):
-        main(["attach", "--model", str(tiny_checkpoint), "--member", str(tmp_path / "other.pt"),
-              "--out", str(tmp_path / "never.pt")])  # fmt: skip
+        attach(["--model", str(tiny_checkpoint), "--member", str(tmp_path / "other.pt"),
+                "--out", str(tmp_path / "never.pt")])  # fmt: skip
     assert not (tmp_path / "never.pt").exists()
 
 
 def test_the_command_line_trains_a_member_of_another_size_and_refuses_absurd_sizes(
     fixture_data: Path, tmp_path: Path
 ) -> None:
-    from training.sequence import main
-
-    main(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1",
-          "--workers", "0", "--width", "16", "--hidden", "24", "--out", str(tmp_path / "small")])  # fmt: skip
+    train_sequence(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1",
+                    "--workers", "0", "--width", "16", "--hidden", "24",
+                    "--out", str(tmp_path / "small")])  # fmt: skip
     network = load_member(tmp_path / "small" / "sequence.pt", FIXTURE_WORDS)
     assert network.gru.hidden_size == 24 and network.conv[1][0].out_channels == 16
     record = member_training(tmp_path / "small" / "sequence.pt")
     assert record["width"] == 16 and record["hidden"] == 24
     with pytest.raises(SystemExit, match="--width and --hidden"):
-        main(["--data", str(fixture_data), "--width", "4", "--out", str(tmp_path / "never")])
+        train_sequence(["--data", str(fixture_data), "--width", "4", "--out", str(tmp_path / "never")])
     assert not (tmp_path / "never").exists()
 
 
 def test_augmentation_overrides_reach_the_member_views_and_are_recorded(
-    fixture_data: Path, tmp_path: Path
+    fixture_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from training.augment import AugmentConfig
-    from training.sequence import AugmentedSequences, main
+    from training.sequence import AugmentedSequences
 
     data = prepare_cached(fixture_data, tmp_path / "cache" / "all", None)
     order = np.arange(6)
@@ -261,9 +274,13 @@ def test_augmentation_overrides_reach_the_member_views_and_are_recorded(
     for position, index in enumerate(order):
         assert np.array_equal(plain[position][0], featurize(data.strokes(int(index))))
     assert any(not np.array_equal(plain[i][0], moved[i][0]) for i in range(len(order)))
-    main(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1", "--workers", "0",
-          "--augment", '{"partial_p": 0.5}', "--out", str(tmp_path / "partial")])  # fmt: skip
+    train_sequence(["--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "1",
+                    "--workers", "0", "--augment", '{"partial_p": 0.5}',
+                    "--out", str(tmp_path / "partial")])  # fmt: skip
     assert member_training(tmp_path / "partial" / "sequence.pt")["augment"] == {"partial_p": 0.5}
-    with pytest.raises(SystemExit, match="--augment"):
-        main(["--data", str(fixture_data), "--augment", '{"wobble": 1}', "--out", str(tmp_path / "never")])
+    with pytest.raises(SystemExit):
+        train_sequence(["--data", str(fixture_data), "--augment", '{"wobble": 1}',
+                        "--out", str(tmp_path / "never")])  # fmt: skip
+    said = capsys.readouterr().err
+    assert "error: augment:" in said and "wobble" in said
     assert not (tmp_path / "never").exists()

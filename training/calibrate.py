@@ -1,37 +1,46 @@
 """Temperature scaling: fit the softmax temperature that minimises the negative log-likelihood on
-drawings a model never trained on, and store it in a checkpoint.
+drawings a model never trained on, and write a new checkpoint that carries it (``--out``; by default
+``calibrated.pt`` beside the checkpoint it is applied to). The input checkpoints are never
+rewritten: an ``--out`` that names one of them is refused.
 
 The AI players act on the recognizer's probabilities, so they should mean what they say. Label
 smoothing makes the raw network under-confident; one scalar temperature fixes most of it without
 changing any ranking (top-k accuracy is unchanged).
 
 To keep the validation split untouched, a model's temperature is fitted on the *dev* band with a
-run of the same recipe that held dev out, and then applied to the shipped checkpoint:
+run of the same recipe that held dev out, and then applied to the shipped recipe's checkpoint:
 
-    python -m training.calibrate --model runs/exp1/model.pt --split dev \
-        --apply-to model/weights/griffon-default.pt
+    griffon model calibrate --model runs/calibration/model.pt --split dev \
+        --apply-to runs/member-a/model.pt --out runs/member-a/calibrated.pt
 
 A distilled student has no such run (its teachers saw every training drawing), so its temperature is
 matched instead to a calibrated reference it learnt from (``--match``): the temperature whose
 probabilities on the dev band come closest (cross-entropy) to the reference's own. Both models
 trained on those drawings, so they are over-confident there alike; validation stays untouched:
 
-    python -m training.calibrate --model runs/shipped/model.pt --match runs/member-a/model.pt
+    griffon model calibrate --model runs/shipped/model.pt --match runs/member-a/calibrated.pt \
+        --out runs/shipped/calibrated.pt
+
+For a two-view model (``griffon model attach``) the temperature is that of the two views' pool
+(``pair_temperature``); the raster network keeps its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from model import Guesser
-from model.checkpoint import CheckpointError, sequence_members
+from model.checkpoint import CheckpointError, read_checkpoint, sequence_members
 from training.data import default_data_root
 from training.metrics import calibration
+from training.outputs import new_output
 from training.prepare import prepare_cached
 
 
@@ -99,37 +108,54 @@ def matched(model: Path, reference: Path, split: str, data: Path, cache: Path) -
     return temperature, source
 
 
-def set_temperature(path: Path, temperature: float, source: str) -> None:
-    """Rewrite a checkpoint with a new temperature (the weights and fingerprint stay as they are); for
-    a two-view model, the temperature of the two views' average (``pair_temperature``)."""
-    payload = torch.load(path, map_location="cpu", weights_only=True)
+def write_with_temperature(checkpoint: Path, out: Path, temperature: float, source: str) -> Path:
+    """Write a copy of ``checkpoint`` to the new file ``out`` with a new temperature (the weights and
+    fingerprint stay as they are); for a two-view model, the temperature of the two views' pool
+    (``pair_temperature``). ``out`` may not be ``checkpoint`` (``CheckpointError``)."""
+    out = new_output(out, [checkpoint], "calibration")
+    read_checkpoint(checkpoint)  # a checkpoint that does not verify is not copied
+    payload = torch.load(checkpoint, map_location="cpu", weights_only=True)
     key = "pair_temperature" if sequence_members(payload) else "temperature"
     payload[key] = float(temperature)
     payload.setdefault("metrics", {})[f"{key}_source"] = source
-    torch.save(payload, path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", delete=False) as handle:
+        partial = Path(handle.name)
+    try:
+        torch.save(payload, partial)
+        os.replace(partial, out)  # a reader never sees half a file
+    finally:
+        partial.unlink(missing_ok=True)
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """Fit a temperature and optionally store it in a checkpoint; prints ECE before and after."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """Fit (or match) a temperature and write it into a new checkpoint; prints ECE before and after."""
+    parser = argparse.ArgumentParser(prog="griffon model calibrate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, required=True, help="a checkpoint that held --split out")
     parser.add_argument("--split", default="dev", choices=["dev", "val"])
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--cache", type=Path, default=Path("runs/prepared/all"))
     parser.add_argument(
-        "--apply-to", type=Path, default=None, help="checkpoint to store it in (default --model)"
+        "--apply-to", type=Path, default=None, help="the checkpoint the temperature is for (default --model)"
     )
     parser.add_argument(
         "--match", type=Path, default=None,
         help="a calibrated checkpoint whose probabilities on --split the temperature matches",
     )
+    parser.add_argument(
+        "--out", type=Path, default=None,
+        help="the new checkpoint to write (default: calibrated.pt beside --apply-to); never an input",
+    )
     args = parser.parse_args(argv)
-    data = default_data_root(args.data)
     target = args.apply_to or args.model
+    out = new_output(args.out or target.parent / "calibrated.pt", [args.model, target, args.match or target],
+                     "calibration")  # fmt: skip
+    data = default_data_root(args.data)
     if args.match is not None:
         temperature, source = matched(args.model, args.match, args.split, data, args.cache)
-        set_temperature(target, temperature, source)
-        print(json.dumps({"temperature": temperature, "source": source, "written_to": str(target)}))
+        write_with_temperature(target, out, temperature, source)
+        print(json.dumps({"temperature": temperature, "source": source, "written_to": str(out)}))
         return {"temperature": temperature}
     logits, labels = held_out_logits(args.model, args.split, data, args.cache)
     temperature = fit_temperature(logits, labels)
@@ -137,8 +163,8 @@ def main(argv: list[str] | None = None) -> dict:
     after = calibration(torch.softmax(logits / temperature, 1).numpy(), labels.numpy())
     result = {"temperature": temperature, "ece_before": before["ece"], "ece_after": after["ece"]}
     source = f"fitted on the {args.split} band with {args.model}, which held it out"
-    set_temperature(target, temperature, source)
-    print(json.dumps({**result, "written_to": str(target)}))
+    write_with_temperature(target, out, temperature, source)
+    print(json.dumps({**result, "written_to": str(out)}))
     return result
 
 

@@ -1,4 +1,9 @@
-"""`griffon train`, `griffon data …` and `griffon eval` commands."""
+"""`griffon train`, `griffon model …`, `griffon data …` and `griffon eval` commands.
+
+The way from data to a shipped model: `griffon train --preset NAME` (every network; presets in
+training/presets/), `griffon model calibrate` and `griffon model attach` (each writes a new
+checkpoint, never over its input), then `griffon model ship CHECKPOINT` (the Makefile's `train`
+target runs the whole chain)."""
 
 from __future__ import annotations
 
@@ -10,25 +15,79 @@ from training.pack import pack_command
 
 data_app = typer.Typer(help="Quick, Draw! data: download, prepare and pack.", no_args_is_help=True)
 data_app.command("pack")(pack_command)
+model_app = typer.Typer(
+    help="Trained checkpoints: calibrate, attach stroke-sequence members, ship.", no_args_is_help=True
+)
+# commands whose arguments go as they are to an argparse parser (which answers --help itself)
+FORWARDED = {"context_settings": {"allow_extra_args": True, "ignore_unknown_options": True,
+                                  "help_option_names": []}, "add_help_option": False}
 
 
 def register(app: typer.Typer) -> None:
-    """Add the training and data commands to the root `griffon` app."""
+    """Add the training, model, data and evaluation commands to the root `griffon` app."""
     app.command(
-        "train",
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
-        help="Train the recognizer (all options: `griffon train --help`).",
-        add_help_option=False,
+        "train", help="Train a network of the recognizer (every setting: `griffon train --help`).",
+        **FORWARDED,
     )(train_command)
+    app.add_typer(model_app, name="model")
     app.add_typer(data_app, name="data")
     app.command("eval")(eval_command)
 
 
 def train_command(ctx: typer.Context) -> None:
     """Forward every argument to ``training.train`` (which lists its settings with --help)."""
+    from training.entry import run_command
     from training.train import main
 
-    main(list(ctx.args))
+    run_command(lambda: main(list(ctx.args)))
+
+
+@model_app.command(
+    "calibrate", help="Fit or match a softmax temperature; write it into a new checkpoint (--help).",
+    **FORWARDED,
+)
+def calibrate_command(ctx: typer.Context) -> None:
+    """Forward every argument to ``training.calibrate``."""
+    from training.calibrate import main
+    from training.entry import run_command
+
+    run_command(lambda: main(list(ctx.args)))
+
+
+@model_app.command(
+    "attach", help="Write a two-view checkpoint: a raster model and stroke-sequence members (--help).",
+    **FORWARDED,
+)
+def attach_command(ctx: typer.Context) -> None:
+    """Forward every argument to ``training.sequence.attach_main``."""
+    from training.entry import run_command
+    from training.sequence import attach_main
+
+    run_command(lambda: attach_main(list(ctx.args)))
+
+
+@model_app.command("ship")
+def ship_command(
+    source: Path = typer.Argument(..., help="a checkpoint, or a run folder (its two-view.pt, calibrated.pt "
+                                  "or model.pt, the first found)"),
+    dest: Path = typer.Option(None, help="where the shipped files go (default: model/weights)"),
+    data: Path = typer.Option(None, help="Quick, Draw! folder (default: the configured one)"),
+    cache: Path = typer.Option(Path("runs/prepared/all"), help="prepared-data cache"),
+    check_drawings: int = typer.Option(None, help="held-out drawings the int8 copy is checked on (64)"),
+) -> None:
+    """Ship a checkpoint: write griffon-default.pt, MODEL_CARD.md, the int8 copy and categories.txt
+    into --dest, after checking them (nothing changes there when a check fails)."""
+    from model import CheckpointError
+    from model.guesser import DEFAULT_WEIGHTS
+    from training.data import DataError
+    from training.ship import CHECK_DRAWINGS, ship
+
+    try:
+        shipped = ship(source, dest or DEFAULT_WEIGHTS.parent, data, cache, check_drawings or CHECK_DRAWINGS)
+    except (CheckpointError, DataError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from error
+    typer.echo(shipped.summary())
 
 
 @data_app.command("download")

@@ -1,8 +1,9 @@
-"""The ``python -m training.…`` entry points' one way to end on a user's mistake.
+"""The training commands' one way to end on a user's mistake.
 
 A missing or empty data folder (:class:`training.data.DataError`) or a checkpoint that cannot be used
-(:class:`model.CheckpointError`) ends the command with one ``error: …`` line on stderr and exit status
-1, as ``griffon train`` / ``griffon eval`` do, not with a traceback."""
+(:class:`model.CheckpointError`, also raised when a step would write over its input) ends
+``griffon train``, ``griffon model calibrate`` / ``attach`` and the ``python -m training.…`` modules
+with one ``error: …`` line on stderr and exit status 1, not with a traceback."""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from torch import nn
 
+from training.settings import TrainConfig
+
 CARD = """# Griffon sketch recognizer — model card
 
 **What it does.** Guesses which of {classes} Quick, Draw! categories a drawing shows, from its strokes
@@ -93,7 +95,7 @@ def _member(members: Sequence[nn.Module], trainings: Sequence[dict] = (), view_p
         params = " + ".join(f"{size:,}" for size in sizes) + " parameters"
     records = [*trainings, *[{}] * (len(members) - len(trainings))]
     network = "1-D convolutions and a bidirectional GRU over the pen's path"
-    trained = "trained by `python -m training.sequence` on the same split"
+    trained = "trained by `griffon train` (network: sequence) on the same split"
     if len(members) == 1:
         recipe = _member_recipe(records[0])
         who = f"a stroke-sequence member's ({params}: {network}, {trained}{recipe}"
@@ -106,7 +108,7 @@ def _member(members: Sequence[nn.Module], trainings: Sequence[dict] = (), view_p
     pooled = "the normalised geometric mean" if view_pool == "log" else "the average"
     return (
         f"\nA **two-view model**: its answers are {pooled} of this network's and {who}, attached with "
-        "`python -m training.sequence attach`; the Training line below is the raster network's). "
+        "`griffon model attach`; the Training line below is the raster network's). "
         f"The metrics are {whose}."
     )
 
@@ -206,8 +208,8 @@ def refresh(
     """Recompute a checkpoint's headline metrics on its held-out split (float reference weights) and
     rewrite ``MODEL_CARD.md`` beside it (after calibration, or with a newer metrics definition).
 
-    ``store`` also writes them into the checkpoint; that changes the file's bytes, so copies derived
-    from it (the int8 ONNX file beside the shipped weights) must then be rebuilt."""
+    ``store`` also writes them into the checkpoint itself (its bytes change; the int8 copy beside it
+    stays valid, since it is tied to the weights, which do not change)."""
     import torch
 
     from model import Guesser
@@ -215,7 +217,6 @@ def refresh(
     from training.data import default_data_root
     from training.metrics import headline_metrics
     from training.prepare import prepare_cached
-    from training.train import TrainConfig
 
     guesser = Guesser.load(model_path, backend="torch")  # the checkpoint's own float weights
     payload = torch.load(model_path, map_location="cpu", weights_only=True)

@@ -1,40 +1,38 @@
-"""The stroke-sequence member of the shipped two-view model: training it, comparing it with a raster
-model, and attaching it to one (issue 12's "stroke-sequence member").
+"""The stroke-sequence members of the shipped two-view model: training one, comparing it with a raster
+model, and attaching members to one (issue 12's "stroke-sequence member").
 
-The raster model sees ink and a coarse order channel; this member reads each simplified drawing as
+The raster model sees ink and a coarse order channel; a member reads each simplified drawing as
 a sequence of points (position, step, stroke start and end, stroke rank), through 1-D convolutions
 and a bidirectional GRU. It trains on the same split, class-balanced epochs and game-style
-augmentations as the raster members (``training.train``, ``training.augment``), then reports the
+augmentations as the raster network (``training.train``, ``training.augment``), then reports the
 headline metrics (``training.metrics``) of the member alone, of the raster model given with
-``--compare`` alone, and of the two averaged (probabilities, equal weights, fixed beforehand)::
+``compare`` alone, and of the two pooled as a two-view checkpoint pools them. A member is trained
+by the one training command, with a preset that says ``network: sequence`` (or ``--network
+sequence``; its settings: :class:`training.settings.SequenceConfig`)::
 
-    python -m training.sequence --minutes 40 --compare runs/shipped/model.pt --out runs/sequence
+    griffon train --preset sequence-untaught          # the shipped recipe's untaught member
+    griffon train --network sequence --max-minutes 40 --compare runs/shipped/model.pt --out runs/seq
 
 A member can also teach a raster student (``griffon train --sequence-teacher runs/sequence/sequence.pt``,
 beside or instead of ``--teacher``): the distillation loop then hands it each augmented view as a
 sequence, so the student keeps one raster model's speed (measured: the student gains nothing from it;
 README).
 
-The other way round, raster models can teach a member (``--teacher A B C D``, their int8 copies by
-default): each augmented view is also rasterized for them, and the member learns their averaged,
-softened answers beside the labels (as the raster student does in ``training.train``; measured:
-alone it gains 9 points of top-1, beside the raster student it adds less than an untaught member;
-README)::
-
-    python -m training.sequence --epochs 50 --minutes 0 --teacher runs/member-a/model.pt \
-        runs/member-b/model.pt runs/member-c/model.pt runs/member-d/model.pt --out runs/sequence-kd
-
-Other members can teach one too (``--sequence-teacher``, on ONNX Runtime by default), so that a
-member learns several members' answers and still reads only the pen's path; both kinds of teacher
-can be given together, each counting once in the average.
+The other way round, raster models can teach a member (``teacher``, their int8 copies by default):
+each augmented view is also rasterized for them, and the member learns their averaged, softened
+answers beside the labels (as the raster student does; ``training.distill``). The shipped recipe's
+taught member learns lightly from member A (``training/presets/sequence-taught.yaml``). Other members
+can teach one too (``sequence_teacher``, on ONNX Runtime by default), so that a member learns several
+members' answers and still reads only the pen's path; both kinds of teacher can be given together,
+each counting once in the average.
 
 The simplified Quick, Draw! format keeps no timing, so the member sees order, not speed. The network,
-its features, exact ONNX form and checkpoint live in ``model.sequence``; ``attach`` writes a two-view
-checkpoint (raster network + one or more members, the members averaged into one sequence view) that
-``Guesser`` serves::
+its features, exact ONNX form and checkpoint live in ``model.sequence``; :func:`attach_member` writes
+a new two-view checkpoint (raster network + one or more members, the members averaged into one
+sequence view) that ``Guesser`` serves, and never writes over its inputs::
 
-    python -m training.sequence attach --model runs/shipped/model.pt --member runs/sequence/sequence.pt \
-        --out runs/shipped/two-view.pt
+    griffon model attach --model runs/shipped/calibrated.pt --member runs/sequence/sequence.pt \
+        --out runs/shipped/attached.pt
 """
 
 from __future__ import annotations
@@ -42,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -76,12 +73,13 @@ from model.sequence import (
     save_member,
 )
 from training.augment import AugmentConfig, augment
-from training.data import default_data_root
-from training.entry import run_command
+from training.data import default_data_root, key_hash
+from training.distill import distillation_loss, load_teachers, teacher_targets
 from training.metrics import headline_metrics, mcnemar_p, rasterize_all
+from training.outputs import new_output
 from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
-from training.train import TEACHER_BACKENDS, distillation_loss, load_teachers, teacher_targets
+from training.settings import TEACHER_BACKENDS, SequenceConfig
 
 
 def collate(items: list[tuple]) -> tuple[torch.Tensor, ...]:
@@ -128,7 +126,7 @@ def predict(network: StrokeSequenceNet, drawings: Sequence[Sequence[np.ndarray]]
 @dataclass(frozen=True)
 class Distillation:
     """Teachers for a member: the member learns ``(1 − weight) · cross-entropy + weight · τ² ·
-    KL(teachers ‖ member)`` on each augmented view (``training.train.teacher_targets``). Raster
+    KL(teachers ‖ member)`` on each augmented view (``training.distill.teacher_targets``). Raster
     teachers (``--teacher``) read the same view rasterized; other stroke-sequence members
     (``--sequence-teacher``) read it as the member does. Each teacher counts once in the average."""
 
@@ -161,6 +159,7 @@ def train_member(
     data: PreparedData, minutes: float, epochs: int, seed: int = 0, lr: float = 3e-3,
     per_class: int = 32, batch_size: int = 128, workers: int = 1, distillation: Distillation | None = None,
     width: int = 128, hidden: int = 128, augmentation: AugmentConfig | None = None,
+    weight_decay: float = 0.05, label_smoothing: float = 0.1,
 ) -> tuple[StrokeSequenceNet, list[dict]]:
     """Train a member on the training split (validation held out) for ``epochs`` or ``minutes``,
     whichever ends first (the learning rate anneals over the budget, as in ``training.train``);
@@ -169,8 +168,8 @@ def train_member(
     raster members' (``training.augment.AugmentConfig()``)."""
     torch.manual_seed(seed)
     network = StrokeSequenceNet(len(data.classes), width=width, hidden=hidden)
-    optimizer = torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=0.05)
-    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+    optimizer = torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=weight_decay)
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=label_smoothing)
     pool = data.indices("train")
     rng = np.random.default_rng(seed)
     steps_per_epoch = math.ceil(len(data.classes) * per_class / batch_size)
@@ -266,13 +265,15 @@ def attach_member(
     out: Path | str,
     view_pool: str = DEFAULT_VIEW_POOL,
 ) -> Path:
-    """Write a two-view checkpoint: the raster model ``model`` with one or more stroke-sequence
-    members (same classes). ``Guesser`` averages the members into the sequence view and pools that
-    with the raster network, with equal weights, by ``view_pool`` (``log``: the normalised geometric
-    mean, as measured by :func:`compare`; ``mean``: the average). The raster part keeps its weights,
-    temperature, training record and metrics."""
-    payload = read_checkpoint(model)
+    """Write a new two-view checkpoint ``out``: the raster model ``model`` with one or more
+    stroke-sequence members (same classes). ``Guesser`` averages the members into the sequence view
+    and pools that with the raster network, with equal weights, by ``view_pool`` (``log``: the
+    normalised geometric mean, as measured by :func:`compare`; ``mean``: the average). The raster part
+    keeps its weights, temperature, training record and metrics. ``out`` may not be one of the inputs
+    (``CheckpointError``)."""
     paths = [members] if isinstance(members, (str, Path)) else list(members)
+    out = new_output(out, [model, *paths], "attach")
+    payload = read_checkpoint(model)
     if not paths:
         raise CheckpointError("attach needs at least one stroke-sequence member")
     half = any(t.dtype == torch.float16 for t in payload["state_dict"].values())
@@ -295,100 +296,105 @@ def attach_member(
         sequence_members=attached,
         view_pool=view_pool,
     )
-    return Path(out)
+    return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Command line: train a member, compare it with a raster model, write ``metrics.json``; or
-    ``attach --model M --member S [S2 …] --out O``: write the two-view checkpoint of the raster model
-    and the member(s)."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["attach"]:
-        attach = argparse.ArgumentParser(prog="python -m training.sequence attach")
-        attach.add_argument("--model", type=Path, required=True, help="raster checkpoint")
-        attach.add_argument("--member", type=Path, nargs="+", required=True,
-                            help="stroke-sequence member(s) (sequence.pt); several are averaged")
-        attach.add_argument("--out", type=Path, required=True, help="the two-view checkpoint to write")
-        attach.add_argument("--pool", choices=VIEW_POOLS, default=DEFAULT_VIEW_POOL,
-                            help="how the raster network and the sequence view are pooled: log (their "
-                                 "normalised geometric mean, the default) or mean (their average)")
-        args = attach.parse_args(argv[1:])
-        run_command(lambda: print(f"wrote {attach_member(args.model, args.member, args.out, args.pool)}"))
-        return
-    parser = argparse.ArgumentParser(prog="python -m training.sequence", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=None, help="Quick, Draw! folder (default: training.data rule)")
-    parser.add_argument("--cache", default="runs/prepared", help="prepared-data cache (as training.train)")
-    parser.add_argument("--compare", default=None, help="raster-only checkpoint: compare, alone and pooled")
-    parser.add_argument("--minutes", type=float, default=40.0, help="time budget (0: epochs only)")
-    parser.add_argument("--epochs", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--split", default="val", choices=("val", "dev"))
-    parser.add_argument("--teacher", nargs="+", metavar="PATH", default=[],
-                        help="raster checkpoints to distil from (same classes; validation held out)")
-    parser.add_argument("--sequence-teacher", nargs="+", metavar="PATH", default=[],
-                        help="stroke-sequence members to distil from (same classes; validation held out)")
-    parser.add_argument("--teacher-backend", default="onnx-int8", choices=TEACHER_BACKENDS,
-                        help="onnx-int8: raster teachers' int8 copies and members on ONNX Runtime")
-    parser.add_argument("--distill-weight", type=float, default=0.7)
-    parser.add_argument("--distill-temperature", type=float, default=2.0)
-    parser.add_argument("--width", type=int, default=128, help="channels of the 1-D convolutions")
-    parser.add_argument("--hidden", type=int, default=128, help="GRU hidden size (each direction)")
-    parser.add_argument("--augment", type=json.loads, default={}, metavar="JSON",
-                        help="overrides of the augmentation, e.g. '{\"partial_p\": 0.5}'; keys: "
-                        + ", ".join(AugmentConfig().to_dict()))
-    parser.add_argument("--out", default="runs/sequence")
-    args = parser.parse_args(argv)
-    try:
-        augmentation = AugmentConfig(**args.augment)
-    except TypeError as error:
-        raise SystemExit(f"error: --augment: {error}") from None
-    if not 0.0 <= args.distill_weight <= 1.0 or args.distill_temperature <= 0:
-        raise SystemExit("error: --distill-weight must lie in [0, 1] and --distill-temperature be > 0")
-    if not (8 <= args.width <= 512 and 8 <= args.hidden <= 512):
-        raise SystemExit("error: --width and --hidden must lie between 8 and 512")
-    torch.set_num_threads(args.threads)
-    root = default_data_root(args.data)
-    data = prepare_cached(root, Path(args.cache) / "all", None)
-    raster = None
-    if args.compare:
-        raster = Guesser.load(args.compare, expected_classes=data.classes, backend="torch")
-        if raster.member is not None:
-            raise SystemExit(f"error: {args.compare} is a two-view model; --compare needs a raster-only one")
-    distillation = None
-    if args.teacher or args.sequence_teacher:
-        teachers = []
-        if args.teacher:
-            spec = read_checkpoint(args.teacher[0], expected_classes=data.classes)["raster_spec"]
-            teachers = load_teachers(args.teacher, data.classes, spec, args.teacher_backend, str(root))
-        members = tuple(
-            load_member(path, data.classes) if args.teacher_backend == "torch"
-            else OnnxSequenceTeacher(load_member(path, data.classes))
-            for path in args.sequence_teacher
-        )
-        distillation = Distillation(tuple(teachers), args.distill_weight, args.distill_temperature, members)
-    network, log = train_member(
-        data, args.minutes, args.epochs, args.seed, workers=args.workers, distillation=distillation,
-        width=args.width, hidden=args.hidden, augmentation=augmentation,
+def attach_main(argv: list[str] | None = None) -> Path:
+    """``griffon model attach --model M --member S [S2 …] --out O``: write the two-view checkpoint of
+    the raster model and the member(s) to a new file."""
+    parser = argparse.ArgumentParser(
+        prog="griffon model attach", description="Write a two-view checkpoint: a raster model and its "
+        "stroke-sequence member(s), to a new file (never over an input)."
     )
-    results = compare(network, raster, data, args.split) if raster is not None else {}
-    out = Path(args.out)
+    parser.add_argument("--model", type=Path, required=True, help="raster checkpoint")
+    parser.add_argument("--member", type=Path, nargs="+", required=True,
+                        help="stroke-sequence member(s) (sequence.pt); several are averaged")
+    parser.add_argument("--out", type=Path, required=True, help="the two-view checkpoint to write")
+    parser.add_argument("--pool", choices=VIEW_POOLS, default=DEFAULT_VIEW_POOL,
+                        help="how the raster network and the sequence view are pooled: log (their "
+                             "normalised geometric mean, the default) or mean (their average)")
+    args = parser.parse_args(argv)
+    out = attach_member(args.model, args.member, args.out, args.pool)
+    print(f"wrote {out}")
+    return out
+
+
+def check_sequence_config(config: SequenceConfig) -> None:
+    """Refuse settings that cannot train, before any data is read (``ValueError`` naming the flag)."""
+    try:
+        AugmentConfig(**config.augment)
+    except TypeError as error:
+        raise ValueError(f"--augment: {error}") from None
+    if not 0.0 <= config.distill_weight <= 1.0 or config.distill_temperature <= 0:
+        raise ValueError("--distill-weight must lie in [0, 1] and --distill-temperature be > 0")
+    if not (8 <= config.width <= 512 and 8 <= config.hidden <= 512):
+        raise ValueError("--width and --hidden must lie between 8 and 512")
+    if config.teacher_backend not in TEACHER_BACKENDS:
+        raise ValueError(f"--teacher-backend must be one of {', '.join(TEACHER_BACKENDS)}")
+    if config.split not in ("val", "dev"):
+        raise ValueError("--split must be val or dev")
+
+
+# the settings recorded in a member's checkpoint only when a run changes them (the shipped members'
+# records name their epochs, seed and time budget only)
+RECORDED_WHEN_CHANGED = ("categories", "per_class", "batch_size", "lr", "weight_decay", "label_smoothing")
+
+
+def train_sequence(config: SequenceConfig) -> dict:
+    """Train a member as ``config`` says (``network: sequence`` of ``griffon train``), compare it with
+    ``config.compare`` when given, write ``sequence.pt`` and ``metrics.json`` under ``config.out``;
+    returns the comparison's results (empty without ``compare``)."""
+    check_sequence_config(config)
+    augmentation = AugmentConfig(**config.augment)
+    torch.set_num_threads(config.threads)
+    root = default_data_root(config.data or None)
+    wanted = [c for c in config.categories.split(",") if c] or None
+    subset = "all" if wanted is None else f"subset-{key_hash(','.join(wanted)) % 10**8}"  # as the raster runs
+    data = prepare_cached(root, Path(config.cache) / subset, wanted)
+    raster = None
+    if config.compare:
+        raster = Guesser.load(config.compare, expected_classes=data.classes, backend="torch")
+        if raster.member is not None:
+            raise CheckpointError(f"{config.compare} is a two-view model; compare needs a raster-only one")
+    distillation = None
+    if config.teacher or config.sequence_teacher:
+        teachers = []
+        if config.teacher:
+            spec = read_checkpoint(config.teacher[0], expected_classes=data.classes)["raster_spec"]
+            teachers = load_teachers(config.teacher, data.classes, spec, config.teacher_backend, str(root))
+        members = tuple(
+            load_member(path, data.classes) if config.teacher_backend == "torch"
+            else OnnxSequenceTeacher(load_member(path, data.classes))
+            for path in config.sequence_teacher
+        )
+        distillation = Distillation(
+            tuple(teachers), config.distill_weight, config.distill_temperature, members
+        )
+    network, log = train_member(
+        data, config.max_minutes, config.epochs, config.seed, lr=config.lr, per_class=config.per_class,
+        batch_size=config.batch_size, workers=config.workers, distillation=distillation,
+        width=config.width, hidden=config.hidden, augmentation=augmentation,
+        weight_decay=config.weight_decay, label_smoothing=config.label_smoothing,
+    )
+    results = compare(network, raster, data, config.split) if raster is not None else {}
+    out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    training = {"epochs": len(log), "seed": args.seed, "minutes": args.minutes}
-    if (args.width, args.hidden) != (128, 128):
-        training.update(width=args.width, hidden=args.hidden)
-    if args.augment:
-        training.update(augment=dict(args.augment))
+    training: dict = {"epochs": len(log), "seed": config.seed, "minutes": config.max_minutes}
+    if (config.width, config.hidden) != (128, 128):
+        training.update(width=config.width, hidden=config.hidden)
+    if config.augment:
+        training.update(augment=dict(config.augment))
+    defaults = SequenceConfig()
+    training.update({k: getattr(config, k) for k in RECORDED_WHEN_CHANGED
+                     if getattr(config, k) != getattr(defaults, k)})
     if distillation is not None:
-        training.update(teachers=args.teacher, sequence_teachers=args.sequence_teacher,
-                        distill_weight=args.distill_weight, distill_temperature=args.distill_temperature)
+        training.update(teachers=list(config.teacher), sequence_teachers=list(config.sequence_teacher),
+                        distill_weight=config.distill_weight, distill_temperature=config.distill_temperature)
+    training["command"] = config.command
     save_member(network, data.classes, out / "sequence.pt", training)
-    record = {"split": args.split, "teachers": args.teacher, "sequence_teachers": args.sequence_teacher,
-              "distill_weight": args.distill_weight if distillation else None, "epochs": log, **results}
+    record = {"split": config.split, "teachers": list(config.teacher),
+              "sequence_teachers": list(config.sequence_teacher),
+              "distill_weight": config.distill_weight if distillation else None, "epochs": log, **results}
     (out / "metrics.json").write_text(json.dumps(record, indent=1))
-    print(json.dumps({name: value for name, value in results.items()}, indent=1))
-
-
-if __name__ == "__main__":
-    run_command(main)
+    print(json.dumps(results, indent=1))
+    return results

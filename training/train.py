@@ -1,25 +1,28 @@
-"""Train the sketch recognizer. Reads top to bottom: settings, data, model, loop, checkpoint.
+"""``griffon train``: the one training entry point, for the raster network and the stroke-sequence
+members. This module reads top to bottom: data, model, loop, checkpoint (of the raster network; a
+preset with ``network: sequence`` runs :func:`training.sequence.train_sequence` instead).
 
-    python -m training.train --help                 # every setting
-    python -m training.train --preset member-a      # an ensemble member (75 min on 2 CPU cores)
-    python -m training.train --preset shipped       # the student: from scratch, taught by A, B, C, D
-    python -m training.train --preset tiny --teacher runs/a/model.pt runs/b/model.pt   # distillation
-    torchrun --nproc_per_node=2 -m training.train --preset tiny   # the same, distributed (DDP)
+    griffon train --help                   # every setting of both networks (python -m training.train)
+    griffon train --preset member-a        # the raster teacher of the shipped model (75 min, 2 CPU cores)
+    griffon train --preset shipped         # the raster student: from scratch, taught by member A alone
+    griffon train --preset sequence-taught # the stroke-sequence member taught lightly by member A
+    griffon train --preset tiny --teacher runs/a/model.pt runs/b/model.pt   # distillation, seconds
+    torchrun --nproc_per_node=2 -m training.train --preset tiny   # the raster loop, distributed (DDP)
 
-Settings come from the dataclass below, then a preset file (``training/presets/<name>.yaml``), then
-command-line flags. Under ``torchrun`` each process trains on its share of every epoch's
-class-balanced sample and gradients are averaged (DistributedDataParallel; gloo on CPU, nccl on GPU);
-only rank 0 evaluates and writes files.
+Settings (``training.settings``) come from the network's dataclass, then a preset file
+(``training/presets/<name>.yaml``), then command-line flags. Under ``torchrun`` each process trains on
+its share of every epoch's class-balanced sample and gradients are averaged (DistributedDataParallel;
+gloo on CPU, nccl on GPU); only rank 0 evaluates and writes files.
 
 Distillation (``--teacher PATH [PATH...]``): every batch's augmented images (after mixup, when on)
 are shown to the teachers too, through their public :class:`model.Guesser` (their own temperature
 and flip TTA); their probabilities, softened by ``--distill-temperature``, are averaged and the
 student learns ``(1 − w) · cross-entropy + w · τ² · KL(teachers ‖ student)`` with ``w`` =
-``--distill-weight``. Teachers must share the student's class list and raster spec.
-``--teacher-backend onnx-int8`` runs the teachers through their int8 copies (made by
+``--distill-weight`` (``training.distill``). Teachers must share the student's class list and raster
+spec. ``--teacher-backend onnx-int8`` runs the teachers through their int8 copies (made by
 ``training.export`` when missing): about 6× faster than the float reference for four teachers.
-``--init PATH`` starts from a checkpoint's weights instead of random ones (an earlier shipped student
-started from its strongest teacher); a checkpoint of another architecture is refused.
+``--init PATH`` starts from a checkpoint's weights instead of random ones; a checkpoint of another
+architecture is refused.
 
 Outline icons (``--icons lucide,tabler``): the hand-mapped icons of ``training/icons.yaml``, drawn as
 strokes, join their categories' training drawings (training only; see :mod:`training.icons`).
@@ -31,22 +34,17 @@ checkpoint keeps only the upright rows of the last layer, so it is an ordinary m
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import math
 import os
-import shlex
-import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.distributed as dist
-import yaml
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
@@ -58,129 +56,14 @@ from model.raster import RasterSpec, rasterize
 from model.sequence import featurize, load_member, pad_sequences
 from training.augment import AugmentConfig, augment, line_width_view
 from training.data import default_data_root, key_hash
+from training.distill import distillation_loss, load_teachers, teacher_targets
 from training.icons import icon_drawings
 from training.metrics import headline_metrics
+from training.model_card import write_model_card
 from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
-
-PRESETS_DIR = Path(__file__).resolve().parent / "presets"
-TEACHER_BACKENDS = ("torch", "onnx-int8")
-
-
-# -- settings ------------------------------------------------------------------------------------
-@dataclass
-class TrainConfig:
-    """Every training setting (each one is a ``--flag`` of the command line), and the command line
-    itself (``command``, recorded by :func:`parse_config`)."""
-
-    data: str = ""  # Quick, Draw! folder; empty = the configured one (training.data.default_data_root)
-    out: str = "runs/latest"  # where the checkpoint, model card and metrics go
-    cache: str = "runs/prepared"  # prepared-data cache
-    holdout: str = "val"  # what to leave out and report on: "val" (shipped) or "dev" (experiments)
-    categories: str = ""  # comma-separated subset of classes (empty = all)
-    architecture: str = "resnet"
-    widths: str = "32,64,128,256"
-    blocks: str = "1,1,1,1"
-    dropout: float = 0.3
-    size: int = 48
-    line_width: float = 1.6
-    channels: str = "ink,order"
-    epochs: int = 40
-    per_class: int = 32  # drawings per class and epoch (class-balanced sampling)
-    batch_size: int = 128
-    lr: float = 3e-3
-    weight_decay: float = 0.05
-    label_smoothing: float = 0.1
-    warmup_epochs: float = 1.0
-    workers: int = 1
-    threads: int = 0  # torch intra-op threads per process (0 = leave torch's default)
-    bf16: str = "auto"  # bf16 autocast on CPUs that support it: auto | on | off
-    flip_tta: bool = False  # average with the mirrored image at inference
-    seed: int = 0
-    ema: float = 0.0  # decay of an exponential moving average of the weights, saved instead (0 = off)
-    teacher: list[str] = field(default_factory=list)  # checkpoints to distil from (empty = no distillation)
-    teacher_backend: str = "torch"  # the teachers' back-end: torch (float reference) or onnx-int8 (faster)
-    sequence_teacher: list[str] = field(default_factory=list)  # stroke-sequence members (training.sequence)
-    init: str = ""  # a checkpoint whose weights start the run (same classes, raster, architecture)
-    distill_temperature: float = 2.0  # softens teacher and student distributions in the distillation loss
-    distill_weight: float = 0.7  # share of the distillation loss (the rest: cross-entropy on the labels)
-    mixup: float = 0.0  # α of Beta(α, α): mix pairs of images and their targets (0 = off)
-    rotation_labels: bool = False  # joint class × rotation (0/90/180/270°) targets; upright rows shipped
-    icons: str = ""  # outline icon sets added as training drawings, e.g. "lucide,tabler" (training/icons.py)
-    eval_every: int = 10  # epochs between evaluations (0 = only at the end)
-    max_minutes: float = 0.0  # time budget: the LR schedule anneals by time and training stops (0 = off)
-    half_weights: bool = True  # store float16 weights (half the file size)
-    augment: dict = field(default_factory=lambda: AugmentConfig().to_dict())
-    command: str = ""  # the command line that made the run (recorded by parse_config; not a flag)
-
-    def raster_spec(self) -> RasterSpec:
-        """The raster spec of this run (the checkpoint's input contract)."""
-        channels = tuple(c for c in self.channels.split(",") if c)
-        return RasterSpec(size=self.size, line_width=self.line_width, channels=channels)
-
-    def architecture_kwargs(self) -> dict:
-        """Keyword arguments for :func:`model.network.create_model` (besides channels and classes)."""
-        kwargs: dict = {"widths": [int(w) for w in self.widths.split(",")], "dropout": self.dropout}
-        if self.architecture == "resnet":
-            kwargs["blocks"] = [int(b) for b in self.blocks.split(",")]
-        return kwargs
-
-
-def parse_config(argv: list[str] | None = None) -> TrainConfig:
-    """Defaults ← preset file ← flags."""
-    parser = argparse.ArgumentParser(prog="griffon train", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", default="", help=f"a preset name in {PRESETS_DIR} or a YAML path")
-    for item in fields(TrainConfig):
-        if item.name == "command":
-            continue
-        if item.name == "augment":
-            keys = ", ".join(f"{k}={v}" for k, v in AugmentConfig().to_dict().items())
-            example = '{"order_dropout_p": 0.3}'
-            help_text = f"JSON overrides of the augmentation, e.g. '{example}'; keys: {keys}"
-            parser.add_argument("--augment", type=json.loads, help=help_text)
-            continue
-        default = item.default
-        kind = type(default)
-        if item.name == "teacher":
-            parser.add_argument("--teacher", nargs="+", metavar="PATH", help="checkpoints to distil from")
-        elif item.name == "sequence_teacher":
-            help_text = "stroke-sequence members (python -m training.sequence) to distil from as well"
-            parser.add_argument("--sequence-teacher", nargs="+", metavar="PATH", help=help_text)
-        elif kind is bool:
-            parser.add_argument(f"--{item.name.replace('_', '-')}", type=_bool, help=f"default {default}")
-        else:
-            parser.add_argument(f"--{item.name.replace('_', '-')}", type=kind, help=f"default {default!r}")
-    args = parser.parse_args(argv)
-    config = TrainConfig()
-    if args.preset:
-        path = Path(args.preset)
-        path = path if path.suffix else PRESETS_DIR / f"{args.preset}.yaml"
-        if not path.is_file():
-            parser.error(f"no preset {args.preset!r} (looked for {path})")
-        for key, value in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items():
-            _set(config, key, value, parser)
-    for key, value in vars(args).items():
-        if key != "preset" and value is not None:
-            _set(config, key, value, parser)
-    config.command = "griffon train " + shlex.join(sys.argv[1:] if argv is None else argv)
-    return config
-
-
-def _bool(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"not a boolean: {text}")
-
-
-def _set(config: TrainConfig, key: str, value: object, parser: argparse.ArgumentParser) -> None:
-    if not hasattr(config, key):
-        parser.error(f"unknown setting {key!r}")
-    if key == "augment":
-        value = {**config.augment, **dict(value)}  # type: ignore[arg-type]
-        AugmentConfig(**value)  # validate names
-    setattr(config, key, value)
+from training.sequence import check_sequence_config, train_sequence
+from training.settings import TEACHER_BACKENDS, SequenceConfig, TrainConfig, parse_config
 
 
 # -- data ----------------------------------------------------------------------------------------
@@ -219,34 +102,7 @@ def collate_views(items: list[tuple]) -> tuple[torch.Tensor, tuple[torch.Tensor,
     return images, (sequences, lengths), torch.tensor([label for _, _, label in items])
 
 
-# -- distillation --------------------------------------------------------------------------------
-def load_teachers(
-    paths: list[str], classes: list[str], spec: RasterSpec, backend: str = "torch", data: str = ""
-) -> list[Guesser]:
-    """The teacher checkpoints as Guessers; raises ``CheckpointError`` when one does not share the
-    student's class list or raster spec.
-
-    ``backend``: ``torch`` (the float reference) or ``onnx-int8`` (each teacher's int8 copy, about
-    6× faster for four teachers; made by :func:`training.export.export_checkpoint`, calibrated on
-    the training split of ``data``, when it is missing or was made from other weights)."""
-    if backend not in TEACHER_BACKENDS:
-        raise ValueError(f"teacher_backend must be one of {', '.join(TEACHER_BACKENDS)}, not {backend!r}")
-    checks = {"expected_classes": classes, "expected_raster": spec}
-    teachers = []
-    for path in paths:
-        try:
-            teachers.append(Guesser.load(path, backend=backend, **checks))
-        except CheckpointError:
-            if backend == "torch":
-                raise
-            Guesser.load(path, backend="torch", **checks)  # a bad checkpoint raises here, as in float
-            from training.export import export_checkpoint  # only for int8 teachers
-
-            export_checkpoint(Path(path), Path(data) if data else None)  # missing or stale int8 copy
-            teachers.append(Guesser.load(path, backend=backend, **checks))
-    return teachers
-
-
+# -- starting weights, mixup ---------------------------------------------------------------------
 def start_from(network: nn.Module, path: str, classes: list[str], spec: RasterSpec) -> None:
     """Copy the weights of checkpoint ``path`` into ``network`` (``--init``: e.g. the student of a
     distillation starts from one of its teachers); raises ``CheckpointError`` when the checkpoint
@@ -257,43 +113,6 @@ def start_from(network: nn.Module, path: str, classes: list[str], spec: RasterSp
     except RuntimeError as error:
         first = str(error).splitlines()[1].strip() if "\n" in str(error) else str(error)
         raise CheckpointError(f"{path}: its architecture differs from this run's ({first})") from None
-
-
-def teacher_targets(
-    teachers: Sequence[Guesser],
-    images: torch.Tensor | None,
-    temperature: float,
-    sequence_teachers: Sequence[Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = (),
-    sequences: tuple[torch.Tensor, torch.Tensor] | None = None,
-) -> torch.Tensor:
-    """The teachers' averaged probabilities for ``images``, softened by ``temperature``; the
-    stroke-sequence teachers read the same views as ``sequences`` (padded, lengths) and count as
-    one teacher each (``images`` may be ``None`` when there are only those).
-
-    A Guesser returns ``softmax(z / T)`` (its own temperature ``T``, flip TTA included), so
-    ``softmax(T · log p / τ) = softmax(z / τ)``.
-    """
-    if teachers and images is None:
-        raise ValueError("raster teachers need the views' images")
-    if sequence_teachers and sequences is None:
-        raise ValueError("stroke-sequence teachers need the views' sequences")
-    answers = []
-    batch = images.detach().float().cpu().numpy() if teachers and images is not None else None
-    for teacher in teachers:
-        probs = np.maximum(teacher.probabilities_from_images(batch), np.finfo(np.float32).tiny)
-        answers.append(torch.softmax(torch.from_numpy(teacher.temperature * np.log(probs)) / temperature, 1))
-    with torch.no_grad():  # targets, not inference tensors: the loss keeps them for its gradient
-        answers += [torch.softmax(t(*sequences).float() / temperature, 1) for t in sequence_teachers]
-    device = images.device if images is not None else sequences[0].device  # type: ignore[index]
-    return torch.stack(answers).mean(0).to(device)
-
-
-def distillation_loss(
-    student_logits: torch.Tensor, targets: torch.Tensor, temperature: float
-) -> torch.Tensor:
-    """``τ² · KL(targets ‖ softmax(student / τ))``, averaged over the batch (Hinton et al., 2015)."""
-    log_student = torch.log_softmax(student_logits.float() / temperature, dim=1)
-    return nn.functional.kl_div(log_student, targets, reduction="batchmean") * temperature**2
 
 
 def mix(
@@ -605,14 +424,22 @@ def write_outputs(
     )
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1), encoding="utf-8")
     (out / "train_log.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
-    from training.model_card import write_model_card
-
     write_model_card(out / "MODEL_CARD.md", config, data.meta, metrics, network)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point."""
-    train(parse_config(argv))
+def main(argv: list[str] | None = None) -> dict:
+    """Command-line entry point: train the network the preset or ``--network`` names; a setting
+    that cannot train ends the command with ``error: …`` before any data is read."""
+    config = parse_config(argv)
+    if isinstance(config, SequenceConfig):
+        check, run = check_sequence_config, train_sequence
+    else:
+        check, run = check_config, train
+    try:
+        check(config)  # type: ignore[operator]
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    return run(config)  # type: ignore[operator]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,89 @@
+"""`griffon train` is the one training entry point: every network from a YAML preset (its `--help`
+is checked in tests/test_model_guesser.py), and the stroke-sequence member trained through it exactly
+as its own loop trains it; attaching members writes a new file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from model import CheckpointError, Guesser
+from model.sequence import StrokeSequenceNet, load_member, member_training, save_member
+from tests.conftest import FIXTURE_WORDS
+from training.prepare import prepare_cached
+from training.sequence import attach_member, train_member
+from training.settings import SequenceConfig, TrainConfig, parse_config
+from training.train import main
+
+
+def test_the_network_picks_the_settings_and_foreign_settings_are_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert isinstance(parse_config([]), TrainConfig)
+    assert isinstance(parse_config(["--preset", "sequence-tiny"]), SequenceConfig)
+    with pytest.raises(SystemExit):
+        parse_config(["--preset", "sequence-tiny", "--widths", "8,16"])
+    assert "the sequence network has no setting 'widths' (a setting of the raster network)" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):
+        parse_config(["--network", "raster", "--preset", "sequence-tiny"])  # the preset's width, hidden
+    assert "the raster network has no setting 'width'" in capsys.readouterr().err
+
+
+def test_the_shipped_members_presets_say_what_the_makefile_flags_said() -> None:
+    """The stroke-sequence members' presets keep the recipe: the loop's defaults, and the flags the
+    members were trained with (``--epochs 50 --minutes 0``; seed 1 on one thread; taught by member A
+    at weight 0.3 on two threads)."""
+    defaults = SequenceConfig()
+    assert (defaults.epochs, defaults.max_minutes, defaults.threads, defaults.teacher_backend) == (
+        200, 40.0, 2, "onnx-int8"
+    )
+    assert (defaults.lr, defaults.per_class, defaults.batch_size, defaults.width, defaults.hidden) == (
+        3e-3, 32, 128, 128, 128
+    )
+    untaught = parse_config(["--preset", "sequence-untaught"])
+    taught = parse_config(["--preset", "sequence-taught"])
+    for config in (untaught, taught):
+        assert (config.epochs, config.max_minutes, config.workers, config.augment) == (50, 0.0, 1, {})
+    assert (untaught.seed, untaught.threads, untaught.teacher) == (1, 1, [])
+    assert (taught.seed, taught.threads, taught.teacher) == (0, 2, ["runs/member-a/model.pt"])
+    assert (taught.distill_weight, taught.distill_temperature) == (0.3, 2.0)
+    assert taught.teacher_backend == "onnx-int8"
+
+
+def test_a_sequence_preset_trains_through_the_one_entry_point_as_the_loop_itself_does(
+    fixture_data: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "member"
+    flags = ["--preset", "sequence-tiny", "--data", str(fixture_data), "--categories", "",
+             "--cache", str(tmp_path / "cache"), "--out", str(out), "--seed", "3"]  # fmt: skip
+    main(flags)
+    trained = load_member(out / "sequence.pt", list(FIXTURE_WORDS))
+    record = member_training(out / "sequence.pt")
+    assert record["epochs"] == 2 and record["seed"] == 3
+    assert record["command"].startswith("griffon train --preset sequence-tiny")
+    assert record["per_class"] == 8 and record["width"] == 16  # what differs from the defaults is recorded
+    # the same settings given to the loop directly: the very same weights
+    data = prepare_cached(fixture_data, tmp_path / "cache" / "all", None)
+    torch.set_num_threads(1)
+    direct, _ = train_member(data, minutes=0, epochs=2, seed=3, per_class=8, batch_size=16, workers=0,
+                             width=16, hidden=16)  # fmt: skip
+    for name, tensor in direct.state_dict().items():
+        assert torch.equal(tensor, trained.state_dict()[name]), name
+
+
+def test_attach_refuses_to_write_over_its_inputs(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    classes = Guesser.load(tiny_checkpoint, backend="torch").labels
+    member = tmp_path / "member.pt"
+    save_member(StrokeSequenceNet(len(classes), width=16, hidden=16), classes, member)
+    model = tmp_path / "model.pt"
+    model.write_bytes(tiny_checkpoint.read_bytes())
+    before = {path: path.read_bytes() for path in (model, member)}
+    for out in (model, member, tmp_path / "." / "model.pt"):
+        with pytest.raises(CheckpointError, match="attach would write over its input"):
+            attach_member(model, member, out)
+    assert {path: path.read_bytes() for path in (model, member)} == before
+    assert Guesser.load(attach_member(model, member, tmp_path / "two-view.pt")).member is not None

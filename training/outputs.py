@@ -1,0 +1,31 @@
+"""Steps that derive a checkpoint from others (calibration, attaching members) write a new file and
+never write over one they read: a run's ``model.pt`` stays what its training wrote."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from model.checkpoint import CheckpointError
+
+
+def same_file(a: Path | str, b: Path | str) -> bool:
+    """Whether two paths name one file (the same resolved path, or links to one file)."""
+    a, b = Path(a), Path(b)
+    if a.resolve() == b.resolve():
+        return True
+    return a.exists() and b.exists() and os.path.samefile(a, b)
+
+
+def new_output(out: Path | str, inputs: Iterable[Path | str], step: str) -> Path:
+    """``out`` when it is none of ``inputs``; else :class:`CheckpointError` naming the step and the
+    file it would have written over."""
+    out = Path(out)
+    for source in inputs:
+        if same_file(out, source):
+            raise CheckpointError(
+                f"{step} would write over its input {source}: give another --out (a run's checkpoints are "
+                "never rewritten in place)"
+            )
+    return out
