@@ -36,7 +36,7 @@ def load_teachers(
             if backend == "torch":
                 raise
             Guesser.load(path, backend="torch", **checks)  # a bad checkpoint raises here, as in float
-            from training.export import export_checkpoint  # noqa: PLC0415 - only for int8 teachers
+            from training.export import export_checkpoint
 
             export_checkpoint(Path(path), Path(data) if data else None)  # missing or stale int8 copy
             teachers.append(Guesser.load(path, backend=backend, **checks))
