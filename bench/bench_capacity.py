@@ -416,8 +416,8 @@ async def bot_room(
 ) -> None:
     """One bot room: rounds of real drawings at their recorded pace until the window closes."""
     rng = random.Random(seed)
-    pending: dict[int, float] = {}  # stroke count -> when its stroke_end left
-    ended: dict[int, float] = {}  # every stroke_end of the round, for the guesses
+    pending: dict[tuple[int, int], float] = {}  # (round, stroke count) -> when its stroke_end left
+    ended: dict[tuple[int, int], float] = {}  # every stroke_end, for the guesses
     try:
         async with websockets.connect(server.ws_url + "/v1/bot", max_queue=None, open_timeout=30) as ws:
             await ws.send(json.dumps({"type": "hello", "versions": [1], "analysis": True}))
@@ -430,10 +430,11 @@ async def bot_room(
                 async for raw in ws:
                     received, frame = time.perf_counter(), json.loads(raw)
                     kind = frame["type"]
-                    if kind == "analysis" and frame["strokes"] in pending:
-                        tally.acks.append(received - pending.pop(frame["strokes"]))
-                    elif kind == "guess" and frame["strokes"] in ended:
-                        tally.guesses.append(received - ended[frame["strokes"]])
+                    key = (frame.get("round"), frame.get("strokes"))
+                    if kind == "analysis" and key in pending:
+                        tally.acks.append(received - pending.pop(key))
+                    elif kind == "guess" and key in ended:
+                        tally.guesses.append(received - ended[key])
                     elif kind == "error":
                         tally.errors[frame.get("code", "?")] += 1
 
@@ -444,15 +445,13 @@ async def bot_room(
             round_no = 0
             while time.monotonic() < start.stop_at and not listening.done():
                 round_no += 1
-                pending.clear()
-                ended.clear()
                 await ws.send(json.dumps({"type": "round_start", "round": round_no, "seed": seed}))
                 for index, stroke in enumerate(rng.choice(drawings)):
                     if time.monotonic() >= start.stop_at:
                         break
                     await draw_stroke(ws, stroke)
                     tally.sent += 1
-                    pending[index + 1] = ended[index + 1] = time.perf_counter()
+                    pending[round_no, index + 1] = ended[round_no, index + 1] = time.perf_counter()
                     await ws.send(json.dumps({"type": "stroke_end"}))
                     await asyncio.sleep(BOT_PAUSE_S)
                 await asyncio.sleep(0.2)  # the last analysis arrives before the round ends
