@@ -167,18 +167,23 @@ class Snapshot:
     at: float
     server_s: float
     threads: dict[int, tuple[str, float]]
-    analyses: int
-    batches: int
     client_s: float
     load: float
+    analyses: int = 0
+    batches: int = 0
+    healthz_s: float = 0.0  # how long ``/healthz`` took to answer: the event loop's delay
 
 
 async def snapshot(server: Server, http: httpx.AsyncClient) -> Snapshot:
-    """The server's and the bench's CPU, and the recognitions ``/healthz`` counted so far."""
+    """The server's and the bench's CPU at this instant, then the recognitions ``/healthz`` counts
+    (a busy event loop answers late: the analyses then run a little past the instant)."""
     pid = server.process.pid
-    inference = (await http.get(server.url + "/healthz", timeout=10)).json()["inference"]
-    return Snapshot(time.monotonic(), process_cpu(pid), thread_cpu(pid), inference["images"],
-                    inference["batches"], time.process_time(), os.getloadavg()[0])
+    taken = Snapshot(time.monotonic(), process_cpu(pid), thread_cpu(pid), time.process_time(),
+                     os.getloadavg()[0])
+    inference = (await http.get(server.url + "/healthz", timeout=60)).json()["inference"]
+    taken.healthz_s = time.monotonic() - taken.at
+    taken.analyses, taken.batches = inference["images"], inference["batches"]
+    return taken
 
 
 # -- tallies and latencies ------------------------------------------------------------------------
@@ -542,7 +547,7 @@ def level_figures(
         "server_cores": server_s / wall,
         "server_ms_per_s_per_table": 1000 * server_s / wall / tables,
         "server_ms_per_analysis": 1000 * server_s / analyses if analyses else math.nan,
-        "loop_cores": loop["cores"], "loop_share": loop["share"],
+        "loop_cores": loop["cores"], "loop_share": loop["share"], "healthz_ms": 1000 * after.healthz_s,
         "threads": threads,
         "client_cores": (after.client_s - before.client_s) / wall,
         "errors": dict(tally.errors), "refusals": dict(tally.refusals), "failures": dict(tally.failures),
@@ -750,7 +755,7 @@ def level_line(row: dict[str, Any]) -> str:
 def detail_lines(row: dict[str, Any]) -> list[str]:
     """The threads that used CPU and the errors of one level."""
     threads = ", ".join(f"{t['name']} {t['cores']:.2f}" for t in row["threads"][:6])
-    lines = [f"    threads (cores): {threads}"]
+    lines = [f"    /healthz after the window: {row['healthz_ms']:,.0f} ms; threads (cores): {threads}"]
     for what in ("errors", "refusals", "failures"):
         if row[what]:
             lines.append(f"    {what}: {row[what]}")
