@@ -235,7 +235,7 @@ class Start:
 # -- the scripted people ----------------------------------------------------------------------------
 
 
-def canvas_strokes(drawing: list, rng: random.Random) -> list[list[list[float]]]:
+def canvas_strokes(drawing: list) -> list[list[list[float]]]:
     """A real drawing's strokes as the page sends them: fit in the 0-255 canvas (10 px margin), each
     resampled to ``STROKE_POINTS`` points along its length."""
     xs = np.concatenate([np.asarray(s[0], float) for s in drawing])
@@ -338,7 +338,7 @@ class PictomaniaPerson(Person):
         if phase == "playing" and PERSON not in self.view["round"]["done"]:
             if self.view["round"]["number"] != self.round or not self.queue:
                 self.round = self.view["round"]["number"]
-                self.queue = canvas_strokes(self.rng.choice(self.drawings), self.rng)
+                self.queue = canvas_strokes(self.rng.choice(self.drawings))
             await self.stroke(self.queue.pop(0))
         return STROKE_PERIOD_S
 
