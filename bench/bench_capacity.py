@@ -1,0 +1,898 @@
+"""Capacity of one server: how many Pictomania tables, Kontour tables and bot rooms it carries,
+and where its CPU goes.
+
+For each N of a ladder (1, 2, 4, 8, ...) a fresh server (``tests.service_server.running_server``:
+``python -m service.serve_cli`` on 127.0.0.1, the shipped model, default settings but the
+per-client limits that would refuse the bench's tables, all from 127.0.0.1) carries N tables of
+one kind over real sockets for ``--seconds``:
+
+- ``pictomania``: ``POST /v1/play`` with 5 AI opponents, one scripted person on
+  ``WS /v1/play/{id}`` who draws a 25-point stroke every second while the round is played (strokes
+  of real validation drawings, scaled to the page's canvas) and starts the next round once one is
+  scored;
+- ``kontour``: 3 AI opponents; the person draws the card, picks the blue word and draws a 25-point
+  straight line every second on their turns (up to the turn's limit), and types a word every two
+  seconds while an AI draws;
+- ``bot``: a room on ``WS /v1/bot`` streams real validation drawings at their recorded pace
+  (``bench.bench_service``'s drawings and strokes) and asks for an ``analysis`` after each stroke.
+
+Measured per level: the stroke-ack latency (a person's stroke frame sent -> the ``update`` frame
+that carries it; for a bot room, ``stroke_end`` -> its ``analysis`` frame) and, for bot rooms,
+the latency of each ``guess`` frame from the stroke it follows (it includes the level's
+deliberate reaction time); the server's CPU from ``/proc/PID/stat`` (cores, per table, per
+analysed drawing: the recognitions ``/healthz`` counts), its threads' (``/proc/PID/task``, named
+with ``py-spy dump`` when py-spy is installed; the event loop is the main thread), its RSS, the
+bench client's own CPU, errors and refusals, and the load average. Once per run, the model's own
+CPU per drawing, batch 1 (preprocessing + network, ``bench.bench_model.cpu_figures``), and the
+ratio of the server's CPU per analysed drawing to it.
+
+The ladder of a kind stops after the first level whose p99 passes ``--max-p99-ms``, that lost
+tables or was refused, or when ``--budget`` seconds are spent. ``--profile`` samples the server
+during ``--profile-level`` with ``py-spy record`` (own and cumulative time per function, the
+share of each thread); where py-spy cannot attach, that level's server runs under cProfile
+(``bench.serve_profiled``, main thread only). Bounded and local:
+``python -m bench.bench_capacity [--game all] [--levels 1,2,4,8] [--seconds 10] [--json OUT]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import pstats
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import websockets
+
+from bench.bench_service import draw_stroke, load_drawings
+from tests.service_server import REPO, Server, free_port, running_server
+
+GAMES = ("pictomania", "kontour", "bot")
+OPPONENTS = {"pictomania": 5, "kontour": 3}
+STROKE_POINTS = 25
+STROKE_PERIOD_S = 1.0
+KONTOUR_GUESS_EVERY = 2  # the person types a word every second stroke tick while an AI draws
+DECIDE_S = 0.5  # a person's reaction to a new phase (card drawn, word to pick, next round)
+BOT_PAUSE_S = 0.3  # between a room's strokes (bench_service's pace)
+ACK_GRACE_S = 2.0  # after the window: how long a table waits for its last stroke's ack
+READY_TIMEOUT_S = 60.0
+PERSON = "joueur"
+PROJECT_PACKAGES = ("games/", "service/", "model/", "store/", "vocab/")
+GUESS_WORDS = ("maison", "chat", "arbre", "soleil", "voiture", "poisson", "fleur", "étoile", "vélo")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
+# The service's defaults (service.settings.Settings) that the bench's tables, all from 127.0.0.1,
+# would hit: variable -> (default, what one table needs of it).
+PER_CLIENT_LIMITS = {
+    "GRIFFON_MAX_SESSIONS": (100, 1),  # live solo games
+    "GRIFFON_GAMES_PER_CLIENT": (3, 1),  # live games per client address
+    "GRIFFON_GAMES_PER_CLIENT_HOUR": (30, 1),  # games created per client address and hour
+    "GRIFFON_MAX_BOT_SESSIONS": (200, 1),  # open bot connections
+    "GRIFFON_MAX_CLIENT_CONNECTIONS": (256, 1),  # open connections per client address
+    "GRIFFON_CLIENT_POINTS_PER_S": (10_000, 2 * STROKE_POINTS),  # the person's points, per address
+}
+GAME_LIMITS = {
+    "pictomania": ("GRIFFON_MAX_SESSIONS", "GRIFFON_GAMES_PER_CLIENT", "GRIFFON_GAMES_PER_CLIENT_HOUR",
+                   "GRIFFON_MAX_CLIENT_CONNECTIONS", "GRIFFON_CLIENT_POINTS_PER_S"),
+    "kontour": ("GRIFFON_MAX_SESSIONS", "GRIFFON_GAMES_PER_CLIENT", "GRIFFON_GAMES_PER_CLIENT_HOUR",
+                "GRIFFON_MAX_CLIENT_CONNECTIONS", "GRIFFON_CLIENT_POINTS_PER_S"),
+    "bot": ("GRIFFON_MAX_BOT_SESSIONS", "GRIFFON_MAX_CLIENT_CONNECTIONS"),  # bots' points: per session
+}
+
+
+def server_env(game: str, tables: int) -> dict[str, str]:
+    """The settings raised so that ``tables`` tables of ``game`` from one address are admitted
+    (only those whose default is too small; a margin of 8 connections for the bench's HTTP)."""
+    env = {}
+    for name in GAME_LIMITS[game]:
+        default, per_table = PER_CLIENT_LIMITS[name]
+        needed = tables * per_table + (8 if name == "GRIFFON_MAX_CLIENT_CONNECTIONS" else 0)
+        if needed > default:
+            env[name] = str(needed)
+    if "GRIFFON_MODEL" in os.environ:
+        env["GRIFFON_MODEL"] = os.environ["GRIFFON_MODEL"]
+    return env
+
+
+# -- the server process, read from /proc ------------------------------------------------------------
+
+
+def _cpu_seconds(stat_path: Path) -> float:
+    """utime + stime of a /proc stat file, in seconds."""
+    text = stat_path.read_text()
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds the process has used (every thread)."""
+    return _cpu_seconds(Path(f"/proc/{pid}/stat"))
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """CPU seconds of each live thread: ``tid -> (comm, seconds)``."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            out[int(task.name)] = ((task / "comm").read_text().strip(), _cpu_seconds(task / "stat"))
+    return out
+
+
+def memory_mb(pid: int) -> dict[str, float]:
+    """Resident memory now and at its peak (``VmRSS``, ``VmHWM``), in MiB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    found = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status, re.M))
+    return {"rss_mb": int(found.get("VmRSS", 0)) / 1024, "peak_rss_mb": int(found.get("VmHWM", 0)) / 1024}
+
+
+def py_spy() -> str | None:
+    """The py-spy executable (beside this Python, else on PATH), or None."""
+    beside = Path(sys.executable).with_name("py-spy")
+    return str(beside) if beside.is_file() else shutil.which("py-spy")
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """Python thread names by OS thread id (``py-spy dump``); empty without py-spy or permission."""
+    exe = py_spy()
+    if exe is None:
+        return {}
+    try:
+        dump = subprocess.run([exe, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return {int(tid): name for tid, name in re.findall(r'^Thread (\d+) \([^)]*\): "(.*)"', dump.stdout, re.M)}
+
+
+@dataclass
+class Snapshot:
+    """What the counters say at one instant."""
+
+    at: float
+    server_s: float
+    threads: dict[int, tuple[str, float]]
+    client_s: float
+    load: float
+    analyses: int = 0
+    batches: int = 0
+    healthz_s: float = 0.0  # how long ``/healthz`` took to answer: the event loop's delay
+
+
+async def snapshot(server: Server, http: httpx.AsyncClient) -> Snapshot:
+    """The server's and the bench's CPU at this instant, then the recognitions ``/healthz`` counts
+    (a busy event loop answers late: the analyses then run a little past the instant)."""
+    pid = server.process.pid
+    taken = Snapshot(time.monotonic(), process_cpu(pid), thread_cpu(pid), time.process_time(),
+                     os.getloadavg()[0])
+    inference = (await http.get(server.url + "/healthz", timeout=60)).json()["inference"]
+    taken.healthz_s = time.monotonic() - taken.at
+    taken.analyses, taken.batches = inference["images"], inference["batches"]
+    return taken
+
+
+# -- tallies and latencies ------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What every table of a level adds up."""
+
+    acks: list[float] = field(default_factory=list)  # seconds, stroke sent -> its ack
+    guesses: list[float] = field(default_factory=list)  # seconds, bot rooms: stroke_end -> guess
+    sent: int = 0
+    moves: int = 0  # every move frame (strokes, cards, words, guesses, next rounds)
+    errors: Counter[str] = field(default_factory=Counter)
+    refusals: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)
+
+
+def percentiles_ms(samples: list[float]) -> tuple[float, float, float]:
+    """p50, p99 and max in ms (NaN without samples)."""
+    if not samples:
+        return math.nan, math.nan, math.nan
+    ms = np.asarray(samples) * 1000
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 99)), float(ms.max())
+
+
+class Start:
+    """The tables get ready (game created, socket open; or given up), then all start at once for
+    the window."""
+
+    def __init__(self, tables: int) -> None:
+        self.tables = tables
+        self.done: set[int] = set()
+        self.all_ready = asyncio.Event()
+        self.go = asyncio.Event()
+        self.stop_at = math.inf
+
+    def ready(self, table: int) -> None:
+        """Table ``table`` is ready, or will never be (once per table; later calls do nothing)."""
+        self.done.add(table)
+        if len(self.done) >= self.tables:
+            self.all_ready.set()
+
+    @property
+    def waiting(self) -> int:
+        return self.tables - len(self.done)
+
+
+# -- the scripted people ----------------------------------------------------------------------------
+
+
+def canvas_strokes(drawing: list) -> list[list[list[float]]]:
+    """A real drawing's strokes as the page sends them: fit in the 0-255 canvas (10 px margin), each
+    resampled to ``STROKE_POINTS`` points along its length."""
+    xs = np.concatenate([np.asarray(s[0], float) for s in drawing])
+    ys = np.concatenate([np.asarray(s[1], float) for s in drawing])
+    scale = 235 / max(1.0, xs.max() - xs.min(), ys.max() - ys.min())
+    out = []
+    for stroke in drawing:
+        x = (np.asarray(stroke[0], float) - xs.min()) * scale + 10
+        y = (np.asarray(stroke[1], float) - ys.min()) * scale + 10
+        along = np.concatenate([[0.0], np.cumsum(np.hypot(np.diff(x), np.diff(y)))])
+        if along[-1] <= 0:  # a dot: a short tick instead
+            along, x, y = np.array([0.0, 1.0]), np.array([x[0], x[0] + 3]), np.array([y[0], y[0] + 3])
+        at = np.linspace(0, along[-1], STROKE_POINTS)
+        out.append([[round(float(a), 1), round(float(b), 1)]
+                    for a, b in zip(np.interp(at, along, x), np.interp(at, along, y), strict=True)])
+    return out
+
+
+def straight_stroke(rng: random.Random) -> list[list[float]]:
+    """A 25-point straight line of 40-150 px inside the canvas (what Kontour's line tool sends)."""
+    while True:
+        x0, y0 = rng.uniform(20, 235), rng.uniform(20, 235)
+        angle, length = rng.uniform(0, 2 * math.pi), rng.uniform(40, 150)
+        x1, y1 = x0 + length * math.cos(angle), y0 + length * math.sin(angle)
+        if 5 <= x1 <= 250 and 5 <= y1 <= 250:
+            return [[round(x0 + (x1 - x0) * i / (STROKE_POINTS - 1), 1),
+                     round(y0 + (y1 - y0) * i / (STROKE_POINTS - 1), 1)] for i in range(STROKE_POINTS)]
+
+
+class Person:
+    """One person's socket of a solo game: the view as the frames tell it, one stroke in flight at a
+    time, its ack timed. `act` does what the person does now and says when they act next."""
+
+    stroke_event = ""  # the event that carries the person's stroke back
+    who = "player"  # the event's field naming the player
+
+    def __init__(self, ws: Any, tally: Tally, rng: random.Random, drawings: list[list]) -> None:
+        self.ws, self.tally, self.rng, self.drawings = ws, tally, rng, drawings
+        self.view: dict[str, Any] = {}
+        self.config: dict[str, Any] = {}
+        self.pending: float | None = None
+        self.got_state = asyncio.Event()
+        self.ticks = 0
+
+    async def read(self) -> None:
+        async for raw in self.ws:
+            received = time.perf_counter()
+            frame = json.loads(raw)
+            kind = frame["type"]
+            if kind == "state":
+                self.view, self.config = frame["state"], frame["config"]
+                self.got_state.set()
+            elif kind == "update":
+                self.view.update(frame["set"])
+                self.on_update(frame)
+                if self.pending is not None and any(
+                    e["kind"] == self.stroke_event and e.get(self.who) == PERSON for e in frame["events"]
+                ):
+                    self.tally.acks.append(received - self.pending)
+                    self.pending = None
+            elif kind == "error":
+                self.tally.errors[frame.get("code", "?")] += 1
+                self.pending = None  # a refused stroke gets this frame instead of an update
+
+    def on_update(self, frame: dict[str, Any]) -> None:
+        """Anything else the person keeps from an update."""
+
+    async def move(self, **move: Any) -> None:
+        self.tally.moves += 1
+        await self.ws.send(json.dumps({"type": "move", "move": move}))
+
+    async def stroke(self, points: list[list[float]]) -> None:
+        if self.pending is not None:  # the last one is not back yet: the person waits for it
+            return
+        self.tally.sent += 1
+        self.pending = time.perf_counter()
+        await self.move(kind="stroke", points=points)
+
+    async def act(self) -> float:
+        """One action; returns the seconds until the next one."""
+        raise NotImplementedError
+
+
+class PictomaniaPerson(Person):
+    """Draws a real drawing's strokes, one a second, while the round is played; starts the next
+    round once one is scored; a new drawing each round."""
+
+    stroke_event, who = "stroke_drawn", "player"
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.queue: list[list[list[float]]] = []
+        self.round = 0
+
+    async def act(self) -> float:
+        phase = self.view.get("phase")
+        if phase == "scored":
+            await self.move(kind="next_round")
+            return DECIDE_S
+        if phase == "playing" and PERSON not in self.view["round"]["done"]:
+            if self.view["round"]["number"] != self.round or not self.queue:
+                self.round = self.view["round"]["number"]
+                self.queue = canvas_strokes(self.rng.choice(self.drawings))
+            await self.stroke(self.queue.pop(0))
+        return STROKE_PERIOD_S
+
+
+class KontourPerson(Person):
+    """On their turn: draws the card, picks the blue word, then a straight line a second up to the
+    turn's limit; while an AI draws, types a word every two seconds."""
+
+    stroke_event, who = "stroke_added", "drawer"
+
+    async def act(self) -> float:
+        self.ticks += 1
+        view = self.view
+        phase = view.get("phase")
+        if view.get("drawer") == PERSON:
+            if phase == "draw":
+                await self.move(kind="draw_card")
+                return DECIDE_S
+            if phase == "choose":
+                await self.move(kind="choose_word", color="blue")
+                return DECIDE_S
+            if phase == "drawing" and len(view["turn"]["segments"]) < self.config["max_strokes"]:
+                await self.stroke(straight_stroke(self.rng))
+        elif phase == "drawing" and self.ticks % KONTOUR_GUESS_EVERY == 0:
+            await self.move(kind="guess", text=self.rng.choice(GUESS_WORDS))
+        return STROKE_PERIOD_S
+
+
+PEOPLE = {"pictomania": PictomaniaPerson, "kontour": KontourPerson}
+
+
+async def person_table(
+    server: Server, http: httpx.AsyncClient, game: str, tally: Tally, start: Start, seed: int,
+    drawings: list[list],
+) -> None:
+    """One solo game: created, joined, then played by its person until the window closes."""
+    rng = random.Random(seed)
+    try:
+        response = await http.post(server.url + "/v1/play", timeout=30, json={
+            "game": game, "opponents": OPPONENTS[game], "seed": seed, "name": f"Banc {seed}"})
+        if response.status_code != 201:
+            code = response.json().get("error", "?") if response.headers.get("content-type", "").startswith(
+                "application/json") else "?"
+            tally.refusals[f"{response.status_code} {code}"] += 1
+            return
+        created = response.json()
+        async with websockets.connect(server.ws_url + created["ws"], max_queue=None, open_timeout=30) as ws:
+            person = PEOPLE[game](ws, tally, rng, drawings)
+            reader = asyncio.create_task(person.read())
+            await asyncio.wait_for(person.got_state.wait(), 30)
+            start.ready(seed)
+            await start.go.wait()
+            await asyncio.sleep(rng.random() * STROKE_PERIOD_S)  # tables do not all tick in step
+            tick = time.monotonic()
+            while tick < start.stop_at and not reader.done():
+                tick += await person.act()
+                await asyncio.sleep(max(0.0, tick - time.monotonic()))
+            if reader.done() and time.monotonic() < start.stop_at:
+                tally.failures["socket closed before the end"] += 1
+            await _settle(person, reader)
+    finally:
+        start.ready(seed)  # a table that failed or was refused does not hold the others back
+
+
+async def _settle(person: Person, reader: asyncio.Task[None]) -> None:
+    """Let the last stroke's ack arrive (at most ``ACK_GRACE_S``), then stop reading."""
+    end = time.monotonic() + ACK_GRACE_S
+    while person.pending is not None and time.monotonic() < end and not reader.done():
+        await asyncio.sleep(0.02)
+    if person.pending is not None:
+        person.tally.errors["no_ack"] += 1
+    reader.cancel()
+    with contextlib.suppress(asyncio.CancelledError, websockets.ConnectionClosed):
+        await reader
+
+
+async def bot_room(
+    server: Server, http: httpx.AsyncClient, game: str, tally: Tally, start: Start, seed: int,
+    drawings: list[list],
+) -> None:
+    """One bot room: rounds of real drawings at their recorded pace until the window closes."""
+    rng = random.Random(seed)
+    pending: dict[tuple[int, int], float] = {}  # (round, stroke count) -> when its stroke_end left
+    ended: dict[tuple[int, int], float] = {}  # every stroke_end, for the guesses
+    try:
+        async with websockets.connect(server.ws_url + "/v1/bot", max_queue=None, open_timeout=30) as ws:
+            await ws.send(json.dumps({"type": "hello", "versions": [1], "analysis": True}))
+            welcome = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            if welcome["type"] != "welcome":
+                tally.refusals[welcome.get("code", welcome["type"])] += 1
+                return
+
+            async def reader() -> None:
+                async for raw in ws:
+                    received, frame = time.perf_counter(), json.loads(raw)
+                    kind = frame["type"]
+                    key = (frame.get("round"), frame.get("strokes"))
+                    if kind == "analysis" and key in pending:
+                        tally.acks.append(received - pending.pop(key))
+                    elif kind == "guess" and key in ended:
+                        tally.guesses.append(received - ended[key])
+                    elif kind == "error":
+                        tally.errors[frame.get("code", "?")] += 1
+
+            listening = asyncio.create_task(reader())
+            start.ready(seed)
+            await start.go.wait()
+            await asyncio.sleep(rng.random())  # rooms do not all start in step
+            round_no = 0
+            while time.monotonic() < start.stop_at and not listening.done():
+                round_no += 1
+                await ws.send(json.dumps({"type": "round_start", "round": round_no, "seed": seed}))
+                for index, stroke in enumerate(rng.choice(drawings)):
+                    if time.monotonic() >= start.stop_at:
+                        break
+                    await draw_stroke(ws, stroke)
+                    tally.sent += 1
+                    pending[round_no, index + 1] = ended[round_no, index + 1] = time.perf_counter()
+                    await ws.send(json.dumps({"type": "stroke_end"}))
+                    await asyncio.sleep(BOT_PAUSE_S)
+                await asyncio.sleep(0.2)  # the last analysis arrives before the round ends
+                await ws.send(json.dumps({"type": "round_end"}))
+            if listening.done() and time.monotonic() < start.stop_at:
+                tally.failures["socket closed before the end"] += 1
+            end = time.monotonic() + ACK_GRACE_S
+            while pending and time.monotonic() < end and not listening.done():
+                await asyncio.sleep(0.02)
+            if pending:
+                tally.errors["no_ack"] += len(pending)
+            with contextlib.suppress(websockets.ConnectionClosed):
+                await ws.send(json.dumps({"type": "bye"}))
+            listening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, websockets.ConnectionClosed):
+                await listening
+    finally:
+        start.ready(seed)
+
+
+TABLES = {"pictomania": person_table, "kontour": person_table, "bot": bot_room}
+
+
+# -- one level --------------------------------------------------------------------------------------
+
+
+async def run_level(
+    server: Server, game: str, tables: int, seconds: float, drawings: list[list],
+    during: Any = None,
+) -> dict[str, Any]:
+    """``tables`` tables of ``game`` on ``server`` for ``seconds``: latencies, CPU, memory, errors.
+
+    ``during(server, seconds)``: started with the window (a profiler), awaited at its end."""
+    if game not in TABLES:
+        raise ValueError(f"unknown game {game!r}; expected one of {', '.join(GAMES)}")
+    tally, start = Tally(), Start(tables)
+    limits = httpx.Limits(max_connections=16)
+    async with httpx.AsyncClient(limits=limits) as http:
+        play = TABLES[game]
+        running = [asyncio.create_task(play(server, http, game, tally, start, seed, drawings))
+                   for seed in range(tables)]
+        try:
+            await asyncio.wait_for(start.all_ready.wait(), READY_TIMEOUT_S)
+        except TimeoutError:
+            tally.failures["not ready in time"] += start.waiting
+        before = await snapshot(server, http)
+        start.stop_at = time.monotonic() + seconds
+        start.go.set()
+        side = asyncio.create_task(during(server, seconds)) if during is not None else None
+        await asyncio.sleep(max(0.0, start.stop_at - time.monotonic()))
+        after = await snapshot(server, http)
+        memory = memory_mb(server.process.pid)
+        names = thread_names(server.process.pid)
+        results = await asyncio.gather(*running, return_exceptions=True)
+        profile = await side if side is not None else None
+    for result in results:
+        if isinstance(result, BaseException):
+            tally.failures[type(result).__name__] += 1
+    return level_figures(game, tables, tally, before, after, memory, names, server.process.pid) | (
+        {"profile": profile} if profile is not None else {})
+
+
+def level_figures(
+    game: str, tables: int, tally: Tally, before: Snapshot, after: Snapshot, memory: dict[str, float],
+    names: dict[int, str], pid: int,
+) -> dict[str, Any]:
+    """One level's figures from the tally and the two snapshots."""
+    wall = after.at - before.at
+    server_s = after.server_s - before.server_s
+    analyses = after.analyses - before.analyses
+    batches = after.batches - before.batches
+    threads = []
+    for tid, (comm, spent) in after.threads.items():
+        used = spent - before.threads.get(tid, (comm, 0.0))[1]
+        if used > 0:
+            name = "event loop (MainThread)" if tid == pid else names.get(tid, f"{comm} (native)")
+            threads.append({"tid": tid, "name": name, "cores": used / wall, "share": used / server_s})
+    threads.sort(key=lambda t: -t["cores"])
+    loop = next((t for t in threads if t["tid"] == pid), {"cores": 0.0, "share": 0.0})
+    ack_p50, ack_p99, ack_max = percentiles_ms(tally.acks)
+    guess_p50, guess_p99, _ = percentiles_ms(tally.guesses)
+    return {
+        "game": game, "tables": tables, "window_s": wall,
+        "strokes_sent": tally.sent, "strokes_acked": len(tally.acks), "moves": tally.moves,
+        "ack_p50_ms": ack_p50, "ack_p99_ms": ack_p99, "ack_max_ms": ack_max,
+        "guesses": len(tally.guesses), "guess_p50_ms": guess_p50, "guess_p99_ms": guess_p99,
+        "analyses": analyses, "mean_batch": analyses / batches if batches else math.nan,
+        "server_cores": server_s / wall,
+        "server_ms_per_s_per_table": 1000 * server_s / wall / tables,
+        "server_ms_per_analysis": 1000 * server_s / analyses if analyses else math.nan,
+        "loop_cores": loop["cores"], "loop_share": loop["share"], "healthz_ms": 1000 * after.healthz_s,
+        "threads": threads,
+        "client_cores": (after.client_s - before.client_s) / wall,
+        "errors": dict(tally.errors), "refusals": dict(tally.refusals), "failures": dict(tally.failures),
+        **memory,
+        "load_start": before.load, "load_end": after.load,
+    }
+
+
+# -- profiling --------------------------------------------------------------------------------------
+
+
+async def py_spy_record(server: Server, seconds: float) -> dict[str, Any]:
+    """``py-spy record`` of the server for the window (raw collapsed stacks, by function, with
+    threads), summarised; ``{"error": ...}`` when it cannot attach."""
+    exe = py_spy()
+    if exe is None:
+        return {"error": "py-spy is not installed"}
+    with tempfile.TemporaryDirectory(prefix="griffon-pyspy-") as folder:
+        out = Path(folder) / "stacks.txt"
+        command = [exe, "record", "--pid", str(server.process.pid), "--duration", str(max(1, int(seconds))),
+                   "--rate", "100", "--format", "raw", "--function", "--threads", "--nonblocking",
+                   "--output", str(out)]
+        process = await asyncio.create_subprocess_exec(
+            *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        log, _ = await process.communicate()
+        if process.returncode != 0 or not out.is_file():
+            return {"error": f"py-spy failed ({process.returncode}): {log.decode(errors='replace')[-400:]}"}
+        return {"tool": "py-spy"} | summarise_stacks(out.read_text())
+
+
+def summarise_stacks(text: str, top: int = 20) -> dict[str, Any]:
+    """Own and cumulative samples per function and samples per thread, from collapsed stacks
+    (``thread (tid): name;frame;...;leaf count``)."""
+    own: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    threads: Counter[str] = Counter()
+    loop_own: Counter[str] = Counter()
+    samples = 0
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        frames = stack.split(";")
+        thread = frames[0].split(": ", 1)[-1] if frames[0].startswith("thread (") else "?"
+        body = frames[1:] if frames[0].startswith("thread (") else frames
+        samples += n
+        threads[thread] += n
+        if body:
+            own[body[-1]] += n
+            if thread == "MainThread":
+                loop_own[body[-1]] += n
+        for name in set(body):
+            total[name] += n
+
+    def ranked(counter: Counter[str]) -> list[dict[str, Any]]:
+        return [{"function": f, "samples": c, "share": c / samples} for f, c in counter.most_common(top)]
+
+    project = Counter({f: c for f, c in total.items() if is_project_frame(f)})
+    return {
+        "samples": samples,
+        "threads": [{"thread": t, "samples": c, "share": c / samples} for t, c in threads.most_common()],
+        "own": ranked(own), "cumulative": ranked(total), "cumulative_project": ranked(project),
+        "loop_own": ranked(loop_own),
+    }
+
+
+def is_project_frame(frame: str) -> bool:
+    """A frame of Griffon's own code (``func (games/ai/x.py:12)``), not the server's entry point."""
+    where = frame.rpartition("(")[2]
+    return where.startswith(PROJECT_PACKAGES) and not where.startswith("service/serve_cli.py")
+
+
+def summarise_pstats(path: Path, top: int = 20) -> dict[str, Any]:
+    """Own and cumulative seconds per function of a cProfile dump (the main thread: the event loop)."""
+    stats = pstats.Stats(str(path))
+    rows = [(f"{func} ({_relative(file)}:{line})", tt, ct)
+            for (file, line, func), (_, _, tt, ct, _) in stats.stats.items()]  # type: ignore[attr-defined]
+    spent = sum(tt for _, tt, _ in rows) or 1.0
+
+    def ranked(index: int, only_project: bool = False) -> list[dict[str, Any]]:
+        chosen = [r for r in rows if is_project_frame(r[0])] if only_project else rows
+        chosen = sorted(chosen, key=lambda r: -r[index])[:top]
+        return [{"function": r[0], "seconds": r[index], "share": r[index] / spent} for r in chosen]
+
+    return {"tool": "cProfile (main thread)", "seconds": spent, "own": ranked(1), "cumulative": ranked(2),
+            "cumulative_project": ranked(2, only_project=True)}
+
+
+def _relative(file: str) -> str:
+    """A source path as py-spy shows it: relative to the repository, else its last two parts."""
+    path = Path(file)
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(REPO))
+    return "/".join(path.parts[-2:])
+
+
+@contextlib.contextmanager
+def cprofiled_server(
+    env: dict[str, str], profile_out: Path, startup_timeout: float = 180.0
+) -> Iterator[Server]:
+    """The server under cProfile (``bench.serve_profiled``), for when py-spy cannot attach."""
+    port = free_port()
+    data = tempfile.mkdtemp(prefix="griffon-bench-db-")
+    environ = {**os.environ, **env, "GRIFFON_DATA_DIR": data, "PYTHONUNBUFFERED": "1",
+               "PYTHONPATH": str(REPO), "GRIFFON_BENCH_PROFILE": str(profile_out)}
+    command = [sys.executable, "-m", "bench.serve_profiled", "--host", "127.0.0.1", "--port", str(port),
+               "--log-level", "warning"]
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, cwd=REPO, env=environ, stdout=log, stderr=subprocess.STDOUT)
+        server = Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", process, Path(os.devnull))
+        try:
+            deadline = time.monotonic() + startup_timeout
+            while True:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise RuntimeError(f"the profiled server did not start:\n{log.read().decode()[-2000:]}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(server.url + "/healthz", timeout=2).status_code == 200:
+                        break
+                time.sleep(0.2)
+            yield server
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            shutil.rmtree(data, ignore_errors=True)
+
+
+def cprofile_window(profile_out: Path) -> Any:
+    """A ``during`` for `run_level`: cProfile on for the window (SIGUSR1), dumped at its end (SIGUSR2)."""
+
+    async def during(server: Server, seconds: float) -> dict[str, Any]:
+        server.process.send_signal(signal.SIGUSR1)
+        await asyncio.sleep(seconds)
+        server.process.send_signal(signal.SIGUSR2)
+        for _ in range(100):
+            if profile_out.is_file() and profile_out.stat().st_size:
+                await asyncio.sleep(0.2)  # the dump is complete once written
+                return summarise_pstats(profile_out)
+            await asyncio.sleep(0.1)
+        return {"error": "the profiled server wrote no profile"}
+
+    return during
+
+
+def can_attach(server: Server) -> bool:
+    """Whether py-spy can read the server process (installed, and ptrace allowed)."""
+    exe = py_spy()
+    if exe is None:
+        return False
+    done = subprocess.run([exe, "dump", "--pid", str(server.process.pid)], capture_output=True, timeout=30)
+    return done.returncode == 0
+
+
+# -- the model's own cost ---------------------------------------------------------------------------
+
+
+def model_cpu_per_guess(drawings: list[list], count: int = 100) -> dict[str, Any]:
+    """CPU ms per drawing of the shipped model at batch 1 (preprocessing + network), measured as
+    ``bench.bench_model.cpu_figures`` measures it, one drawing per call; and its batched figure."""
+    from bench.bench_model import cpu_figures  # imports torch: only when this figure is asked for
+    from model import Guesser
+
+    guesser = Guesser.load(os.environ.get("GRIFFON_MODEL"))
+    sample = drawings[:count]
+    for drawing in sample[:10]:  # warm-up
+        guesser.guess(drawing)
+    singles = [cpu_figures(guesser, [d]) for d in sample]
+    prepare = float(np.mean([s["prepare_cpu_ms"] for s in singles]))
+    network = float(np.mean([s["network_cpu_ms"] for s in singles]))
+    batched = cpu_figures(guesser, sample)
+    return {"backend": guesser.backend, "drawings": len(sample), "prepare_cpu_ms": prepare,
+            "network_cpu_ms": network, "cpu_ms_per_guess": prepare + network,
+            "batched_cpu_ms_per_guess": batched["prepare_cpu_ms"] + batched["network_cpu_ms"]}
+
+
+# -- printing -------------------------------------------------------------------------------------
+
+
+def _ms(value: float) -> str:
+    return "—" if math.isnan(value) else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+HEADER = ("game        N  strokes  acked  ack p50/p99 ms  guess p50/p99 ms  analyses  srv cores  "
+          "ms/s/table  ms/analysis  loop cores (share)  RSS MB  client cores  errors  load")
+
+
+def level_line(row: dict[str, Any]) -> str:
+    """One printed line per level."""
+    problems = sum(row["errors"].values()) + sum(row["refusals"].values()) + sum(row["failures"].values())
+    return (f"{row['game']:<10} {row['tables']:3d}  {row['strokes_sent']:7d}  {row['strokes_acked']:5d}  "
+            f"{_ms(row['ack_p50_ms']):>6} / {_ms(row['ack_p99_ms']):<6}  "
+            f"{_ms(row['guess_p50_ms']):>7} / {_ms(row['guess_p99_ms']):<7}  {row['analyses']:8d}  "
+            f"{row['server_cores']:9.2f}  {row['server_ms_per_s_per_table']:10.1f}  "
+            f"{_ms(row['server_ms_per_analysis']):>11}  "
+            f"{row['loop_cores']:10.2f} ({row['loop_share']:4.0%})  "
+            f"{row['rss_mb']:6.0f}  {row['client_cores']:12.2f}  {problems:6d}  "
+            f"{row['load_start']:.1f}→{row['load_end']:.1f}")
+
+
+def detail_lines(row: dict[str, Any]) -> list[str]:
+    """The threads that used CPU and the errors of one level."""
+    threads = ", ".join(f"{t['name']} {t['cores']:.2f}" for t in row["threads"][:6])
+    lines = [f"    /healthz after the window: {row['healthz_ms']:,.0f} ms; threads (cores): {threads}"]
+    for what in ("errors", "refusals", "failures"):
+        if row[what]:
+            lines.append(f"    {what}: {row[what]}")
+    return lines
+
+
+def profile_lines(profile: dict[str, Any], top: int = 12) -> list[str]:
+    """The profile's top functions by own and cumulative time, and its threads."""
+    if "error" in profile:
+        return [f"    profile: {profile['error']}"]
+    unit = "samples" if "samples" in profile else "seconds"
+    lines = [f"    profile ({profile['tool']}, {profile[unit]:,.0f} {unit})"]
+    if "threads" in profile:
+        shares = ", ".join(f"{t['thread']} {t['share']:.0%}" for t in profile["threads"][:6])
+        lines.append(f"    threads: {shares}")
+    titles = (("own time", "own"), ("cumulative, Griffon's code", "cumulative_project"),
+              ("own time, event loop only", "loop_own"))
+    for title, key in titles:
+        if profile.get(key):
+            lines.append(f"    top by {title}:")
+            lines += [f"      {r['share']:6.1%}  {r['function']}" for r in profile[key][:top]]
+    return lines
+
+
+# -- the whole run ----------------------------------------------------------------------------------
+
+
+def parse_levels(text: str) -> list[int]:
+    """``"1,2,4"`` -> ``[1, 2, 4]`` (positive, increasing)."""
+    try:
+        levels = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--levels wants comma-separated integers, got {text!r}") from None
+    if not levels or any(n < 1 for n in levels) or levels != sorted(set(levels)):
+        raise argparse.ArgumentTypeError(f"--levels wants increasing positive integers, got {text!r}")
+    return levels
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--game", choices=(*GAMES, "all"), default="all")
+    parser.add_argument("--levels", type=parse_levels, default=parse_levels("1,2,4,8,16,32,64,128,256"),
+                        help="tables per level, increasing (the ladder stops earlier past --max-p99-ms)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured window of each level")
+    parser.add_argument("--max-p99-ms", type=float, default=100.0, help="stop a ladder past this p99")
+    parser.add_argument("--budget", type=float, default=600.0, help="total seconds for the whole run")
+    parser.add_argument("--profile", action="store_true", help="profile the server during --profile-level")
+    parser.add_argument("--profile-level", type=int, default=4, help="the level (N) to profile")
+    parser.add_argument("--profiler", choices=("auto", "py-spy", "cprofile"), default="auto",
+                        help="auto: py-spy, else cProfile when py-spy cannot attach")
+    parser.add_argument("--skip-model", action="store_true", help="leave out the model's own CPU figure")
+    parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")
+    args = parser.parse_args(argv)
+    if args.seconds <= 0 or args.budget <= 0:
+        parser.error("--seconds and --budget must be positive")
+    return args
+
+
+def run_ladder(
+    game: str, args: argparse.Namespace, drawings: list[list], started: float
+) -> list[dict[str, Any]]:
+    """The levels of one kind of table, each on a fresh server, until one is too slow or the budget
+    is spent."""
+    rows = []
+    for tables in args.levels:
+        if time.monotonic() - started + args.seconds + 30 > args.budget:
+            print(f"  (budget of {args.budget:.0f} s spent: {game} stops before N={tables})")
+            break
+        env = server_env(game, tables)
+        profiled = args.profile and tables == args.profile_level
+        row = run_one(game, tables, env, args, drawings, profiled)
+        row["raised_settings"] = env
+        rows.append(row)
+        print(level_line(row), flush=True)
+        for line in detail_lines(row) + (profile_lines(row["profile"]) if "profile" in row else []):
+            print(line, flush=True)
+        problems = sum(row["refusals"].values()) + sum(row["failures"].values())
+        if not row["strokes_acked"] or row["ack_p99_ms"] > args.max_p99_ms or problems:
+            break
+    return rows
+
+
+def run_one(
+    game: str, tables: int, env: dict[str, str], args: argparse.Namespace, drawings: list[list],
+    profiled: bool,
+) -> dict[str, Any]:
+    """One level on its own server (profiled when asked: py-spy, else cProfile)."""
+    if profiled and args.profiler != "cprofile":
+        with running_server(env) as server:
+            if can_attach(server):
+                return asyncio.run(run_level(server, game, tables, args.seconds, drawings, py_spy_record))
+            if args.profiler == "py-spy":
+                row = asyncio.run(run_level(server, game, tables, args.seconds, drawings))
+                return row | {"profile": {"error": "py-spy cannot attach to the server"}}
+    if profiled:
+        with tempfile.TemporaryDirectory(prefix="griffon-cprofile-") as folder:
+            out = Path(folder) / "server.pstats"
+            with cprofiled_server(env, out) as server:
+                during = cprofile_window(out)
+                return asyncio.run(run_level(server, game, tables, args.seconds, drawings, during))
+    with running_server(env) as server:
+        return asyncio.run(run_level(server, game, tables, args.seconds, drawings))
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the ladders and print one line per level (and the profile, when asked)."""
+    args = parse_args(argv)
+    started = time.monotonic()
+    drawings = load_drawings()
+    games = GAMES if args.game == "all" else (args.game,)
+    print(f"{len(drawings)} validation drawings; {os.cpu_count()} CPU cores; load {os.getloadavg()[0]:.1f}; "
+          f"model {os.environ.get('GRIFFON_MODEL', 'shipped')}; {args.seconds:g} s a level")
+    results: dict[str, Any] = {"cpu_cores": os.cpu_count(), "seconds": args.seconds, "levels": {}}
+    if not args.skip_model:
+        model = model_cpu_per_guess(drawings)
+        results["model"] = model
+        print(f"model ({model['backend']}), batch 1: {model['cpu_ms_per_guess']:.2f} ms CPU a drawing "
+              f"(prepare {model['prepare_cpu_ms']:.2f} + network {model['network_cpu_ms']:.2f}); "
+              f"batched: {model['batched_cpu_ms_per_guess']:.2f} ms")
+    for game in games:
+        raised = server_env(game, max(args.levels))
+        shown = ", ".join(f"{k}={v}" for k, v in raised.items()) or "none"
+        print(f"\n{game}: settings raised for up to {max(args.levels)} tables from 127.0.0.1 "
+              f"(defaults in service.settings): {shown}")
+        print(HEADER)
+        rows = run_ladder(game, args, drawings, started)
+        if "model" in results:
+            for row in rows:
+                row["ratio_to_model"] = row["server_ms_per_analysis"] / results["model"]["cpu_ms_per_guess"]
+            ratios = ", ".join(f"N={r['tables']}: {r['ratio_to_model']:.1f}×" for r in rows)
+            print(f"  server CPU per analysed drawing / model CPU per guess: {ratios}")
+        results["levels"][game] = rows
+    print(f"\n({time.monotonic() - started:.0f} s; load {os.getloadavg()[0]:.1f})")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+    return results
+
+
+if __name__ == "__main__":
+    main()
