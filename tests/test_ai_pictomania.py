@@ -54,6 +54,35 @@ def test_joint_marginals_match_brute_force_enumeration() -> None:
     assert np.all(got[:, 3] == 0)  # the AI's own number
 
 
+@pytest.mark.parametrize("opponents", [1, 2, 5])
+def test_joint_marginals_match_brute_force_for_every_table_size(opponents: int) -> None:
+    rng = np.random.default_rng(opponents)
+    lik = rng.random((opponents, 6, 7)) ** 3  # peaked, as real readings are
+    free_s, free_n = [0, 2, 3, 4, 5], [0, 1, 2, 3, 4, 6]
+    np.testing.assert_allclose(joint_number_marginals(lik, free_s, free_n),
+                               brute_force(lik, free_s, free_n), atol=1e-12)
+
+
+def test_marginals_are_computed_again_only_when_a_new_reading_shows(monkeypatch) -> None:
+    import games.ai.pictomania_guesser as guesser
+
+    calls = []
+    real = guesser.joint_number_marginals
+    monkeypatch.setattr(guesser, "joint_number_marginals", lambda *a: calls.append(1) or real(*a))
+    ai = make(level=LEVEL.model_copy(update={"reaction_s": 1.0}))
+    ai.observe("ana", probs_for({"w24": 0.6}), now=0.0)
+    first = ai.marginals(0.5)  # the reading is not visible yet
+    assert ai.marginals(0.9) is first and len(calls) == 1
+    second = ai.marginals(1.0)  # now it is
+    assert second is not first and len(calls) == 2
+    assert second["ana"][3] > first["ana"][3]
+    for now in (1.1, 1.5, 2.0):  # ticks with nothing new: no work
+        assert ai.marginals(now) is second
+    assert len(calls) == 2
+    ai.forget("ana")
+    assert ai.marginals(2.1)["ana"][3] == pytest.approx(first["ana"][3]) and len(calls) == 3
+
+
 def test_all_different_numbers_change_the_reading_of_an_ambiguous_drawing() -> None:
     # Opponent A clearly draws w13 (number 3). Opponent B is ambiguous: w23 or w35, leaning w23.
     lik = np.full((2, 6, 7), 1e-3)

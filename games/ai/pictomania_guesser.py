@@ -5,9 +5,10 @@ unknown number ``n_j``; all symbols are different, all numbers are different, an
 symbol and number are taken. With ``L_j(s, n)`` = the recognizer's probability (over the words on
 the table) that ``j``'s drawing shows ``cards[s][n]``, the posterior of a whole assignment is
 proportional to ``prod_j L_j(s_j, n_j)`` over consistent assignments only. `joint_number_marginals`
-enumerates them exactly (at most 5 opponents: 120 x 720 = 86,400 assignments, vectorised) and
-returns ``P(n_j = n)`` for every opponent. A drawing that clearly shows number 3 thus pushes every
-other opponent away from 3.
+enumerates them exactly (at most 5 opponents: 120 x 720 = 86,400 assignments, vectorised as a
+120 x 720 table of symbol by number permutations) and returns ``P(n_j = n)`` for every opponent;
+an AI computes them again only when a new reading of a drawing becomes visible to it. A drawing
+that clearly shows number 3 thus pushes every other opponent away from 3.
 
 When to commit (expected value in points, per opponent, with ``p`` = best marginal, ``s`` = cards
 already on that opponent's stack, ``V(s)`` = expected scoring token when ``s`` cards are ahead of
@@ -43,14 +44,9 @@ class PictomaniaAIError(ValueError):
 
 
 @cache
-def _assignments(n_opponents: int, symbols: tuple[int, ...], numbers: tuple[int, ...]):
-    sym = np.array(list(itertools.permutations(symbols, n_opponents)), dtype=np.int64)
-    num = np.array(list(itertools.permutations(numbers, n_opponents)), dtype=np.int64)
-    sym = sym.reshape(-1, n_opponents)
-    num = num.reshape(-1, n_opponents)
-    s_idx = np.repeat(sym, len(num), axis=0)
-    n_idx = np.tile(num, (len(sym), 1))
-    return s_idx, n_idx
+def _permutations(k: int, n: int) -> np.ndarray:
+    """Every ordered choice of ``k`` distinct positions among ``n``: shape ``(n!/(n-k)!, k)``."""
+    return np.array(list(itertools.permutations(range(n), k)), dtype=np.intp).reshape(-1, k)
 
 
 def joint_number_marginals(
@@ -70,15 +66,20 @@ def joint_number_marginals(
             f"{n_opp} opponents cannot have distinct symbols among {len(free_symbols)} "
             f"and distinct numbers among {len(free_numbers)}"
         )
-    s_idx, n_idx = _assignments(n_opp, tuple(free_symbols), tuple(free_numbers))
+    # symbols[a, j] / numbers[b, j]: opponent j's symbol in symbol assignment a, number in number
+    # assignment b; score[a, b] = log-likelihood of the joint assignment (a, b)
+    symbols = np.asarray(free_symbols, dtype=np.intp)[_permutations(n_opp, len(free_symbols))]
+    numbers = np.asarray(free_numbers, dtype=np.intp)[_permutations(n_opp, len(free_numbers))]
     logs = np.log(np.maximum(lik, MIN_PROB))
-    rows = np.arange(n_opp)
-    score = logs[rows, s_idx, n_idx].sum(axis=1)
+    score = logs[0][np.ix_(symbols[:, 0], numbers[:, 0])]
+    for j in range(1, n_opp):
+        score = score + logs[j][np.ix_(symbols[:, j], numbers[:, j])]
     weights = np.exp(score - score.max())
     weights /= weights.sum()
+    by_numbers = weights.sum(axis=0)  # P(number assignment b), every symbol assignment summed
     out = np.zeros((n_opp, N_NUMBERS))
     for j in range(n_opp):
-        out[j] = np.bincount(n_idx[:, j], weights=weights, minlength=N_NUMBERS)
+        out[j] = np.bincount(numbers[:, j], weights=by_numbers, minlength=N_NUMBERS)
     return out
 
 
@@ -147,6 +148,7 @@ class PictomaniaGuesser:
     committed: dict[str, int] = field(default_factory=dict)
     _seen: dict[str, list[tuple[float, dict[str, float]]]] = field(default_factory=dict)
     _last_commit_at: float | None = None
+    _marginals: tuple[tuple[object, ...], dict[str, np.ndarray]] | None = None  # (readings, table)
 
     def __post_init__(self) -> None:
         if not 0 <= self.my_symbol < len(self.cards):
@@ -170,13 +172,21 @@ class PictomaniaGuesser:
         reading, of the strokes left, replaces them)."""
         self._seen.pop(opponent, None)
 
+    def _latest(self, opponent: str, now: float) -> dict[str, float] | None:
+        """The newest reading of `opponent`'s drawing visible at `now` (None: none yet)."""
+        visible = [p for t, p in self._seen.get(opponent, []) if t <= now]
+        return visible[-1] if visible else None
+
     def marginals(self, now: float) -> dict[str, np.ndarray]:
-        """``P(number)`` (7 values, index 0 = number 1) for every opponent, as seen at `now`."""
+        """``P(number)`` (7 values, index 0 = number 1) for every opponent, as seen at `now`:
+        computed again only when the readings visible at `now` differ from the last call's."""
+        readings = tuple(self._latest(opp, now) for opp in self.opponents)
+        cached = self._marginals
+        if cached is not None and all(a is b for a, b in zip(cached[0], readings, strict=True)):
+            return cached[1]
         lik = np.ones((len(self.opponents), len(self.cards), N_NUMBERS))
-        for j, opp in enumerate(self.opponents):
-            visible = [p for t, p in self._seen.get(opp, []) if t <= now]
-            if visible:
-                probs = visible[-1]
+        for j, probs in enumerate(readings):
+            if probs is not None:
                 for s, card in enumerate(self.cards):
                     for n, word in enumerate(card):
                         lik[j, s, n] = probs.get(word, 0.0)
@@ -184,7 +194,10 @@ class PictomaniaGuesser:
         free_n = [n for n in range(N_NUMBERS) if n != self.my_number - 1]
         reader = joint_number_marginals if self.joint else independent_number_marginals
         table = reader(lik, free_s, free_n)
-        return {opp: table[j] for j, opp in enumerate(self.opponents)}
+        table.setflags(write=False)  # shared by every call until a new reading shows
+        result = {opp: table[j] for j, opp in enumerate(self.opponents)}
+        self._marginals = (readings, result)
+        return result
 
     def evaluate(self, prob: float, state: OpponentState) -> tuple[float, float]:
         """(EV of committing now, EV of waiting one more stroke) for a best marginal `prob`."""
