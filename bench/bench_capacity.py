@@ -1,7 +1,7 @@
 """Capacity of one server: how many Pictomania tables, Kontour tables and bot rooms it carries,
 and where its CPU goes.
 
-For each N of a ladder (1, 2, 4, 8, ...) a fresh server (``tests.service_server.running_server``:
+For each N of a ladder (1, 2, 4, 8, ...) a fresh server (``griffon.launch.running_server``:
 ``python -m service.serve_cli`` on 127.0.0.1, the shipped model, default settings but the
 per-client limits that would refuse the bench's tables, all from 127.0.0.1) carries N tables of
 one kind over real sockets for ``--seconds``:
@@ -62,7 +62,7 @@ import numpy as np
 import websockets
 
 from bench.bench_service import draw_stroke, load_drawings
-from tests.service_server import REPO, Server, free_port, running_server
+from griffon.launch import REPO, Server, free_port, running_server
 
 GAMES = ("pictomania", "kontour", "bot")
 OPPONENTS = {"pictomania": 5, "kontour": 3}
@@ -121,25 +121,41 @@ def _cpu_seconds(stat_path: Path) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def server_pids(pid: int) -> list[int]:
+    """The server's processes: itself and its children (the workers of ``--workers N``)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    return [pid, *(int(c) for c in (children.read_text().split() if children.is_file() else []))]
+
+
 def process_cpu(pid: int) -> float:
-    """CPU seconds the process has used (every thread)."""
-    return _cpu_seconds(Path(f"/proc/{pid}/stat"))
+    """CPU seconds the server has used (every thread of every process)."""
+    total = 0.0
+    for p in server_pids(pid):
+        with contextlib.suppress(OSError):
+            total += _cpu_seconds(Path(f"/proc/{p}/stat"))
+    return total
 
 
 def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
-    """CPU seconds of each live thread: ``tid -> (comm, seconds)``."""
+    """CPU seconds of each live thread of the server: ``tid -> (comm, seconds)``."""
     out = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError, ValueError):
-            out[int(task.name)] = ((task / "comm").read_text().strip(), _cpu_seconds(task / "stat"))
+    for p in server_pids(pid):
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{p}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    out[int(task.name)] = ((task / "comm").read_text().strip(), _cpu_seconds(task / "stat"))
     return out
 
 
 def memory_mb(pid: int) -> dict[str, float]:
-    """Resident memory now and at its peak (``VmRSS``, ``VmHWM``), in MiB."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    found = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status, re.M))
-    return {"rss_mb": int(found.get("VmRSS", 0)) / 1024, "peak_rss_mb": int(found.get("VmHWM", 0)) / 1024}
+    """Resident memory of the server's processes now and at their peak (``VmRSS``, ``VmHWM``), MiB."""
+    rss = peak = 0
+    for p in server_pids(pid):
+        with contextlib.suppress(OSError):
+            status = Path(f"/proc/{p}/status").read_text()
+            found = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status, re.M))
+            rss, peak = rss + int(found.get("VmRSS", 0)), peak + int(found.get("VmHWM", 0))
+    return {"rss_mb": rss / 1024, "peak_rss_mb": peak / 1024}
 
 
 def py_spy() -> str | None:
@@ -180,9 +196,11 @@ async def snapshot(server: Server, http: httpx.AsyncClient) -> Snapshot:
     pid = server.process.pid
     taken = Snapshot(time.monotonic(), process_cpu(pid), thread_cpu(pid), time.process_time(),
                      os.getloadavg()[0])
-    inference = (await http.get(server.url + "/healthz", timeout=60)).json()["inference"]
+    await http.get(server.url + "/healthz", timeout=60)
     taken.healthz_s = time.monotonic() - taken.at
-    taken.analyses, taken.batches = inference["images"], inference["batches"]
+    metrics = (await http.get(server.url + "/metrics", timeout=60)).text  # every worker's, added up
+    found = dict(re.findall(r"^griffon_inference_batch_size_(sum|count) ([0-9.e+]+)$", metrics, re.M))
+    taken.analyses, taken.batches = round(float(found.get("sum", 0))), round(float(found.get("count", 0)))
     return taken
 
 
@@ -529,13 +547,15 @@ def level_figures(
     analyses = after.analyses - before.analyses
     batches = after.batches - before.batches
     threads = []
+    mains = set(server_pids(pid))  # each process's main thread runs its event loop
     for tid, (comm, spent) in after.threads.items():
         used = spent - before.threads.get(tid, (comm, 0.0))[1]
         if used > 0:
-            name = "event loop (MainThread)" if tid == pid else names.get(tid, f"{comm} (native)")
+            name = "event loop (MainThread)" if tid in mains else names.get(tid, f"{comm} (native)")
             threads.append({"tid": tid, "name": name, "cores": used / wall, "share": used / server_s})
     threads.sort(key=lambda t: -t["cores"])
-    loop = next((t for t in threads if t["tid"] == pid), {"cores": 0.0, "share": 0.0})
+    loops = [t for t in threads if t["tid"] in mains]
+    loop = {"cores": sum(t["cores"] for t in loops), "share": sum(t["share"] for t in loops)}
     ack_p50, ack_p99, ack_max = percentiles_ms(tally.acks)
     guess_p50, guess_p99, _ = percentiles_ms(tally.guesses)
     return {
@@ -806,6 +826,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile-level", type=int, default=4, help="the level (N) to profile")
     parser.add_argument("--profiler", choices=("auto", "py-spy", "cprofile"), default="auto",
                         help="auto: py-spy, else cProfile when py-spy cannot attach")
+    parser.add_argument("--workers", type=int, default=1, help="the server's worker processes")
     parser.add_argument("--skip-model", action="store_true", help="leave out the model's own CPU figure")
     parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")
     args = parser.parse_args(argv)
@@ -844,7 +865,7 @@ def run_one(
 ) -> dict[str, Any]:
     """One level on its own server (profiled when asked: py-spy, else cProfile)."""
     if profiled and args.profiler != "cprofile":
-        with running_server(env) as server:
+        with running_server(env, workers=args.workers) as server:
             if can_attach(server):
                 return asyncio.run(run_level(server, game, tables, args.seconds, drawings, py_spy_record))
             if args.profiler == "py-spy":
@@ -856,7 +877,7 @@ def run_one(
             with cprofiled_server(env, out) as server:
                 during = cprofile_window(out)
                 return asyncio.run(run_level(server, game, tables, args.seconds, drawings, during))
-    with running_server(env) as server:
+    with running_server(env, workers=args.workers) as server:
         return asyncio.run(run_level(server, game, tables, args.seconds, drawings))
 
 

@@ -1,7 +1,7 @@
 """What the serving process's memory is made of: the RSS of a bare Python, then of each library and
 loaded piece added in turn (numpy, ONNX Runtime, PyTorch, FastAPI / uvicorn, the shipped model,
 the vocabulary and the matcher's index), each step measured in a fresh subprocess that imports
-everything before it; then the RSS of a real idle server (``tests.service_server.running_server``)
+everything before it; then the RSS of a real idle server (``griffon.launch.running_server``)
 and whether the serving path imports PyTorch (``python -X importtime -c "import service.app"``:
 who imports it first; the running server's memory map: whether libtorch is loaded).
 
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.service_server import REPO, running_server
+from griffon.launch import REPO, running_server
 
 # (label, statement added to everything before it)
 STEPS: list[tuple[str, str]] = [

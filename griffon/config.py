@@ -22,8 +22,10 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from griffon import workers as worker_processes
 from model import runtime
 from service import settings as service_settings
+from service import workers
 from service.play import settings as play_settings
 from service.play.manager import game_configs
 from store import settings as store_settings
@@ -143,6 +145,19 @@ LOOSE: tuple[Variable, ...] = (
     Variable(
         "GRIFFON_CACHE_DIR", "data", "unset: `$XDG_CACHE_HOME/griffon`, else `~/.cache/griffon`", "path",
         "folder of the lexicon's pre-built index, made on first use",
+    ),
+    Variable(
+        workers.ENV_FOLDER, "capacity", "a new private temporary folder", "path",
+        "folder of the workers' private Unix sockets under `griffon serve --workers N` (N > 1)",
+    ),
+    *(
+        Variable(name, "dev", "set by `griffon serve`", "—",
+                 "what `griffon serve --workers N` tells each worker process it starts; not for operators")
+        for name in (workers.ENV_INDEX, workers.ENV_COUNT, workers.ENV_SECRET, worker_processes.ENV_ADDRESS)
+    ),
+    Variable(
+        "GRIFFON_BENCH_PROFILE", "dev", "unset", "path",
+        "set by `python -m bench.bench_capacity --profiler cprofile`: where its profiled server writes",
     ),
     Variable(
         "GRIFFON_SCREENSHOTS", "dev", "`/tmp/griffon-screenshots`", "path",

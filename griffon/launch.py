@@ -68,10 +68,11 @@ class Server:
 
 @contextmanager
 def running_server(
-    env: Mapping[str, str] | None = None, startup_timeout: float = 120.0, repo: Path = REPO
+    env: Mapping[str, str] | None = None, startup_timeout: float = 120.0, repo: Path = REPO,
+    workers: int = 1,
 ) -> Iterator[Server]:
     """Run ``python -m griffon.serve`` (the uvicorn set-up of ``griffon serve``: timeouts,
-    WebSocket size) with ``env`` added to the environment.
+    WebSocket size) with ``env`` added to the environment, as ``workers`` processes.
 
     ``repo``: another checkout to run instead (benchmarks compare two commits); the command that
     checkout has (``griffon.serve``, ``service.serve_cli`` or plain uvicorn) starts it."""
@@ -84,7 +85,7 @@ def running_server(
     server: Server | None = None
     try:
         for attempt in range(3):  # another test's server may take the free port first: pick another
-            server = _start(repo, environ, free_port() if attempt else port)
+            server = _start(repo, environ, free_port() if attempt else port, workers)
             try:
                 _wait_ready(server, startup_timeout)
                 break
@@ -108,9 +109,11 @@ class PortTaken(RuntimeError):
     the bind."""
 
 
-def _start(repo: Path, environ: dict[str, str], port: int) -> Server:
+def _start(repo: Path, environ: dict[str, str], port: int, workers: int = 1) -> Server:
     address = ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    if (repo / "griffon" / "serve.py").is_file():
+    if (repo / "griffon" / "workers.py").is_file():
+        command = [sys.executable, "-m", "griffon.serve", *address, "--workers", str(workers)]
+    elif (repo / "griffon" / "serve.py").is_file():
         command = [sys.executable, "-m", "griffon.serve", *address]
     elif "def main(" in _text(repo / "service" / "serve_cli.py"):  # a checkout of the older layout
         command = [sys.executable, "-m", "service.serve_cli", *address]
@@ -124,13 +127,15 @@ def _start(repo: Path, environ: dict[str, str], port: int) -> Server:
 
 
 def _listens(pid: int, port: int) -> bool:
-    """Whether process ``pid`` holds the socket listening on ``port`` (Linux ``/proc``; elsewhere
-    assumed): a server answering on the port may be another test's that took it first."""
-    fds = Path(f"/proc/{pid}/fd")
-    if not fds.is_dir() or not Path("/proc/net/tcp").is_file():
+    """Whether process ``pid`` or one of its children (the workers of ``--workers N``) holds a
+    socket listening on ``port`` (Linux ``/proc``; elsewhere assumed): a server answering on the
+    port may be another test's that took it first."""
+    if not Path(f"/proc/{pid}/fd").is_dir() or not Path("/proc/net/tcp").is_file():
         return True
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    pids = [pid, *(int(c) for c in (children.read_text().split() if children.is_file() else []))]
     inodes = set()
-    for fd in fds.iterdir():
+    for fd in (fd for p in pids if Path(f"/proc/{p}/fd").is_dir() for fd in Path(f"/proc/{p}/fd").iterdir()):
         try:
             target = os.readlink(fd)
         except OSError:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import socket
 from collections import Counter
 from typing import Any
 
@@ -41,15 +42,29 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="address to listen on"),
     port: int = typer.Option(8000, help="port to listen on"),
     log_level: str = typer.Option("info", help="uvicorn log level"),
+    workers: int = typer.Option(
+        0, min=0, max=64, help="worker processes (0: one per usable core; 1: a single process)"
+    ),
 ) -> None:
     """Serve the solo games, the bot protocol and the HTTP API with the shipped model."""
     import uvicorn
 
+    from griffon.workers import supervise
+    from service.capacity import usable_cores
+    from service.play.settings import PlaySettings
     from store import StoreError
 
     raise_file_limit()
     try:
-        uvicorn.Server(uvicorn_config(Settings.from_env(), host, port, log_level)).run()
+        settings = Settings.from_env()
+        PlaySettings.from_env()  # a bad GRIFFON_PLAY_* value stops here too
+        count = workers or usable_cores()
+        if count == 1:
+            uvicorn.Server(uvicorn_config(settings, host, port, log_level)).run()
+        else:
+            status = supervise(host, port, log_level, count, backlog=min(2048, settings.max_connections))
+            if status:
+                raise typer.Exit(status)
     except (SettingsError, StoreError) as error:
         # a bad GRIFFON_* value (GRIFFON_PLAY_* included: read by create_app before the model
         # loads), a corrupt / unreachable database: its message, no traceback
@@ -110,6 +125,9 @@ def guarded_protocol(settings: Settings) -> type:
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.family == socket.AF_UNIX:
+                return  # a sibling worker's relay (service/workers.py): its client is counted there
             host = self.client[0] if self.client else "?"
             if open_by_client[host] >= per_client:
                 transport.close()

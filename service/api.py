@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
+import httpx
 import numpy as np
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from service.bot.routes import BotsDep
 from service.errors import LimitExceeded, ServiceError
-from service.metrics import CONTENT_TYPE
+from service.metrics import CONTENT_TYPE, merge
 from service.schemas import (
     BatchRequest,
     BatchResponse,
@@ -26,6 +28,7 @@ from service.schemas import (
     check_drawing,
 )
 from service.shared import ClientDep, Shared, SharedDep
+from service.workers import Workers
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorOut} for status in (413, 422, 429, 503)
@@ -134,17 +137,36 @@ async def pictomania_deck() -> dict[str, Any]:
 
 
 @router.get("/metrics", tags=["service"], response_class=Response)
-async def metrics(shared: SharedDep) -> Response:
+async def metrics(request: Request, shared: SharedDep, local: bool = False) -> Response:
     """The service's metrics in the Prometheus text format (tables, rooms, sockets, strokes,
-    recognitions, the inference queue and batches, latencies, refusals)."""
-    return Response(shared.metrics.render(), media_type=CONTENT_TYPE)
+    recognitions, the inference queue and batches, latencies, refusals): every worker's, added
+    up (``local=true``: this process's only)."""
+    workers: Workers | None = request.app.state.workers
+    own = shared.metrics.render()
+    if local or workers is None:
+        return Response(own, media_type=CONTENT_TYPE)
+    others = [i for i in range(workers.count) if i != workers.index]
+    texts = await asyncio.gather(*(_local_metrics(workers, i) for i in others))
+    return Response(merge([own.decode(), *[t for t in texts if t]]), media_type=CONTENT_TYPE)
+
+
+async def _local_metrics(workers: Workers, index: int) -> str:
+    """Worker ``index``'s own metrics over its private socket ('' when it does not answer)."""
+    transport = httpx.AsyncHTTPTransport(uds=str(workers.socket_path(index)))
+    try:
+        async with httpx.AsyncClient(transport=transport, timeout=2.0) as client:
+            answer = await client.get("http://worker/metrics", params={"local": "true"})
+            return answer.text if answer.status_code == 200 else ""
+    except httpx.HTTPError:
+        return ""
 
 
 @router.get("/healthz", tags=["service"])
-async def healthz(shared: SharedDep, bots: BotsDep) -> dict[str, Any]:
+async def healthz(request: Request, shared: SharedDep, bots: BotsDep) -> dict[str, Any]:
     """Liveness plus the model, the shared batcher's counters and the live bot sessions."""
     return {
         "status": "ok",
+        "worker": workers.index if (workers := request.app.state.workers) is not None else 0,
         "uptime_s": round(time.time() - shared.started_at, 1),
         "model": {"classes": len(shared.guesser.labels)},
         "inference": shared.inference.stats.to_dict() | {"pending": shared.inference.pending},

@@ -66,6 +66,7 @@ from service.metrics import Metrics
 from service.play import routes as play
 from service.settings import Settings
 from service.shared import Shared
+from service.workers import RelayedClient, Workers
 from store import Store, StoreError, StoreSettings, open_store
 from store.background import shared_writer
 from store.transcripts import TranscriptArchive
@@ -289,7 +290,8 @@ def capacity(settings: Settings, app: FastAPI) -> Capacity:
     def open_count(kind: str) -> int:
         return app.state.bots.live_count if kind == "bot" else app.state.play.open_count(kind)
 
-    budget = Capacity.from_settings(settings, open_count)
+    workers = app.state.workers
+    budget = Capacity.from_settings(settings, open_count, share=1 / workers.count if workers else 1.0)
     app.state.play.capacity = budget
     return budget
 
@@ -349,6 +351,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
     environment. Raises a `store.StoreError` when the database cannot be used (bad file, bad URL,
     server down): the server must not start without it."""
     settings = settings or Settings.from_env()
+    workers = Workers.current()
     play_settings = play.read_settings()
     store = open_store(store_settings or StoreSettings.from_env())
 
@@ -383,6 +386,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.workers = workers
     app.state.play_settings = play_settings
     app.state.store = store
     _install_error_handlers(app)
@@ -391,9 +395,10 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
         CORSMiddleware, allow_origins=settings.allowed_origins, allow_methods=["GET", "POST"],
         allow_headers=["Content-Type", "X-Griffon-Key"],
     )
-    app.add_middleware(  # outermost
+    app.add_middleware(
         BrowserGuard, allowed_origins=settings.allowed_origins, max_sockets=settings.max_client_connections
     )
+    app.add_middleware(RelayedClient, workers=workers)  # outermost: a sibling's client, restored
     app.include_router(api.router)
     app.include_router(bot.router)
     app.include_router(play.router)

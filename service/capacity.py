@@ -50,10 +50,13 @@ class Capacity:
         self.costs, self.cores, self.utilisation, self.open_count = costs, cores, utilisation, open_count
 
     @classmethod
-    def from_settings(cls, settings: Settings, open_count: Callable[[str], int]) -> Capacity:
-        """The budget the settings describe (``capacity_cores`` 0: the usable cores)."""
+    def from_settings(
+        cls, settings: Settings, open_count: Callable[[str], int], share: float = 1.0
+    ) -> Capacity:
+        """The budget the settings describe (``capacity_cores`` 0: the usable cores), of which this
+        process has ``share`` (one worker of several: 1 / their count)."""
         costs = Costs(settings.pictomania_table_cost, settings.kontour_table_cost, settings.bot_room_cost)
-        cores = settings.capacity_cores or usable_cores()
+        cores = (settings.capacity_cores or usable_cores()) * share
         return cls(costs, cores, settings.capacity_utilisation, open_count)
 
     @property

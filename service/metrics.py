@@ -12,7 +12,10 @@ One :class:`Metrics` per app, on its own registry (several apps in one process s
   answer queued for the socket), ``griffon_guess_seconds{source}`` (a recognition asked → its
   probabilities back), ``griffon_store_write_seconds`` (one move stored);
 - ``griffon_refusals_total{reason}``: requests, games, rooms and frames refused (the error code:
-  ``rate_limited``, ``overloaded``, ``server_full``...).
+  ``rate_limited``, ``overloaded``, ``server_full``, ``server_busy``...).
+
+With several worker processes (``griffon serve --workers N``), the worker a scrape reaches adds up
+every worker's figures (:func:`merge`): one server, one set of metrics.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -70,3 +74,27 @@ class Metrics:
     def render(self) -> bytes:
         """The text exposition of every metric."""
         return generate_latest(self.registry)
+
+
+def merge(texts: list[str]) -> bytes:
+    """Several processes' expositions as one: each sample (name and labels) summed."""
+    families: dict[str, tuple[str, str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]] = {}
+    for text in texts:
+        for family in text_string_to_metric_families(text):
+            _, _, values = families.setdefault(family.name, (family.type, family.documentation, {}))
+            for sample in family.samples:
+                key = (sample.name, tuple(sample.labels.items()))
+                values[key] = values.get(key, 0.0) + sample.value
+    lines = []
+    for name, (kind, documentation, values) in families.items():
+        shown = f"{name}_total" if kind == "counter" else name
+        lines += [f"# HELP {shown} {_escape(documentation, help_text=True)}", f"# TYPE {shown} {kind}"]
+        for (sample, labels), value in values.items():
+            inner = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
+            lines.append(f"{sample}{{{inner}}} {value!r}" if inner else f"{sample} {value!r}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _escape(text: str, help_text: bool = False) -> str:
+    text = text.replace("\\", "\\\\").replace("\n", "\\n")
+    return text if help_text else text.replace('"', '\\"')

@@ -53,6 +53,7 @@ from service.play.words import kontour_candidates, kontour_deck, load_words, pic
 from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
 from service.shared import client_of
+from service.workers import Workers
 from store import Store, StoreError, hash_token
 from store.background import shared_writer
 from vocab.decks import PictomaniaDeckCard
@@ -93,6 +94,7 @@ class GameManager:
         self.settings, self.play, self.recognizer, self.labels = settings, play, recognizer, labels
         self.store, self.spend_points, self.clock, self.metrics = store, spend_points, clock, metrics
         self.capacity: Capacity | None = None  # set by the app: the CPU budget shared with bot rooms
+        self.workers: Workers | None = None  # set by the app: this process among several (ids, resume)
         self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
@@ -142,7 +144,7 @@ class GameManager:
             HUMAN: name,
             **{f"ia{i + 1}": self.play.ai_names[i % len(self.play.ai_names)] for i in range(opponents)},
         }
-        game_id, token = secrets.token_urlsafe(9), secrets.token_urlsafe(18)
+        game_id, token = self.new_id(), secrets.token_urlsafe(18)
         deal = self._kontour_setup if game == "kontour" else self._pictomania_setup
         setup = deal(names, seed) | {"level": level, "learn": learn}
         session = self._build(game_id, game, setup, token)
@@ -156,6 +158,13 @@ class GameManager:
         session.start()
         log.info("game %s: %s with %d AI (%s), seed %d", session.id, game, opponents, level, seed)
         return session
+
+    def new_id(self) -> str:
+        """A fresh game id, one this worker owns (``service.workers``; any id in a single process)."""
+        while True:
+            game_id = secrets.token_urlsafe(9)
+            if self.workers is None or self.workers.owns(game_id):
+                return game_id
 
     def open_count(self, kind: str) -> int:
         """Games of that kind open now."""
@@ -220,8 +229,9 @@ class GameManager:
         if self.store is None:
             return 0, 0
         resumed = abandoned = 0
-        unfinished = sorted(self.store.load_unfinished_games(), key=lambda g: (g.updated_at, g.created_at),
-                            reverse=True)
+        mine = [g for g in self.store.load_unfinished_games()
+                if self.workers is None or self.workers.owns(g.id)]  # each worker resumes its own
+        unfinished = sorted(mine, key=lambda g: (g.updated_at, g.created_at), reverse=True)
         keep, overflow = unfinished[: self.settings.max_sessions], unfinished[self.settings.max_sessions:]
         for stored in overflow:
             with contextlib.suppress(StoreError):

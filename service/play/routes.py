@@ -31,7 +31,8 @@ from service.play.manager import (
 from service.play.session import HUMAN, Recognize, accepted_opponents
 from service.play.settings import PlaySettings
 from service.play.words import DeckSetupError
-from service.shared import ClientDep, Shared
+from service.shared import ClientDep, Shared, client_of
+from service.workers import relay
 from store import StoreError
 
 STATIC = Path(__file__).parent.parent / "static"
@@ -94,6 +95,7 @@ async def startup(app: FastAPI) -> None:
     manager = GameManager(shared.settings, play, make_recognizer(shared), labels, app.state.store,
                           spend_points=shared.spend_points, metrics=shared.metrics)
     app.state.play = manager
+    manager.workers = app.state.workers
     for kind in ("kontour", "pictomania"):
         shared.metrics.watch(shared.metrics.tables, functools.partial(manager.open_count, kind), game=kind)
     shared.metrics.watch(shared.metrics.sockets, manager.socket_count, kind="play")
@@ -163,8 +165,13 @@ async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCre
 
 @router.websocket("/v1/play/{game_id}")
 async def play_socket(websocket: WebSocket, game_id: str, games: GamesDep, token: str = "") -> None:
-    """The game's socket: state frames out, move frames in (see docs/PLAY.md)."""
+    """The game's socket: state frames out, move frames in (see docs/PLAY.md); relayed to the
+    worker that holds the game when it landed on another (service/workers.py)."""
     await websocket.accept()
+    workers = games.workers
+    if workers is not None and not workers.owns(game_id):
+        await relay(websocket, workers, workers.owner(game_id), client_of(websocket))
+        return
     try:
         game = games.get(game_id)
     except UnknownGame:

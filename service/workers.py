@@ -1,0 +1,144 @@
+"""Several worker processes behind one port: who owns a game, and the relay to its owner.
+
+``griffon serve --workers N`` starts N processes that accept from the same listening socket, so a
+connection lands on any of them. A game lives in one process, its **owner**, chosen by its id
+(:meth:`Workers.owner`: a hash of the id, so every worker knows it without asking); a worker
+creates only ids it owns. A game's socket that lands on another worker is **relayed** to the
+owner over the owner's private Unix socket (:func:`relay`): the page and the bot client see one
+server. The relayed handshake carries the client's address and ``Origin`` and the workers' shared
+secret (:class:`RelayedClient` restores the address), so budgets and checks see the real client.
+
+Bot rooms live where their socket lands; stateless HTTP calls are served by any worker. The
+workers share the database: each resumes the stored games it owns at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import websockets
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+from websockets.asyncio.client import ClientConnection, unix_connect
+
+ENV_INDEX, ENV_COUNT, ENV_FOLDER, ENV_SECRET = (
+    "GRIFFON_WORKER_INDEX", "GRIFFON_WORKER_COUNT", "GRIFFON_WORKER_DIR", "GRIFFON_WORKER_SECRET"
+)
+RELAY_HEADER = "x-griffon-relay"  # the workers' secret: the handshake comes from a sibling
+CLIENT_HEADER = "x-griffon-client"  # the address the sibling's client connected from
+RELAY_CLOSE = 1011  # the owner could not be reached
+
+
+@dataclass(frozen=True)
+class Workers:
+    """This process's place among the workers: its index, their count, where their private
+    sockets are, and the secret they share."""
+
+    index: int
+    count: int
+    folder: Path
+    secret: str
+
+    @classmethod
+    def current(cls, environ: dict[str, str] | None = None) -> Workers | None:
+        """The worker set up by ``griffon serve --workers N`` (None: a single process)."""
+        env = os.environ if environ is None else environ
+        if ENV_INDEX not in env:
+            return None
+        workers = cls(int(env[ENV_INDEX]), int(env[ENV_COUNT]), Path(env[ENV_FOLDER]), env[ENV_SECRET])
+        if not 0 <= workers.index < workers.count:
+            raise ValueError(f"worker {workers.index} of {workers.count}")
+        return workers
+
+    def owner(self, game_id: str) -> int:
+        """The worker that holds the game ``game_id``."""
+        return int.from_bytes(hashlib.sha256(game_id.encode()).digest()[:8], "big") % self.count
+
+    def owns(self, game_id: str) -> bool:
+        """Whether this worker holds the game ``game_id``."""
+        return self.owner(game_id) == self.index
+
+    def socket_path(self, index: int) -> Path:
+        """The private Unix socket of worker ``index``."""
+        return self.folder / f"worker-{index}.sock"
+
+    def is_sibling(self, token: str | None) -> bool:
+        """Whether a handshake's relay header carries the workers' secret."""
+        return token is not None and hmac.compare_digest(token.encode(), self.secret.encode())
+
+
+class RelayedClient:
+    """ASGI middleware (outermost): a handshake relayed by a sibling worker keeps its client's
+    address (the sibling's own connection is a Unix socket); the relay headers are dropped."""
+
+    def __init__(self, app: ASGIApp, workers: Workers | None) -> None:
+        self.app, self.workers = app, workers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.workers is not None and scope["type"] in ("http", "websocket"):
+            headers = dict(scope.get("headers") or [])
+            token = headers.get(RELAY_HEADER.encode())
+            if token is not None:
+                kept = [(k, v) for k, v in scope["headers"] if k not in (RELAY_HEADER.encode(),
+                                                                          CLIENT_HEADER.encode())]
+                scope = {**scope, "headers": kept}
+                if self.workers.is_sibling(token.decode("latin-1")):
+                    client = headers.get(CLIENT_HEADER.encode(), b"?").decode("latin-1")
+                    scope["client"] = (client, 0)
+        await self.app(scope, receive, send)
+
+
+async def relay(websocket: WebSocket, workers: Workers, owner: int, client: str) -> None:
+    """Carry an accepted socket's frames to and from the same path on worker ``owner``, until
+    either side closes; the owner's close code and reason reach the client."""
+    path = websocket.url.path + (f"?{websocket.url.query}" if websocket.url.query else "")
+    headers = {RELAY_HEADER: workers.secret, CLIENT_HEADER: client}
+    origin = websocket.headers.get("origin")
+    if origin is not None:
+        headers["origin"] = origin
+    try:
+        upstream = await unix_connect(
+            str(workers.socket_path(owner)), uri=f"ws://worker{path}", additional_headers=headers,
+            max_size=None, ping_interval=None,
+        )
+    except (OSError, websockets.exceptions.WebSocketException):
+        await websocket.close(RELAY_CLOSE, "the game's worker cannot be reached; retry")
+        return
+    async with upstream:
+        down = asyncio.create_task(_downstream(upstream, websocket))
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                data = message.get("text")
+                await upstream.send(data if data is not None else message.get("bytes") or b"")
+        except (WebSocketDisconnect, websockets.exceptions.ConnectionClosed, RuntimeError):
+            pass
+        finally:
+            down.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await down
+
+
+async def _downstream(upstream: ClientConnection, websocket: WebSocket) -> None:
+    code, reason = 1000, ""
+    try:
+        async for message in upstream:
+            if isinstance(message, str):
+                await websocket.send_text(message)
+            else:
+                await websocket.send_bytes(message)
+    except websockets.exceptions.ConnectionClosed:
+        pass
+    if upstream.close_code is not None:
+        code, reason = upstream.close_code, upstream.close_reason or ""
+    if websocket.client_state == WebSocketState.CONNECTED:
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+            await websocket.close(code if code != 1006 else RELAY_CLOSE, reason)

@@ -1,0 +1,93 @@
+"""`griffon serve --workers 2`: a game's socket that lands on the other worker is relayed to the
+one that holds the game, the metrics add up every worker's, and a worker killed mid-game comes
+back with its games."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+from websockets.asyncio.client import unix_connect
+from websockets.exceptions import WebSocketException
+
+from griffon.launch import running_server
+from service.workers import Workers
+
+STROKE = {"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [60, 80], [120, 40]]}}
+
+
+def worker_pid(supervisor: int, index: int) -> int:
+    """The process of worker ``index`` among the supervisor's children (by its environment)."""
+    for pid in Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split():
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        if f"GRIFFON_WORKER_INDEX={index}".encode() in environ:
+            return int(pid)
+    raise AssertionError(f"no worker {index}")
+
+
+async def read_until(ws, wanted, limit: int = 60) -> dict:
+    for _ in range(limit):
+        frame = json.loads(await asyncio.wait_for(ws.recv(), 30))
+        if wanted(frame):
+            return frame
+    raise AssertionError("the frame never came")
+
+
+def my_stroke(frame: dict) -> bool:
+    events = frame.get("events", [])
+    return any(e.get("kind") == "stroke_drawn" and e.get("player") == "joueur" for e in events)
+
+
+@pytest.mark.slow
+def test_two_workers_relay_sockets_add_up_metrics_and_bring_a_killed_worker_back(tmp_path: Path) -> None:
+    folder = tmp_path / "workers"
+    with running_server({"GRIFFON_WORKER_DIR": str(folder)}, workers=2) as server:
+        sockets = [str(folder / f"worker-{i}.sock") for i in range(2)]
+
+        async def play() -> dict:
+            async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=sockets[0])) as http:
+                created = await http.post("http://worker/v1/play",
+                                          json={"game": "pictomania", "opponents": 2})
+            assert created.status_code == 201, created.text
+            game = created.json()
+            assert Workers(0, 2, folder, "").owner(game["game_id"]) == 0  # made by worker 0, held by it
+            async with unix_connect(sockets[1], uri="ws://worker" + game["ws"]) as ws:  # through worker 1
+                state = json.loads(await ws.recv())
+                assert state["type"] == "state" and state["id"] == game["game_id"]
+                await ws.send(json.dumps(STROKE))
+                await read_until(ws, my_stroke)
+            async with unix_connect(sockets[1], uri="ws://worker/v1/play/unknown?token=x") as ws:
+                assert json.loads(await ws.recv())["code"] == "unknown_game"
+                await ws.wait_closed()
+                assert ws.close_code == 4404  # the owner's close code, through the relay or not
+            return game
+
+        game = asyncio.run(play())
+        metrics = httpx.get(server.url + "/metrics", timeout=30).text
+        assert 'griffon_tables_open{game="pictomania"} 1.0' in metrics
+        assert 'griffon_strokes_total{source="play"} 1.0' in metrics
+
+        killed = worker_pid(server.process.pid, 0)
+        os.kill(killed, signal.SIGKILL)  # the game's worker dies mid-game
+
+        async def back() -> None:
+            for _ in range(600):  # the supervisor starts it again; it resumes its games
+                await asyncio.sleep(0.2)
+                try:
+                    async with unix_connect(sockets[1], uri="ws://worker" + game["ws"]) as ws:
+                        state = json.loads(await ws.recv())
+                        if state.get("type") == "state":
+                            drawings = state["state"]["round"]["drawings"]
+                            assert drawings["joueur"], "the acknowledged stroke came back"
+                            return
+                except (OSError, WebSocketException):  # the worker is starting again
+                    continue
+            raise AssertionError("the killed worker never came back with its game")
+
+        asyncio.run(back())
+        assert server.alive() and worker_pid(server.process.pid, 0) != killed
