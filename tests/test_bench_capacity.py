@@ -16,7 +16,7 @@ from bench.bench_capacity import (
     summarise_stacks,
 )
 from tests.play_helpers import model_env
-from tests.service_server import running_server
+from griffon.launch import running_server
 
 # Two hand-made drawings (a square, a zigzag then a line), in the raw canvas units a room sends.
 DRAWINGS = [
