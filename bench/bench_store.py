@@ -28,7 +28,6 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.move_writer import MoveWriter
 from games.core import LoggedMove, RuleError, Tick, replay
 from games.kontour import ChooseWord, DrawCard, Guess, KontourCard, KontourConfig, KontourRules, Stroke
 from games.pictomania import (
@@ -41,6 +40,7 @@ from games.pictomania import (
     PlaceGuess,
 )
 from store import Retention, Store, StoreSettings, StoreUnavailable, hash_token, open_store
+from store.group_commit import MoveWriter
 
 HUMAN = "joueur"
 FIND_RATE = 0.68  # Kontour words found by someone (the AI guessers' measured rate)

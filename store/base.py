@@ -300,7 +300,7 @@ class Store(ABC):
     def append_entries(self, entries: Sequence[tuple[str, int, float, dict[str, Any]]],
                        now: float | None = None) -> None:
         """Append ``(game_id, seq, at, move)`` entries of any games in one transaction (all or none):
-        what a group commit (``bench/move_writer.py``) writes at once."""
+        what a group commit (``store/group_commit.py``) writes at once."""
 
     @abstractmethod
     def finish_game(self, game_id: str, status: str = "finished", result: dict[str, Any] | None = None,

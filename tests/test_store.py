@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.move_writer import MoveWriter, WriterClosed, WriterOverloaded
 from games.core import LoggedMove, replay
 from games.pictomania import (
     Done,
@@ -52,6 +51,7 @@ from store import (
 from store.background import BackgroundWriter, shared_writer
 from store.background import WriterClosed as BackgroundClosed
 from store.export import export_quickdraw
+from store.group_commit import MoveWriter, WriterClosed, WriterOverloaded
 from store.transcripts import TranscriptArchive
 from tests.conftest import write_fixture_folder
 from training.data import load_dataset, read_categories, read_ndjson

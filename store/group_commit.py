@@ -1,8 +1,9 @@
 """Group commit for the move log: the event loop hands moves over and never waits on the disk.
 
-Not part of the product: the service commits each move on the event loop, with a short timeout
-(docs/STORAGE.md). This is the group-commit experiment `bench/bench_store.py` measures, kept for
-a deployment whose database commits are slow (PostgreSQL with synchronous commit).
+A store-level writer for a database whose commits are slow (PostgreSQL with synchronous commit):
+`bench/bench_store.py` measures it against one commit per move (docs/STORAGE.md). The service's
+journal (service/play/journal.py) commits each move itself, on the event loop, with a short
+timeout; it does not use this writer.
 
 `MoveWriter.submit` queues a move and returns a `concurrent.futures.Future` at once; one background
 thread commits everything that queued meanwhile in one transaction (one disk flush for many moves:
