@@ -46,8 +46,8 @@ bench: setup
 # trained from scratch on A's softened answers (80 epochs, two threads, about 50 minutes). Members
 # B, C and D (their presets) are experiments, not in the recipe.
 # Then softmax temperatures, each step writing a new file (no checkpoint is rewritten in place):
-# member A's fitted on the dev band with a short run of its recipe that held dev out
-# (runs/member-a/calibrated.pt); the student's matched to member A's probabilities on dev
+# member A's fitted on the dev band with a run of its recipe that held dev out (runs/calibration/,
+# trained first when absent: about 75 minutes more) (runs/member-a/calibrated.pt); the student's matched to member A's probabilities on dev
 # (runs/shipped/calibrated.pt); the two stroke-sequence members attached to it (a two-view model:
 # the members averaged into one sequence view, pooled with the student by their normalised
 # geometric mean; runs/shipped/attached.pt) and the temperature of the pool matched on dev to the
