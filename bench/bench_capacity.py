@@ -97,9 +97,15 @@ GAME_LIMITS = {
 }
 
 
-def server_env(game: str, tables: int) -> dict[str, str]:
+ADMISSION_OFF = {"pictomania": "GRIFFON_PICTOMANIA_TABLE_COST", "kontour": "GRIFFON_KONTOUR_TABLE_COST",
+                 "bot": "GRIFFON_BOT_ROOM_COST"}
+
+
+def server_env(game: str, tables: int, admission: bool = False) -> dict[str, str]:
     """The settings raised so that ``tables`` tables of ``game`` from one address are admitted
-    (only those whose default is too small; a margin of 8 connections for the bench's HTTP)."""
+    (only those whose default is too small; a margin of 8 connections for the bench's HTTP), and
+    the table's share of the capacity budget set to 0 unless ``admission`` (the service's own
+    refusals, service/capacity.py, are then measured too)."""
     env = {}
     for name in GAME_LIMITS[game]:
         default, per_table = PER_CLIENT_LIMITS[name]
@@ -108,6 +114,8 @@ def server_env(game: str, tables: int) -> dict[str, str]:
             env[name] = str(needed)
     if "GRIFFON_MODEL" in os.environ:
         env["GRIFFON_MODEL"] = os.environ["GRIFFON_MODEL"]
+    if not admission:  # the ladder measures what the server does past its own budget
+        env[ADMISSION_OFF[game]] = "0"
     return env
 
 
@@ -827,6 +835,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profiler", choices=("auto", "py-spy", "cprofile"), default="auto",
                         help="auto: py-spy, else cProfile when py-spy cannot attach")
     parser.add_argument("--workers", type=int, default=1, help="the server's worker processes")
+    parser.add_argument("--admission", action="store_true",
+                        help="keep the service's capacity budget (default: off, to measure past it)")
     parser.add_argument("--skip-model", action="store_true", help="leave out the model's own CPU figure")
     parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")
     args = parser.parse_args(argv)
@@ -845,7 +855,7 @@ def run_ladder(
         if time.monotonic() - started + args.seconds + 30 > args.budget:
             print(f"  (budget of {args.budget:.0f} s spent: {game} stops before N={tables})")
             break
-        env = server_env(game, tables)
+        env = server_env(game, tables, args.admission)
         profiled = args.profile and tables == args.profile_level
         row = run_one(game, tables, env, args, drawings, profiled)
         row["raised_settings"] = env
@@ -897,7 +907,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"(prepare {model['prepare_cpu_ms']:.2f} + network {model['network_cpu_ms']:.2f}); "
               f"batched: {model['batched_cpu_ms_per_guess']:.2f} ms")
     for game in games:
-        raised = server_env(game, max(args.levels))
+        raised = server_env(game, max(args.levels), args.admission)
         shown = ", ".join(f"{k}={v}" for k, v in raised.items()) or "none"
         print(f"\n{game}: settings raised for up to {max(args.levels)} tables from 127.0.0.1 "
               f"(defaults in service.settings): {shown}")
