@@ -62,7 +62,7 @@ import numpy as np
 import websockets
 
 from bench.bench_service import draw_stroke, load_drawings
-from tests.service_server import REPO, Server, free_port, running_server
+from griffon.launch import REPO, Server, free_port, running_server
 
 GAMES = ("pictomania", "kontour", "bot")
 OPPONENTS = {"pictomania": 5, "kontour": 3}

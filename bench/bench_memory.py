@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.service_server import REPO, running_server
+from griffon.launch import REPO, running_server
 
 # (label, statement added to everything before it)
 STEPS: list[tuple[str, str]] = [
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"{label:<52} {row['rss_mb']:8.0f} {row['added_mb']:+8.0f} {row['anon_mb']:8.0f} "
               f"{row['peak_mb']:8.0f} {row['seconds']:8.1f}", flush=True)
     server = server_figures()
-    print(f"{'idle server (python -m service.serve_cli)':<52} {server['rss_mb']:8.0f} {'':>8} "
+    print(f"{'idle server (python -m griffon.serve)':<52} {server['rss_mb']:8.0f} {'':>8} "
           f"{server['anon_mb']:8.0f} {server['peak_mb']:8.0f}")
     print("(anon: the process's own memory; the rest of RSS is file-backed pages of the libraries,\n"
           " shared with other processes that map the same files)")

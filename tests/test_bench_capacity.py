@@ -15,8 +15,8 @@ from bench.bench_capacity import (
     server_env,
     summarise_stacks,
 )
+from griffon.launch import running_server
 from tests.play_helpers import model_env
-from tests.service_server import running_server
 
 # Two hand-made drawings (a square, a zigzag then a line), in the raw canvas units a room sends.
 DRAWINGS = [
