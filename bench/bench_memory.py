@@ -1,9 +1,11 @@
 """What the serving process's memory is made of: the RSS of a bare Python, then of each library and
-loaded piece added in turn (numpy, ONNX Runtime, PyTorch, FastAPI / uvicorn, the shipped model,
-the vocabulary and the matcher's index), each step measured in a fresh subprocess that imports
-everything before it; then the RSS of a real idle server (``griffon.launch.running_server``)
-and whether the serving path imports PyTorch (``python -X importtime -c "import service.app"``:
-who imports it first; the running server's memory map: whether libtorch is loaded).
+loaded piece added in turn (numpy, ONNX Runtime, FastAPI / uvicorn, the service's modules, the
+shipped model, the vocabulary and the matcher's index), each step measured in a fresh subprocess
+that imports everything before it, and what PyTorch alone would add (it is not on the serving path:
+the model is served from its bundle, ``model.bundle``); then the RSS of a real idle server
+(``griffon.launch.running_server``) and whether the serving path imports PyTorch (``python -X
+importtime -c "import service.app"``: who imports it first; the running server's memory map:
+whether libtorch is loaded).
 
 Run: ``python -m bench.bench_memory [--json OUT]`` (about a minute; the server's start-up is most of it).
 """
@@ -27,12 +29,14 @@ STEPS: list[tuple[str, str]] = [
     ("python", "pass"),
     ("+ numpy", "import numpy"),
     ("+ onnxruntime", "import onnxruntime"),
-    ("+ torch", "import torch"),
     ("+ fastapi / uvicorn", "import fastapi, uvicorn"),
+    ("+ the service's modules (import service.app)", "import service.app"),
     ("+ the model loaded (model.Guesser.load())", "from model import Guesser; guesser = Guesser.load()"),
     ("+ the vocabulary (vocab.load_vocabulary, warm_up)",
      "from vocab import load_vocabulary, warm_up; vocabulary = load_vocabulary(); warm_up()"),
 ]
+# not on the serving path (the model is served from its bundle, model.bundle): what PyTorch would add
+TORCH_STEP = ("torch, for comparison (python + numpy + torch)", ["import numpy", "import torch"])
 REPORT = """
 import gc, json, re, sys
 gc.collect()
@@ -81,6 +85,8 @@ def server_figures() -> dict[str, Any]:
     """An idle real server: its RSS, and the native libraries it holds (libtorch, ONNX Runtime)."""
     with running_server({}) as server:
         time.sleep(2.0)  # settled after start-up
+        if not server.alive():
+            raise RuntimeError(f"the server stopped after its start-up:\n{server.log()[-2000:]}")
         pid = server.process.pid
         status = Path(f"/proc/{pid}/status").read_text()
         kb = dict(re.findall(r"^(VmRSS|VmHWM|RssAnon):\s+(\d+) kB", status, re.M))
@@ -109,8 +115,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         steps.append(row)
         print(f"{label:<52} {row['rss_mb']:8.0f} {row['added_mb']:+8.0f} {row['anon_mb']:8.0f} "
               f"{row['peak_mb']:8.0f} {row['seconds']:8.1f}", flush=True)
+    label, statements = TORCH_STEP
+    torch_row = measure_step(statements) | {"step": label}
+    print(f"{label:<52} {torch_row['rss_mb']:8.0f} {torch_row['rss_mb'] - steps[1]['rss_mb']:+8.0f} "
+          f"{torch_row['anon_mb']:8.0f} {torch_row['peak_mb']:8.0f} {torch_row['seconds']:8.1f}", flush=True)
     server = server_figures()
-    print(f"{'idle server (python -m service.serve_cli)':<52} {server['rss_mb']:8.0f} {'':>8} "
+    print(f"{'idle server (python -m griffon.serve)':<52} {server['rss_mb']:8.0f} {'':>8} "
           f"{server['anon_mb']:8.0f} {server['peak_mb']:8.0f}")
     print("(anon: the process's own memory; the rest of RSS is file-backed pages of the libraries,\n"
           " shared with other processes that map the same files)")
@@ -122,7 +132,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               + " → ".join(chain["chain"]))
     else:
         print("import service.app does not import torch")
-    results = {"steps": steps, "server": server, "torch_import": chain, "load": os.getloadavg()[0]}
+    results = {"steps": steps, "torch": torch_row, "server": server, "torch_import": chain,
+               "load": os.getloadavg()[0]}
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return results

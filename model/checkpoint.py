@@ -24,11 +24,12 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from model.raster import RasterSpec
+
+if TYPE_CHECKING:
+    import torch
 
 VIEW_POOLS = ("log", "mean")  # how a two-view model pools its views (model.guesser.pool_views)
 DEFAULT_VIEW_POOL = "log"  # what new two-view files say; files that say nothing were written for "mean"
@@ -117,6 +118,8 @@ def save_checkpoint(
         payload["view_pool"] = view_pool
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    import torch  # writing and reading checkpoints: the PyTorch paths only
+
     torch.save(payload, path)
 
 
@@ -129,21 +132,39 @@ def read_checkpoint(
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {path}")
+    import torch
+
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many types for a corrupt file
         raise CheckpointError(f"cannot read checkpoint {path}: {error}") from error
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a {FORMAT} checkpoint")
-    classes = payload.get("classes")
-    contract = payload.get("input_contract")
+    payload.setdefault("view_pool", "mean")
+    payload["raster_spec"] = check_contents(path, payload, expected_classes, expected_raster)
+    if "sequence" in payload["input_contract"] and not sequence_members(payload):
+        raise CheckpointError(f"{path}: a two-view input contract without its stroke-sequence member")
+    return payload
+
+
+def check_contents(
+    path: Path,
+    contents: dict[str, Any],
+    expected_classes: list[str] | None = None,
+    expected_raster: RasterSpec | None = None,
+) -> RasterSpec:
+    """Verify what a checkpoint (or a serving bundle's manifest, :mod:`model.bundle`) says of its
+    model — ``classes``, ``input_contract``, their ``fingerprint``, ``view_pool`` — against itself and
+    the expectations; the raster spec it reads. Raises :class:`CheckpointError` naming the problem."""
+    classes = contents.get("classes")
+    contract = contents.get("input_contract")
     if not isinstance(classes, list) or not classes or len(set(classes)) != len(classes):
         raise CheckpointError(f"{path}: class list is missing, empty or has duplicates")
     if not isinstance(contract, dict) or contract.get("preprocessing") != PREPROCESSING:
         raise CheckpointError(
             f"{path}: input contract {contract!r} is not supported (expected preprocessing {PREPROCESSING!r})"
         )
-    if payload.get("fingerprint") != fingerprint(classes, contract):
+    if contents.get("fingerprint") != fingerprint(classes, contract):
         raise CheckpointError(f"{path}: class list or input contract was modified (fingerprint mismatch)")
     try:
         spec = RasterSpec.from_dict(contract["raster"])
@@ -157,14 +178,11 @@ def read_checkpoint(
             f"{len(expected_classes)} classes; missing e.g. {missing}, unexpected e.g. {extra}, "
             "or a different order)"
         )
-    if "sequence" in contract and not sequence_members(payload):
-        raise CheckpointError(f"{path}: a two-view input contract without its stroke-sequence member")
-    if (problem := unknown_view_pool(payload.setdefault("view_pool", "mean"))) is not None:
+    if (problem := unknown_view_pool(contents.get("view_pool"))) is not None:
         raise CheckpointError(f"{path}: {problem}")
     if expected_raster is not None and expected_raster != spec:
         raise CheckpointError(f"{path}: raster spec {spec} does not match expected {expected_raster}")
-    payload["raster_spec"] = spec
-    return payload
+    return spec
 
 
 def sequence_members(payload: dict[str, Any]) -> list[dict[str, torch.Tensor]]:

@@ -8,11 +8,11 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
+from model.bundle import Bundle, read_bundle
 from model.checkpoint import (
     DEFAULT_VIEW_POOL,
     CheckpointError,
@@ -20,10 +20,19 @@ from model.checkpoint import (
     sequence_members,
     unknown_view_pool,
 )
-from model.network import create_model
 from model.raster import RasterSpec, rasterize
-from model.runtime import CHUNK, BackendError, Runner, default_backend, select_runner, torch_runner
-from model.sequence import FEATURES, MAX_STEPS, SequenceMember, featurize, member_network
+from model.runtime import (
+    CHUNK,
+    BackendError,
+    Runner,
+    default_backend,
+    onnx_runner,
+    onnx_session,
+    onnx_source,
+    select_runner,
+    torch_runner,
+)
+from model.sequence_view import FEATURES, MAX_STEPS, SequenceView, featurize
 from model.strokes import (
     MAX_POINTS,
     MAX_STROKES,
@@ -33,6 +42,9 @@ from model.strokes import (
     validate_drawing,
     validate_stroke,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "griffon-default.pt"
@@ -66,15 +78,16 @@ class Views:
 class Guesser:
     """A trained sketch recognizer. Thread-safe; inference runs on the CPU.
 
-    ``network`` is the float PyTorch module (the reference); ``runner``, when given, computes the
-    logits instead (e.g. ONNX Runtime, see :mod:`model.runtime`) and ``backend`` names it. With a
-    ``member`` (a two-view model) the probabilities pool the raster network's and the stroke-sequence
-    view's (itself the average of one or more members) as ``view_pool`` says (:func:`pool_views`).
-    On the ``onnx-int8`` back-end a near tie (:data:`NEAR_TIE`) is settled by the float network."""
+    ``network`` is the float PyTorch module (the reference; ``None`` when served from a bundle,
+    :mod:`model.bundle`); ``runner``, when given, computes the logits instead (e.g. ONNX Runtime, see
+    :mod:`model.runtime`) and ``backend`` names it. With a ``member`` (a two-view model) the
+    probabilities pool the raster network's and the stroke-sequence view's (itself the average of one
+    or more members) as ``view_pool`` says (:func:`pool_views`). On the ``onnx-int8`` back-end a near
+    tie (:data:`NEAR_TIE`) is settled by the float network (``exact_runner``, else ``network``)."""
 
     def __init__(
         self,
-        network: torch.nn.Module,
+        network: torch.nn.Module | None,
         classes: list[str],
         spec: RasterSpec,
         temperature: float = 1.0,
@@ -82,23 +95,25 @@ class Guesser:
         flip_tta: bool = False,
         runner: Runner | None = None,
         backend: str = "torch",
-        member: SequenceMember | None = None,
+        member: SequenceView | None = None,
         pair_temperature: float = 1.0,
         view_pool: str = DEFAULT_VIEW_POOL,
         exact_runner: Runner | None = None,
     ) -> None:
         if (problem := unknown_view_pool(view_pool)) is not None:
             raise ValueError(problem)
-        self.network = network.eval()
+        if network is None and (runner is None or (backend == "onnx-int8" and exact_runner is None)):
+            raise ValueError("a Guesser without a network needs a runner (on onnx-int8, an exact_runner too)")
+        self.network = network.eval() if network is not None else None
         self.member = member
         self.pair_temperature = float(pair_temperature)  # softens the two views' pool
         self.view_pool = view_pool
         self.backend = backend if runner is not None else "torch"
-        self._run = runner or torch_runner(self.network)
+        self._run = runner or torch_runner(network)
         # the float network, for the int8 back-end's near ties (its own lock: it may run beside it)
         self._exact = None
         if self.backend == "onnx-int8":
-            self._exact = exact_runner or torch_runner(self.network)
+            self._exact = exact_runner or torch_runner(network)
         self._exact_lock = threading.Lock()
         self.near_tie = NEAR_TIE
         self.labels = list(classes)
@@ -127,8 +142,74 @@ class Guesser:
 
         ``backend``: ``auto`` (default, or ``$GRIFFON_MODEL_BACKEND``), ``onnx-int8``, ``onnx`` or
         ``torch`` — see :mod:`model.runtime`; the one used is ``guesser.backend``. A back-end that
-        cannot run as asked raises :class:`CheckpointError`."""
+        cannot run as asked raises :class:`CheckpointError`. On the ONNX back-ends, a serving bundle
+        made from this very file (:mod:`model.bundle`) is loaded instead of the checkpoint, without
+        importing PyTorch; without one, the checkpoint loads through PyTorch."""
         path = Path(path or DEFAULT_WEIGHTS)
+        try:
+            requested = backend or default_backend()
+        except BackendError as error:
+            raise CheckpointError(str(error)) from error
+        if requested in ("auto", "onnx-int8", "onnx"):
+            bundle = read_bundle(path, expected_classes, expected_raster)
+            if bundle is not None and (served := cls._from_bundle(bundle, requested, flip_tta)) is not None:
+                return served
+        return cls._from_checkpoint(path, expected_classes, expected_raster, flip_tta, requested)
+
+    @classmethod
+    def _from_bundle(cls, bundle: Bundle, requested: str, flip_tta: bool | None) -> Guesser | None:
+        """A Guesser on ONNX Runtime from a verified bundle; ``None`` when the bundle cannot serve
+        ``requested`` (no int8 copy for ``onnx-int8``, ONNX Runtime missing): the checkpoint then
+        loads through PyTorch, which says why or falls back as ``auto`` does."""
+        manifest, files = bundle.manifest, bundle.files
+        if requested == "onnx-int8" and "raster_int8" not in files:
+            return None
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            return None
+        if "sequence" in manifest["input_contract"]:
+            _check_sequence_form(bundle.path, manifest["input_contract"]["sequence"])
+        int8 = requested != "onnx" and "raster_int8" in files
+        try:
+            exact = onnx_runner(onnx_session(files["raster_float"]))
+            quantized = onnx_session(files["raster_int8"]) if int8 else None
+            member = None
+            if "members" in files:
+                member = SequenceView.on_onnx(files["members"], len(manifest["classes"]), manifest["members"])
+        except Exception as error:  # ONNX Runtime raises its own types
+            raise CheckpointError(f"{bundle.path}: its ONNX files cannot run: {error}") from error
+        if quantized is not None and onnx_source(quantized) != manifest.get("raster_weights_sha256"):
+            raise CheckpointError(f"{files['raster_int8']} was not made from the weights of {bundle.path}")
+        guesser = cls(
+            None,
+            manifest["classes"],
+            bundle.spec,
+            manifest.get("temperature", 1.0),
+            manifest.get("metadata"),
+            bool(manifest.get("flip_tta", False)) if flip_tta is None else flip_tta,
+            runner=onnx_runner(quantized) if quantized is not None else exact,
+            backend="onnx-int8" if quantized is not None else "onnx",
+            member=member,
+            pair_temperature=manifest.get("pair_temperature", 1.0),
+            view_pool=manifest["view_pool"],
+            exact_runner=exact if quantized is not None else None,
+        )
+        guesser.prepare_views(WARM_UP_DRAWING)  # compiles the preprocessing kernels (once per install)
+        return guesser
+
+    @classmethod
+    def _from_checkpoint(
+        cls,
+        path: Path,
+        expected_classes: list[str] | None,
+        expected_raster: RasterSpec | None,
+        flip_tta: bool | None,
+        requested: str,
+    ) -> Guesser:
+        """A Guesser from the checkpoint itself, through PyTorch (exporting to ONNX at load)."""
+        from model.network import create_model  # the PyTorch path only
+
         payload = read_checkpoint(path, expected_classes, expected_raster)
         arch = payload["architecture"]
         spec: RasterSpec = payload["raster_spec"]
@@ -146,7 +227,6 @@ class Guesser:
         if flip_tta is None:
             flip_tta = bool(payload.get("training", {}).get("flip_tta", False))
         try:
-            requested = backend or default_backend()
             used, runner = select_runner(requested, path, network.eval(), len(spec.channels), spec.size)
         except BackendError as error:
             raise CheckpointError(str(error)) from error
@@ -443,14 +523,20 @@ def _restrict(probs: np.ndarray, candidates: np.ndarray | None) -> tuple[np.ndar
     return candidates, sub / max(float(sub.sum()), 1e-12)
 
 
-def _sequence_member(path: Path, payload: dict[str, Any], backend: str, fallback: bool) -> SequenceMember:
-    """The stroke-sequence view of a two-view checkpoint (its members, averaged), on ONNX Runtime
-    unless ``backend`` is torch (``fallback``: on PyTorch when ONNX Runtime cannot run it, as the
-    ``auto`` back-end does)."""
-    form = payload["input_contract"]["sequence"]
+def _check_sequence_form(path: Path, form: object) -> None:
+    """Refuse a stroke-sequence member that reads another sequence format than :func:`featurize`'s."""
     if form != {"features": FEATURES, "max_steps": MAX_STEPS}:
         expected = f"{FEATURES} features, {MAX_STEPS} steps"
         raise CheckpointError(f"{path}: its member reads sequences {form}, this version {expected}")
+
+
+def _sequence_member(path: Path, payload: dict[str, Any], backend: str, fallback: bool) -> SequenceView:
+    """The stroke-sequence view of a two-view checkpoint (its members, averaged), on ONNX Runtime
+    unless ``backend`` is torch (``fallback``: on PyTorch when ONNX Runtime cannot run it, as the
+    ``auto`` back-end does)."""
+    from model.sequence import SequenceMember, member_network  # the PyTorch path only
+
+    _check_sequence_form(path, payload["input_contract"]["sequence"])
     networks = []
     for weights in sequence_members(payload):
         try:

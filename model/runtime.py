@@ -11,6 +11,10 @@ The checkpoint stays the single source of truth. ONNX Runtime runs either
   answers are the float model's wherever rounding could have changed them;
 - ``onnx``: the float network exported in memory when the checkpoint is loaded (about a second).
 
+Beside a checkpoint, its serving bundle (:mod:`model.bundle`) holds these ONNX graphs ready made:
+``Guesser.load`` then serves from it without importing PyTorch, which this module imports only for
+its PyTorch paths (``torch_runner``, ``export_onnx``).
+
 ``auto`` picks ``onnx-int8`` when a matching file exists, else ``onnx``, else ``torch`` (when
 ONNX Runtime is not installed or the export fails). ``GRIFFON_MODEL_BACKEND`` sets the default.
 """
@@ -26,10 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 if TYPE_CHECKING:
     import onnxruntime
+    import torch
 
 BACKENDS = ("auto", "onnx-int8", "onnx", "torch")
 BACKEND_ENV = "GRIFFON_MODEL_BACKEND"
@@ -74,6 +78,7 @@ def default_backend() -> str:
 
 def torch_runner(network: torch.nn.Module) -> Runner:
     """Logits from the float PyTorch network (the reference path)."""
+    import torch  # the PyTorch paths only: serving from a bundle never imports it
 
     def run(images: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
@@ -84,6 +89,8 @@ def torch_runner(network: torch.nn.Module) -> Runner:
 
 def export_onnx(network: torch.nn.Module, channels: int, size: int) -> bytes:
     """The float network as an ONNX model (dynamic batch), with PyTorch's TorchScript exporter."""
+    import torch
+
     example = torch.zeros(1, channels, size, size)
     buffer = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter is deprecated, not removed, in torch 2.x

@@ -1,8 +1,9 @@
-"""The stroke-sequence member at inference: a drawing read as the pen's path in order (features),
-the network (1-D convolutions, a bidirectional GRU, mean and max over the points), its exact ONNX form
-and its checkpoint. Trained by ``training.sequence``; a two-view checkpoint (the shipped one) carries
-one or more beside its raster network: ``Guesser`` averages the members into the sequence view, then
-the sequence view with the raster network."""
+"""The stroke-sequence member in PyTorch: the network (1-D convolutions, a bidirectional GRU, mean and
+max over the points), its exact ONNX form and its checkpoint; what it reads (the pen's path in order,
+:func:`featurize`) and how its ONNX graph runs without PyTorch are in :mod:`model.sequence_view`.
+Trained by ``training.sequence``; a two-view checkpoint (the shipped one) carries one or more beside
+its raster network: ``Guesser`` averages the members into the sequence view, then the sequence view
+with the raster network."""
 
 from __future__ import annotations
 
@@ -19,42 +20,14 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from model.checkpoint import CheckpointError
 from model.runtime import BackendError, onnx_session, weights_sha256
-
-MAX_STEPS = 160  # points kept per drawing (evenly spaced when a drawing has more)
-FEATURES = 7  # x, y, dx, dy, stroke start, stroke end, stroke rank
-
-
-def featurize(strokes: Sequence[np.ndarray], max_steps: int = MAX_STEPS) -> np.ndarray:
-    """A drawing as a ``(steps, FEATURES)`` float32 sequence, centred on its bounding box and scaled
-    so its longer side spans 1: position, step from the previous point, whether the point starts or
-    ends a stroke, and its stroke's rank (0 for the first stroke, 1 for the last)."""
-    parts = [np.asarray(s, dtype=np.float64).reshape(-1, 2) for s in strokes if len(s)]
-    if not parts:
-        return np.zeros((1, FEATURES), dtype=np.float32)
-    points = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    sizes = np.array([len(p) for p in parts])
-    stroke_ends = np.cumsum(sizes)  # one past each stroke's last point
-    starts, ends = np.zeros(len(points)), np.zeros(len(points))
-    starts[stroke_ends - sizes] = 1.0
-    ends[stroke_ends - 1] = 1.0
-    rank = np.repeat(np.arange(len(parts)) / max(len(parts) - 1, 1), sizes)
-    if len(points) > max_steps:
-        keep = np.linspace(0, len(points) - 1, max_steps).round().astype(int)
-        points, starts, ends, rank = points[keep], starts[keep], ends[keep], rank[keep]
-    low, high = points.min(axis=0), points.max(axis=0)
-    scale = max(float((high - low).max()), 1e-6)
-    xy = (points - (low + high) / 2) / scale
-    step = np.diff(xy, axis=0, prepend=xy[:1])
-    return np.column_stack([xy, step * 4.0, starts, ends, rank]).astype(np.float32)
+from model.sequence_view import FEATURES, MAX_STEPS, SequenceView, onnx_sequence_runner, pad
+from model.sequence_view import featurize as featurize  # where training and the tests read it
 
 
 def pad_sequences(sequences: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
     """Pad featurized drawings to the longest: ``(batch (n, steps, FEATURES), lengths (n,))``."""
-    lengths = torch.tensor([len(seq) for seq in sequences])
-    batch = torch.zeros(len(sequences), int(lengths.max()), FEATURES)
-    for row, seq in enumerate(sequences):
-        batch[row, : len(seq)] = torch.from_numpy(seq)
-    return batch, lengths
+    batch, lengths = pad(sequences)
+    return torch.from_numpy(batch), torch.from_numpy(lengths)
 
 
 class StrokeSequenceNet(nn.Module):
@@ -161,14 +134,10 @@ def member_onnx_bytes(networks: Sequence[StrokeSequenceNet]) -> bytes:
 _EXPORTED: dict[tuple[str, ...], bytes] = {}  # the members' weights sha256 → their ONNX graph
 
 
-class SequenceMember:
-    """The stroke-sequence view at inference: one member network, or several whose probabilities are
-    averaged (in one ONNX graph). Drawings are sorted by length and run in small groups (little
-    padding; 4,700 drawings/s on one core for one member in calls of 512, 4,000 in calls of 16).
-    ``backend`` ``onnx`` (ONNX Runtime, the exact form above; exported at load) or ``torch`` (the
-    reference). Thread-safe."""
-
-    GROUP = 4  # measured: 4 drawings of similar length per call beat 16 (2.2k/s) and 64 (1.4k/s)
+class SequenceMember(SequenceView):
+    """The stroke-sequence view of PyTorch member networks (:class:`SequenceView`): ``backend``
+    ``onnx`` runs their exact ONNX form (exported here, once per process) on ONNX Runtime, ``torch``
+    the packed networks (the reference). Thread-safe."""
 
     def __init__(
         self,
@@ -183,36 +152,25 @@ class SequenceMember:
             raise ValueError("a stroke-sequence view needs at least one member network")
         for network in self.networks:
             network.eval()
-        self.classes = self.networks[0].head[-1].out_features
-        self.backend, self._session = backend, None
-        if backend != "onnx":
-            return
-        try:
-            key = tuple(weights_sha256(network) for network in self.networks)
-            if key not in _EXPORTED:  # a process that loads one model many times exports it once
-                _EXPORTED[key] = member_onnx_bytes(self.networks)
-            self._session = onnx_session(_EXPORTED[key])
-        except Exception as error:  # the exporter and ONNX Runtime raise their own types
-            if not fallback:
-                message = f"the stroke-sequence member cannot run on ONNX Runtime: {error}"
-                raise BackendError(message) from error
-            self.backend = "torch"
+        classes, count = self.networks[0].head[-1].out_features, len(self.networks)
+        if backend == "onnx":
+            try:
+                key = tuple(weights_sha256(network) for network in self.networks)
+                if key not in _EXPORTED:  # a process that loads one model many times exports it once
+                    _EXPORTED[key] = member_onnx_bytes(self.networks)
+                super().__init__(onnx_sequence_runner(onnx_session(_EXPORTED[key])), classes, count, "onnx")
+                return
+            except Exception as error:  # the exporter and ONNX Runtime raise their own types
+                if not fallback:
+                    message = f"the stroke-sequence member cannot run on ONNX Runtime: {error}"
+                    raise BackendError(message) from error
+        super().__init__(self._run_torch, classes, count, "torch")
 
-    def _run(self, batch: torch.Tensor, lengths: torch.Tensor) -> np.ndarray:
-        if self._session is not None:
-            return self._session.run(None, {"sequences": batch.numpy(), "lengths": lengths.numpy()})[0]
+    def _run_torch(self, batch: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        x, steps = torch.from_numpy(batch), torch.from_numpy(lengths)
         with torch.inference_mode():
-            probabilities = [torch.softmax(network(batch, lengths), dim=1) for network in self.networks]
+            probabilities = [torch.softmax(network(x, steps), dim=1) for network in self.networks]
             return torch.stack(probabilities).mean(0).numpy()
-
-    def probabilities(self, sequences: Sequence[np.ndarray]) -> np.ndarray:
-        """Class probabilities ``(n, classes)`` for featurized drawings (:func:`featurize`)."""
-        order = np.argsort([len(seq) for seq in sequences], kind="stable")
-        out = np.empty((len(sequences), self.classes), dtype=np.float32)
-        for start in range(0, len(order), self.GROUP):
-            rows = order[start : start + self.GROUP]
-            out[rows] = self._run(*pad_sequences([sequences[i] for i in rows]))
-        return out
 
 
 def save_member(

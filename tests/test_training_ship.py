@@ -42,12 +42,13 @@ def test_a_two_view_checkpoint_is_shipped_with_its_card_int8_copy_and_classes(
     code, output = ship(cli, two_view_checkpoint, dest, fixture_data, tmp_path / "cache")
     assert code == 0, output
     assert sorted(digests(dest)) == [
-        "MODEL_CARD.md", "categories.txt", "griffon-default.int8.onnx", "griffon-default.pt"
+        "MODEL_CARD.md", "categories.txt", "griffon-default.float.onnx", "griffon-default.int8.onnx",
+        "griffon-default.members.onnx", "griffon-default.pt", "griffon-default.serving.json",
     ]  # fmt: skip
     shipped = dest / "griffon-default.pt"
     assert shipped.read_bytes() == two_view_checkpoint.read_bytes()  # a copy, byte for byte
-    served = Guesser.load(shipped)  # as the service loads it: the int8 copy matches these weights
-    assert served.backend == "onnx-int8" and served.member is not None
+    served = Guesser.load(shipped)  # as the service loads it: from the bundle made of these weights
+    assert served.backend == "onnx-int8" and served.member is not None and served.network is None
     assert (dest / "categories.txt").read_text().splitlines() == served.labels
     card = (dest / "MODEL_CARD.md").read_text()
     assert f"Guesses which of {len(served.labels)} Quick, Draw! categories" in card
@@ -82,6 +83,8 @@ def test_a_tampered_checkpoint_or_a_failed_check_leaves_the_shipped_files_as_the
     code, output = ship(cli, tiny_checkpoint, dest, fixture_data, cache)
     assert code == 0, output
     assert "raster only" in output and Guesser.load(dest / "griffon-default.pt").backend == "onnx-int8"
+    shipped = digests(dest)
+    assert "griffon-default.serving.json" in shipped and "griffon-default.members.onnx" not in shipped
     before = digests(dest)
     payload = torch.load(tiny_checkpoint, weights_only=True)
     payload["classes"] = payload["classes"][::-1]  # the answers would name the wrong categories

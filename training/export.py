@@ -1,4 +1,5 @@
-"""Make the int8 ONNX copy of a checkpoint: ``python -m training.export [--checkpoint PATH]``.
+"""Make the int8 ONNX copy of a checkpoint and its serving bundle:
+``python -m training.export [--checkpoint PATH] [--bundle-only]``.
 
 The float network is exported to ONNX, then statically quantized with ONNX Runtime's tools
 (int8 weights per output channel, uint8 activations, QDQ format; activation ranges at the 99.999th
@@ -10,6 +11,11 @@ come from the *training* split of the Quick, Draw! folder (the one data-folder r
 checkpoint and data give the same file. The file records the sha256 of the checkpoint's weights;
 ``Guesser.load`` uses it only beside a checkpoint holding those very weights (a new temperature or
 model card does not make it stale; retraining does).
+
+Beside the int8 copy it writes the checkpoint's serving bundle (:mod:`model.bundle`: the float
+raster network's and the stroke-sequence members' ONNX graphs and a manifest), which serves the
+checkpoint without importing PyTorch. ``--bundle-only`` writes the bundle alone, from the int8
+copy already there (no data needed).
 
 This is a build step (it reads the training data through ``training.data``); loading the result
 needs only ``model/`` and ``onnxruntime``.
@@ -23,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from model.bundle import write_bundle
 from model.guesser import DEFAULT_WEIGHTS, Guesser
 from model.runtime import INPUT, SOURCE_KEY, export_onnx, int8_path, weights_sha256
 from model.strokes import DrawingError
@@ -128,7 +135,13 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--out", type=Path, default=None, help="default: <checkpoint>.int8.onnx beside it")
     parser.add_argument("--drawings", type=int, default=CALIBRATION_DRAWINGS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bundle-only", action="store_true",
+                        help="write the serving bundle alone, beside the int8 copy already there")
     args = parser.parse_args(argv)
+    if args.bundle_only:
+        for path in write_bundle(args.checkpoint):
+            print(f"{path}: {path.stat().st_size / 1e6:.2f} MB")
+        return args.checkpoint
     out = export_checkpoint(args.checkpoint, args.data, args.out, args.drawings, args.seed)
     import onnx
 
@@ -144,11 +157,15 @@ def export_checkpoint(
     drawings: int = CALIBRATION_DRAWINGS,
     seed: int = 0,
 ) -> Path:
-    """Write the int8 copy of ``checkpoint`` (default: beside it, where ``Guesser.load`` looks),
-    calibrated on ``drawings`` training-split drawings of the Quick, Draw! folder ``data``."""
+    """Write the int8 copy of ``checkpoint`` (default: beside it, where ``Guesser.load`` looks, with
+    the serving bundle that names it), calibrated on ``drawings`` training-split drawings of the
+    Quick, Draw! folder ``data``."""
     guesser = Guesser.load(checkpoint, backend="torch")
     images = calibration_rasters(guesser, data, drawings, seed)
-    return quantize(checkpoint, images, out or int8_path(checkpoint))
+    quantized = quantize(checkpoint, images, out or int8_path(checkpoint))
+    if quantized == int8_path(checkpoint):
+        write_bundle(checkpoint)
+    return quantized
 
 
 if __name__ == "__main__":

@@ -3,15 +3,19 @@ that goes beside it, checked.
 
 Into ``--dest`` (default ``model/weights``) it writes ``griffon-default.pt`` (a byte copy of the
 checkpoint), ``MODEL_CARD.md`` (:func:`training.model_card.refresh`: the metrics measured again on
-the checkpoint's held-out split), ``griffon-default.int8.onnx`` (:func:`training.export.export_checkpoint`)
-and ``categories.txt`` (the classes in output order). Everything is built and checked in a
+the checkpoint's held-out split), ``griffon-default.int8.onnx`` and the serving bundle
+(:func:`training.export.export_checkpoint`: ``griffon-default.serving.json``, ``.float.onnx`` and, for
+a two-view model, ``.members.onnx``, which serve the model without PyTorch, :mod:`model.bundle`) and
+``categories.txt`` (the classes in output order). Everything is built and checked in a
 staging folder inside ``--dest`` first and moved into place only when every check passes, so a
 refused checkpoint leaves the shipped files as they were. The checks:
 
 - the checkpoint, and its copy, load with :meth:`model.Guesser.load` (which verifies the format,
   the fingerprint of the class list and input contract, and that the weights fit the architecture);
 - the int8 copy is the one ``Guesser`` serves (made from these very weights), and its answers agree
-  with the float reference's on a few held-out drawings (:data:`MIN_INT8_AGREEMENT`).
+  with the float reference's on a few held-out drawings (:data:`MIN_INT8_AGREEMENT`);
+- the bundle serves the copy (``Guesser.load`` verifies its manifest, the checkpoint's sha256 and
+  its files' sha256).
 
 A run folder ships its most finished checkpoint: :data:`RUN_CHECKPOINTS`, in that order.
 """
@@ -27,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from model.bundle import float_path, manifest_path, members_path, read_bundle
 from model.checkpoint import CheckpointError
 from model.guesser import DEFAULT_WEIGHTS, Guesser
 from model.runtime import int8_path
@@ -142,7 +147,9 @@ def ship(
         shutil.copyfile(checkpoint, staged)
         guesser = Guesser.load(staged, backend="torch")
         metrics = refresh(staged, root, Path(cache))  # writes MODEL_CARD.md beside the copy
-        export_checkpoint(staged, root)  # griffon-default.int8.onnx beside it
+        export_checkpoint(staged, root)  # griffon-default.int8.onnx and the serving bundle beside it
+        if read_bundle(staged) is None:
+            raise ShipError(f"no serving bundle was written beside {staged}")
         (staging / "categories.txt").write_text("".join(f"{c}\n" for c in guesser.labels), encoding="utf-8")
         held_out = (guesser.metadata.get("training") or {}).get("holdout", "val")
         prepared = prepare_cached(root, Path(cache), guesser.labels)
@@ -157,7 +164,12 @@ def ship(
                 f"the int8 copy of {checkpoint} answers as the float model on only {agreement:.0%} of "
                 f"{len(drawings)} held-out drawings (at least {MIN_INT8_AGREEMENT:.0%} needed); not shipped"
             )
-        names = [DEFAULT_WEIGHTS.name, int8_path(staged).name, "MODEL_CARD.md", "categories.txt"]
+        bundle = [path(staged).name for path in (float_path, members_path, manifest_path)]  # manifest last
+        names = [DEFAULT_WEIGHTS.name, int8_path(staged).name, "MODEL_CARD.md", "categories.txt", *bundle]
+        names = [name for name in names if (staging / name).is_file()]  # no members file: raster only
+        for name in bundle:  # a raster-only model leaves no members file of an earlier one
+            if name not in names:
+                (dest / name).unlink(missing_ok=True)
         for name in names:
             os.replace(staging / name, dest / name)
     finally:
@@ -170,7 +182,7 @@ def ship(
     return Shipped(
         source=Path(source), checkpoint=shipped, files=[dest / name for name in names],
         sha256=sha256_of(shipped), classes=len(served.labels),
-        members=len(served.member.networks) if served.member is not None else 0, held_out=held_out,
+        members=served.member.count if served.member is not None else 0, held_out=held_out,
         metrics=metrics, int8_agreement=agreement, int8_max_difference=difference,
         checked_drawings=len(drawings), served_backend=served.backend, temperatures=temperatures,
     )
