@@ -14,6 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
+from griffon.launch import patient
 from service.settings import Settings, SettingsError
 from tests.conftest import shape
 from tests.service_server import in_process
@@ -390,5 +391,5 @@ def test_a_test_server_whose_port_was_taken_moves_to_another(
     monkeypatch.setattr(launch, "free_port", lambda: next(draws, None) or real())
     with launch.running_server({"GRIFFON_MODEL": str(tiny_checkpoint)}) as server:
         assert server.url != tight_server.url
-        assert httpx.get(server.url + "/healthz", timeout=10).status_code == 200
+        assert httpx.get(server.url + "/healthz", timeout=patient(10)).status_code == 200
     assert tight_server.alive()

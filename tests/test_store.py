@@ -616,7 +616,7 @@ def test_a_stalled_database_fails_a_game_write_quickly_instead_of_hanging(tmp_pa
 
             writer = threading.Thread(target=write)
             writer.start()
-            writer.join(10)
+            writer.join(patient(10))
             assert not writer.is_alive() and len(failed) == 1 and "busy" in str(failed[0])
         db.stalled_until = 0.0
         assert len(db.load_game("g").moves) == 1
