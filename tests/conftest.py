@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import hypothesis
 import numpy as np
 import pytest
 
@@ -24,6 +25,13 @@ from griffon.launch import Patience, patient, slowness
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_WORDS = ("circle", "square", "triangle", "line")
+
+# Hypothesis times each example (its deadline) and the making of examples (the too_slow health
+# check): on a busy machine neither says anything about the code.
+hypothesis.settings.register_profile(
+    "griffon", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("griffon")
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Several workers share the 2 cores: one compute thread each (and in the servers and training
