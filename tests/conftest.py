@@ -20,6 +20,7 @@ from pathlib import Path
 import hypothesis
 import numpy as np
 import pytest
+import pytest_timeout
 
 from griffon.launch import Patience, patient, slowness
 
@@ -232,8 +233,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 # pytest-timeout's limit (pyproject's ``timeout``) counts seconds on an idle machine: it is stretched
 # by the machine's load, read again while the test runs (griffon.launch.Patience), and time spent
 # building shared things (the tiny checkpoint) does not count.
-class TestLimit:
+class RunningLimit:
     """The running test's limit: a `Patience`, paused while shared things are built."""
+
+    current: RunningLimit | None = None  # the test running in this process
 
     def __init__(self, patience: Patience) -> None:
         self.patience = patience
@@ -244,13 +247,10 @@ class TestLimit:
         return 1.0 if self.paused_since is not None else self.patience.left()
 
 
-_running: dict[str, TestLimit] = {}
-
-
 @contextmanager
 def outside_the_time_limit() -> Iterator[None]:
     """Time spent in this block is not counted against the running test's limit."""
-    limit = _running.get("test")
+    limit = RunningLimit.current
     if limit is None or limit.paused_since is not None:
         yield
         return
@@ -271,16 +271,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_timeout_set_timer(item: pytest.Item, settings) -> bool | None:  # noqa: ANN001 - pytest-timeout's
-    """Arm the test's time limit as a `Patience`: when it rings before the stretched deadline, it is
-    set again for what is left. Only for pytest-timeout's ``signal`` method (Linux's default, the
-    main thread); otherwise pytest-timeout's own timer runs with the limit stretched once."""
-    import pytest_timeout
-
+def pytest_timeout_set_timer(item: pytest.Item, settings: pytest_timeout.Settings) -> bool:
+    """Arm the test's time limit as a `RunningLimit`: when the alarm rings before the stretched
+    deadline, it is set again for what is left. For pytest-timeout's ``signal`` method (Linux's
+    default, in the main thread); otherwise pytest-timeout's own timer, the limit stretched once."""
     if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
         pytest_timeout.pytest_timeout_set_timer(item, settings._replace(timeout=patient(settings.timeout)))
         return True
-    limit = _running["test"] = TestLimit(Patience(settings.timeout, f"{item.nodeid} had not finished"))
+    limit = RunningLimit.current = RunningLimit(Patience(settings.timeout, f"{item.nodeid} had not finished"))
 
     def ring(signum: int, frame: object) -> None:
         left = limit.left()
@@ -294,7 +292,7 @@ def pytest_timeout_set_timer(item: pytest.Item, settings) -> bool | None:  # noq
     def cancel() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        _running.pop("test", None)
+        RunningLimit.current = None
 
     item.cancel_timeout = cancel  # type: ignore[attr-defined] - pytest-timeout's cancel hook calls it
     signal.signal(signal.SIGALRM, ring)
