@@ -105,7 +105,7 @@ def fixture_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # The tiny checkpoint: trained once, kept on disk under the hash of what makes it (the training and
 # model code, this recipe, the fixture drawings, torch's version), so that later runs reuse it.
-TINY_RECIPE = ["--preset", "tiny", "--categories", "", "--epochs", "12", "--per-class", "24", "--ema", "0.9"]
+TINY_RECIPE = ["--categories", "", "--epochs", "12", "--per-class", "24", "--ema", "0.9"]  # after --data
 TRAINING_CODE = ("training", "model")
 
 
@@ -118,7 +118,7 @@ def tiny_checkpoint_key() -> str:
         for path in sorted((REPO / package).rglob("*")):
             if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
                 digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
-    recipe = [inspect.getsource(shape), inspect.getsource(write_fixture_folder), *TINY_RECIPE]
+    recipe = [inspect.getsource(shape), inspect.getsource(write_fixture_folder), "tiny", *TINY_RECIPE]
     digest.update("\0".join([*recipe, torch.__version__]).encode())
     return digest.hexdigest()[:16]
 
@@ -141,7 +141,7 @@ def build_tiny_checkpoint() -> Path:
             try:
                 data = write_fixture_folder(building / "quickdraw")
                 run = building / "run"
-                train(parse_config([*TINY_RECIPE, "--data", str(data), "--out", str(run),
+                train(parse_config(["--preset", "tiny", "--data", str(data), *TINY_RECIPE, "--out", str(run),
                                     "--cache", str(building / "prepared")]))
                 run.rename(out)  # whole or not at all
             finally:
@@ -181,12 +181,19 @@ def two_view_checkpoint(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPath
 
 
 @pytest.fixture(scope="session")
-def tight_server(tiny_checkpoint: Path):
+def tight_env() -> dict[str, str]:
+    """The settings `tight_server` runs with (tests/service_server.py's `tight_settings`)."""
+    from tests.service_server import tight_settings
+
+    return tight_settings()
+
+
+@pytest.fixture(scope="session")
+def tight_server(tiny_checkpoint: Path, tight_env: dict[str, str]):
     """The real service (uvicorn) with small limits and short timeouts, shared by the service tests."""
     from griffon.launch import running_server
-    from tests.service_server import TIGHT
 
-    with running_server({"GRIFFON_MODEL": str(tiny_checkpoint), **TIGHT}) as server:
+    with running_server({"GRIFFON_MODEL": str(tiny_checkpoint), **tight_env}) as server:
         yield server
 
 
@@ -230,7 +237,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 # -- the per-test time limit -------------------------------------------------------------------------
-# pytest-timeout's limit (pyproject's ``timeout``) counts seconds on an idle machine: it is stretched
+# pytest-timeout's limit (pyproject's ``timeout``) counts seconds on a quiet machine: it is stretched
 # by the machine's load, read again while the test runs (griffon.launch.Patience), and time spent
 # building shared things (the tiny checkpoint) does not count.
 class RunningLimit:

@@ -122,7 +122,7 @@ class Player(FrameReader):
         return time.monotonic()
 
     def until(self, test: Callable[[dict[str, Any]], bool], timeout: float = 15.0) -> dict[str, Any]:
-        """Read frames until one satisfies `test`; fails after `timeout` seconds on an idle machine,
+        """Read frames until one satisfies `test`; fails after `timeout` seconds on a quiet machine,
         longer on a busy one (`griffon.launch.Patience`)."""
         patience = Patience(timeout, "no matching frame came")
         while (left := patience.left()) > 0:

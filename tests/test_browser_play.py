@@ -37,7 +37,7 @@ TIMERS: dict[str, int] = {}
 
 
 def game_seconds(seconds: int, acting: int) -> int:
-    """A game timer for a test server: ``seconds`` on an idle machine, where the test's own moves in
+    """A game timer for a test server: ``seconds`` on a quiet machine, where the test's own moves in
     a turn take about ``acting`` seconds; on a busy machine the timer grows by what those moves
     grow by. Never whole minutes, which the rules panel would say in minutes."""
     stretched = min(600, round(seconds - acting + patient(acting)))
@@ -46,7 +46,7 @@ def game_seconds(seconds: int, acting: int) -> int:
 
 @pytest.fixture(scope="module")
 def server(request: pytest.FixtureRequest):
-    """25-second Kontour turns and 15-second Pictomania rounds (on an idle machine)."""
+    """25-second Kontour turns and 15-second Pictomania rounds (on a quiet machine)."""
     TIMERS["turn"], TIMERS["round"] = game_seconds(25, acting=10), game_seconds(15, acting=8)
     with play_server(
         request,
@@ -59,7 +59,7 @@ def server(request: pytest.FixtureRequest):
 
 @pytest.fixture(scope="module")
 def fast(request: pytest.FixtureRequest):
-    """12-second Kontour turns on an idle machine (room to choose and draw two lines before the
+    """12-second Kontour turns on a quiet machine (room to choose and draw two lines before the
     timer ends the turn) and a 1-point target: a game ends on the first word found."""
     TIMERS["fast turn"] = game_seconds(12, acting=8)
     timer = str(TIMERS["fast turn"])
@@ -69,7 +69,7 @@ def fast(request: pytest.FixtureRequest):
 
 
 def ms(seconds: float) -> int:
-    """A Playwright timeout (milliseconds): ``seconds`` on an idle machine, more on a busy one."""
+    """A Playwright timeout (milliseconds): ``seconds`` on a quiet machine, more on a busy one."""
     return round(patient(seconds) * 1000)
 
 

@@ -221,7 +221,7 @@ def test_the_service_prunes_at_start_and_then_every_period(tmp_path: Path) -> No
     from service.app import prune_forever
 
     async def playing(store: Store, gone: str) -> set[str]:
-        """The games still kept once `gone` has been pruned (fails after 10 s on an idle machine)."""
+        """The games still kept once `gone` has been pruned (fails after 10 s on a quiet machine)."""
         patience = Patience(10, f"{gone} was not pruned")
         while not patience.expired():
             ids = {g.id for g in store.load_unfinished_games()}
