@@ -18,6 +18,17 @@ one's data).
 deleted on exit. PostgreSQL refuses to run as root: as root the server runs as the ``postgres``
 system user (``runuser``). Raises `PostgresUnavailable` with the reason when the machine cannot start
 one (no binaries...).
+
+Waiting on a busy machine: every wait here is given in seconds on a quiet machine (at most
+`ORDINARY_LOAD` runnable processes per core: the test suite alone) and stretched by `slowness` (the
+load average per core over that, or ``GRIFFON_TEST_SLOWNESS``), read again while waiting: a run
+that starts on a quiet laptop and gets busy waits longer. `Patience` is such a deadline; `patient`
+stretches a one-off timeout; `eventually` polls a condition. When a wait gives up it raises
+`TooSlow`, whose message says whether the machine was busy:
+
+>>> eventually(lambda: server.alive(), 30, "the service was not up")
+TooSlow: the machine is slow (load 24.8 on 2 cores): the service was not up after 124 s (30 s
+allowed, x4.1 for the load)
 """
 
 from __future__ import annotations
@@ -31,14 +42,126 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
 REPO = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
+
+# ------------------------------------------------------------------------------------------------
+# Waiting on a busy machine
+
+SLOWNESS_VARIABLE = "GRIFFON_TEST_SLOWNESS"
+# The seconds given to a wait already allow for this many runnable processes per core: the test
+# suite's own four workers and their servers keep two cores about that busy.
+ORDINARY_LOAD = 3.0
+MAX_SLOWNESS = 30.0  # a wait never stretches beyond 30 times its given length
+BUSY = 1.5  # from this factor on, a wait that gives up blames the machine
+
+
+@dataclass(frozen=True)
+class Slowness:
+    """How many times longer than usual things take here now (`factor`, 1 to 30), and what it was
+    read from: the 1-minute load average per core this process may use, over `ORDINARY_LOAD`; or
+    ``GRIFFON_TEST_SLOWNESS`` when set."""
+
+    factor: float
+    load: float
+    cores: int
+    forced: bool = False
+
+    def describe(self) -> str:
+        """``load 12.4 on 2 cores`` (and the variable, when it sets the factor)."""
+        machine = f"load {self.load:.1f} on {self.cores} core{'s' if self.cores > 1 else ''}"
+        return f"{SLOWNESS_VARIABLE}={self.factor:g}, {machine}" if self.forced else machine
+
+
+def slowness() -> Slowness:
+    """The machine's slowness now (see `Slowness`); a bad ``GRIFFON_TEST_SLOWNESS`` raises ValueError."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load average on this system
+        load = 0.0
+    forced = os.environ.get(SLOWNESS_VARIABLE, "").strip()
+    if forced:
+        try:
+            factor = float(forced)
+        except ValueError:
+            factor = float("nan")
+        if not 1.0 <= factor <= MAX_SLOWNESS:  # also refuses nan
+            raise ValueError(f"{SLOWNESS_VARIABLE} must be a number from 1 to {MAX_SLOWNESS:g}: {forced!r}")
+        return Slowness(factor, load, cores, forced=True)
+    return Slowness(min(MAX_SLOWNESS, max(1.0, load / cores / ORDINARY_LOAD)), load, cores)
+
+
+def patient(seconds: float) -> float:
+    """``seconds`` on a quiet machine, stretched by the machine's slowness now: for one-off timeouts
+    (a subprocess, an HTTP request, a socket read)."""
+    return seconds * slowness().factor
+
+
+class TooSlow(TimeoutError):
+    """A wait gave up; the message says how busy the machine was."""
+
+
+class Patience:
+    """A deadline of ``seconds`` on a quiet machine, stretched by the worst slowness seen while
+    waiting (read again at each `left`). ``what`` completes the failure message: "the service was
+    not ready" gives "... the service was not ready after 40 s ..."."""
+
+    def __init__(self, seconds: float, what: str) -> None:
+        self.seconds, self.what = seconds, what
+        self.started = time.monotonic()
+        self.worst = slowness()
+        self.extra = 0.0  # seconds granted on top (`grant`)
+
+    def grant(self, seconds: float) -> None:
+        """Push the deadline back by ``seconds`` (time spent on something this deadline is not for)."""
+        self.extra += seconds
+
+    def left(self) -> float:
+        """Seconds left before the deadline (negative once past it)."""
+        now = slowness()
+        if now.factor > self.worst.factor:
+            self.worst = now
+        return self.started + self.extra + self.seconds * self.worst.factor - time.monotonic()
+
+    def expired(self) -> bool:
+        return self.left() <= 0
+
+    def failure(self, detail: str = "") -> TooSlow:
+        """The error to raise on giving up (``detail``: appended on its own lines, a log...)."""
+        waited = time.monotonic() - self.started
+        said = f"{self.what} after {waited:.0f} s"
+        if self.worst.forced:
+            message = f"{said} ({self.seconds:g} s, x{self.worst.factor:g}: {self.worst.describe()})"
+        elif self.worst.factor >= BUSY:
+            message = (f"the machine is slow ({self.worst.describe()}): {said} ({self.seconds:g} s allowed, "
+                       f"x{self.worst.factor:.1f} for the load)")
+        else:
+            message = f"{said}; the machine is not busy ({self.worst.describe()}): not a slowness problem"
+        return TooSlow(message + (f"\n{detail}" if detail else ""))
+
+
+def eventually(check: Callable[[], T], seconds: float, what: str, every: float = 0.05) -> T:
+    """Call ``check`` until it returns something true, and return that; gives up (`TooSlow`) after
+    ``seconds`` on a quiet machine (`Patience`). ``what`` names what did not happen: "the game was
+    not pruned"."""
+    patience = Patience(seconds, what)
+    while True:
+        result = check()
+        if result:
+            return result
+        if patience.expired():
+            raise patience.failure()
+        time.sleep(every)
+
 
 
 def free_port() -> int:
@@ -75,7 +198,8 @@ def running_server(
     WebSocket size) with ``env`` added to the environment, as ``workers`` processes.
 
     ``repo``: another checkout to run instead (benchmarks compare two commits); the command that
-    checkout has (``griffon.serve``, ``service.serve_cli`` or plain uvicorn) starts it."""
+    checkout has (``griffon.serve``, ``service.serve_cli`` or plain uvicorn) starts it.
+    ``startup_timeout``: seconds on a quiet machine, stretched on a busy one (`Patience`)."""
     port = free_port()
     env = dict(env or {})
     own_data = "GRIFFON_DATA_DIR" not in env and "GRIFFON_DATABASE_URL" not in env
@@ -151,8 +275,8 @@ def _listens(pid: int, port: int) -> bool:
 
 def _wait_ready(server: Server, timeout: float) -> None:
     port = int(server.url.rsplit(":", 1)[1])
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    patience = Patience(timeout, "the service was not ready")
+    while not patience.expired():
         if not server.alive():
             if "address already in use" in server.log().lower():
                 raise PortTaken(server.log())
@@ -164,7 +288,7 @@ def _wait_ready(server: Server, timeout: float) -> None:
         if answered and _listens(server.process.pid, port):
             return
         time.sleep(0.2)
-    raise RuntimeError(f"the service did not become ready within {timeout} s:\n{server.log()}")
+    raise patience.failure(server.log())
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -228,10 +352,13 @@ def running_postgres(durable: bool = False) -> Iterator[str]:
     if not durable:
         settings += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     try:
+        initdb = Patience(120, "PostgreSQL's initdb had not finished")
         _run([*prefix, str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=trust", "-E", "UTF8",
-              "--no-sync", "--no-instructions"], "initdb")
+              "--no-sync", "--no-instructions"], "initdb", initdb)
+        started = Patience(30, "PostgreSQL was not ready")
+        wait = max(1, round(started.left()))  # pg_ctl waits this long itself, then says so
         _run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", settings, "-l", str(log), "-w",
-              "-t", "30", "start"], "pg_ctl start", log)
+              "-t", str(wait), "start"], "pg_ctl start", started, log)
         try:
             yield f"postgresql://{USER}@127.0.0.1:{port}/postgres"
         finally:
@@ -241,11 +368,18 @@ def running_postgres(durable: bool = False) -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _run(command: list[str], what: str, log: Path | None = None) -> None:
+def _run(command: list[str], what: str, patience: Patience, log: Path | None = None) -> None:
+    """Run a PostgreSQL tool; `PostgresUnavailable` when it fails, `TooSlow` when it runs out of time
+    (a busy machine is no reason to skip the PostgreSQL tests)."""
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as error:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=max(1.0, patience.left()) + 30)
+    except subprocess.TimeoutExpired:
+        raise patience.failure() from None
+    except OSError as error:
         raise PostgresUnavailable(f"{what} failed: {error}") from None
     if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip()[-600:]
         tail = log.read_text(errors="replace")[-600:] if log is not None and log.exists() else ""
-        raise PostgresUnavailable(f"{what} failed: {(done.stderr or done.stdout).strip()[-600:]} {tail}")
+        if "did not start in time" in said:  # pg_ctl -t ran out
+            raise patience.failure(tail)
+        raise PostgresUnavailable(f"{what} failed: {said} {tail}")

@@ -1,20 +1,38 @@
-"""Shared fixtures: a small Quick, Draw! folder that our own code generates, and a tiny trained model."""
+"""Shared fixtures: a small Quick, Draw! folder that our own code generates, and a tiny trained model;
+the per-test time limit (pyproject's ``timeout``), stretched on a busy machine."""
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import math
 import os
 import shutil
+import signal
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import hypothesis
 import numpy as np
 import pytest
+import pytest_timeout
+
+from griffon.launch import Patience, patient, slowness
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_WORDS = ("circle", "square", "triangle", "line")
+
+# Hypothesis times each example (its deadline) and the making of examples (the too_slow health
+# check): on a busy machine neither says anything about the code.
+hypothesis.settings.register_profile(
+    "griffon", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("griffon")
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Several workers share the 2 cores: one compute thread each (and in the servers and training
@@ -85,28 +103,64 @@ def fixture_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_fixture_folder(tmp_path_factory.mktemp("quickdraw"))
 
 
-@pytest.fixture(scope="session")
-def tiny_checkpoint(fixture_data: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """A checkpoint from a seconds-long training run on the fixture folder, trained once for the
-    whole run: the pytest-xdist workers share it (the first one trains it, the others wait)."""
+# The tiny checkpoint: trained once, kept on disk under the hash of what makes it (the training and
+# model code, this recipe, the fixture drawings, torch's version), so that later runs reuse it.
+TINY_RECIPE = ["--categories", "", "--epochs", "12", "--per-class", "24", "--ema", "0.9"]  # after --data
+TRAINING_CODE = ("training", "model")
+
+
+def tiny_checkpoint_key() -> str:
+    """A hash of everything the tiny checkpoint is made from."""
+    import torch
+
+    digest = hashlib.sha256()
+    for package in TRAINING_CODE:
+        for path in sorted((REPO / package).rglob("*")):
+            if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    recipe = [inspect.getsource(shape), inspect.getsource(write_fixture_folder), "tiny", *TINY_RECIPE]
+    digest.update("\0".join([*recipe, torch.__version__]).encode())
+    return digest.hexdigest()[:16]
+
+
+def build_tiny_checkpoint() -> Path:
+    """The tiny checkpoint's path, trained first when no run (of any checkout of the same code) has
+    kept one: under ``<cache>/test-checkpoints/`` (``$GRIFFON_CACHE_DIR``, else ``~/.cache/griffon``).
+    Processes that need it at once wait for the one that trains it (a file lock)."""
     from filelock import FileLock
 
     from training.train import parse_config, train
+    from vocab.lexicon import cache_dir
 
-    root = tmp_path_factory.getbasetemp()
-    root = root if worker_id == "master" else root.parent  # the folder the workers have in common
-    out = root / "tiny-run"
-    with FileLock(str(root / "tiny-run.lock")):
+    folder = cache_dir() / "test-checkpoints"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"tiny-{tiny_checkpoint_key()}"
+    with FileLock(str(out) + ".lock"):
         if not (out / "model.pt").is_file():
-            config = parse_config(
-                [
-                    "--preset", "tiny", "--data", str(fixture_data), "--categories", "",
-                    "--out", str(out), "--cache", str(out / "cache"), "--epochs", "12",
-                    "--per-class", "24", "--ema", "0.9",
-                ]
-            )
-            train(config)
+            building = Path(tempfile.mkdtemp(prefix=out.name + ".building-", dir=folder))
+            try:
+                data = write_fixture_folder(building / "quickdraw")
+                run = building / "run"
+                train(parse_config(["--preset", "tiny", "--data", str(data), *TINY_RECIPE, "--out", str(run),
+                                    "--cache", str(building / "prepared")]))
+                run.rename(out)  # whole or not at all
+            finally:
+                shutil.rmtree(building, ignore_errors=True)
     return out / "model.pt"
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkpoint from a seconds-long training run on the fixture drawings (`build_tiny_checkpoint`):
+    trained at most once for all the pytest-xdist workers (and later runs), outside any test's time
+    limit; each worker has its own copy of the run's folder (model.pt, MODEL_CARD.md, train_log.json)."""
+    with outside_the_time_limit():
+        kept = build_tiny_checkpoint()
+    copy = tmp_path_factory.mktemp("tiny-run")
+    for path in kept.parent.iterdir():
+        if path.is_file():
+            shutil.copy(path, copy / path.name)
+    return copy / kept.name
 
 
 @pytest.fixture(scope="session")
@@ -127,12 +181,19 @@ def two_view_checkpoint(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPath
 
 
 @pytest.fixture(scope="session")
-def tight_server(tiny_checkpoint: Path):
+def tight_env() -> dict[str, str]:
+    """The settings `tight_server` runs with (tests/service_server.py's `tight_settings`)."""
+    from tests.service_server import tight_settings
+
+    return tight_settings()
+
+
+@pytest.fixture(scope="session")
+def tight_server(tiny_checkpoint: Path, tight_env: dict[str, str]):
     """The real service (uvicorn) with small limits and short timeouts, shared by the service tests."""
     from griffon.launch import running_server
-    from tests.service_server import TIGHT
 
-    with running_server({"GRIFFON_MODEL": str(tiny_checkpoint), **TIGHT}) as server:
+    with running_server({"GRIFFON_MODEL": str(tiny_checkpoint), **tight_env}) as server:
         yield server
 
 
@@ -173,3 +234,74 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             f"pytest-xdist ignored the worker groups ({lost[0]} has no @group suffix): "
             "install the pytest version pinned in pyproject.toml (make setup)"
         )
+
+
+# -- the per-test time limit -------------------------------------------------------------------------
+# pytest-timeout's limit (pyproject's ``timeout``) counts seconds on a quiet machine: it is stretched
+# by the machine's load, read again while the test runs (griffon.launch.Patience), and time spent
+# building shared things (the tiny checkpoint) does not count.
+class RunningLimit:
+    """The running test's limit: a `Patience`, paused while shared things are built."""
+
+    current: RunningLimit | None = None  # the test running in this process
+
+    def __init__(self, patience: Patience) -> None:
+        self.patience = patience
+        self.paused_since: float | None = None
+
+    def left(self) -> float:
+        """Seconds before the limit; while paused, a second (the alarm comes back to look)."""
+        return 1.0 if self.paused_since is not None else self.patience.left()
+
+
+@contextmanager
+def outside_the_time_limit() -> Iterator[None]:
+    """Time spent in this block is not counted against the running test's limit."""
+    limit = RunningLimit.current
+    if limit is None or limit.paused_since is not None:
+        yield
+        return
+    limit.paused_since = time.monotonic()
+    try:
+        yield
+    finally:
+        limit.patience.grant(time.monotonic() - limit.paused_since)
+        limit.paused_since = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse a bad ``GRIFFON_TEST_SLOWNESS`` before any test runs."""
+    try:
+        slowness()
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: pytest_timeout.Settings) -> bool:
+    """Arm the test's time limit as a `RunningLimit`: when the alarm rings before the stretched
+    deadline, it is set again for what is left. For pytest-timeout's ``signal`` method (Linux's
+    default, in the main thread); otherwise pytest-timeout's own timer, the limit stretched once."""
+    if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
+        pytest_timeout.pytest_timeout_set_timer(item, settings._replace(timeout=patient(settings.timeout)))
+        return True
+    limit = RunningLimit.current = RunningLimit(Patience(settings.timeout, f"{item.nodeid} had not finished"))
+
+    def ring(signum: int, frame: object) -> None:
+        left = limit.left()
+        if left > 0:
+            signal.setitimer(signal.ITIMER_REAL, left)
+            return
+        __tracebackhide__ = True
+        pytest_timeout.dump_stacks(item.config.get_terminal_writer())
+        pytest.fail(str(limit.patience.failure("(the limit: pyproject.toml's pytest timeout)")))
+
+    def cancel() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        RunningLimit.current = None
+
+    item.cancel_timeout = cancel  # type: ignore[attr-defined] - pytest-timeout's cancel hook calls it
+    signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, limit.left()))
+    return True

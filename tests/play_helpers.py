@@ -13,7 +13,7 @@ import httpx
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
-from griffon.launch import Server, running_server
+from griffon.launch import Patience, Server, patient, running_server
 from service.play.session import apply_update
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights" / "griffon-default.pt"
@@ -53,7 +53,7 @@ def play_server(request: pytest.FixtureRequest, **extra: str) -> Iterator[Server
 
 def new_game(server: Server, **body: Any) -> dict[str, Any]:
     """POST /v1/play; returns the JSON (asserting 201)."""
-    response = httpx.post(server.url + "/v1/play", json=body, timeout=10)
+    response = httpx.post(server.url + "/v1/play", json=body, timeout=patient(10))
     assert response.status_code == 201, response.text
     return response.json()
 
@@ -91,7 +91,7 @@ class FrameReader:
         return frame
 
     def until(self, test: Callable[[dict[str, Any]], bool], timeout: float = 15.0) -> dict[str, Any]:
-        """Read frames until one satisfies `test`; fails after `timeout` seconds."""
+        """Read frames until one satisfies `test`; fails after `timeout` seconds of `clock`."""
         end = self.clock() + timeout
         while self.clock() < end:
             frame = self.recv(max(0.01, end - self.clock()))
@@ -116,10 +116,20 @@ class Player(FrameReader):
 
     def __init__(self, server: Server, game: dict[str, Any]) -> None:
         super().__init__()
-        self.ws: ClientConnection = connect(server.ws_url + game["ws"], open_timeout=10).__enter__()
+        self.ws: ClientConnection = connect(server.ws_url + game["ws"], open_timeout=patient(10)).__enter__()
 
     def clock(self) -> float:
         return time.monotonic()
+
+    def until(self, test: Callable[[dict[str, Any]], bool], timeout: float = 15.0) -> dict[str, Any]:
+        """Read frames until one satisfies `test`; fails after `timeout` seconds on a quiet machine,
+        longer on a busy one (`griffon.launch.Patience`)."""
+        patience = Patience(timeout, "no matching frame came")
+        while (left := patience.left()) > 0:
+            frame = self.recv(max(0.01, left))
+            if frame is not None and test(frame):
+                return frame
+        raise AssertionError(str(patience.failure(f"last frames: {self.frames[-3:]}")))
 
     def send(self, frame: Any) -> None:
         self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))

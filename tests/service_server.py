@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-# Small limits and short timeouts: one real server (``tight_server`` in conftest) shared by the
-# bot protocol, solo game and attack tests.
+from griffon.launch import slowness
+
+# Small limits and short timeouts: one real server (``tight_server`` in conftest, started with
+# `tight_settings`) shared by the bot protocol, solo game and attack tests.
 TIGHT = {
     "GRIFFON_MAX_MESSAGE_RATE": "5",
     "GRIFFON_MAX_MESSAGE_BURST": "5",
@@ -29,6 +31,18 @@ TIGHT = {
     "GRIFFON_MAX_FRAME_BYTES": "4096",
     "GRIFFON_TRANSCRIPT_BYTES": "2048",
 }
+# The timeouts among them, in seconds on a quiet machine.
+TIGHT_TIMEOUTS = ("GRIFFON_BOT_IDLE_TIMEOUT_S", "GRIFFON_IDLE_EXPIRY_S", "GRIFFON_GAME_IDLE_TIMEOUT_S",
+                  "GRIFFON_HEADER_TIMEOUT_S", "GRIFFON_BODY_TIMEOUT_S", "GRIFFON_KEEP_ALIVE_S")
+
+
+def tight_settings() -> dict[str, str]:
+    """`TIGHT` with its timeouts stretched by the machine's slowness now: on a busy machine a test's
+    ordinary request or pause must not look like a stalled client to the server. Tests read the
+    values the server runs with here (``tight_env``), formatted as the server writes them."""
+    factor = slowness().factor
+    return {name: f"{round(float(value) * factor, 1):g}" if name in TIGHT_TIMEOUTS else value
+            for name, value in TIGHT.items()}
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from tests.test_browser_play import (  # noqa: F401 - fixtures are found by name
     PORTRAIT,
     browser,
     drag,
+    ms,
     page,
     pytestmark,
     server,
@@ -54,7 +55,7 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     shot(page, "pictomania-round")
     page.click("#done")
     # The recap: every drawing with its word, and every bet on it, right or wrong.
-    expect(page.locator(".results-box")).to_be_visible(timeout=15_000)
+    expect(page.locator(".results-box")).to_be_visible(timeout=ms(15))
     recap = page.get_by_test_id("recap")
     expect(recap.locator(".recap-item")).to_have_count(3)
     expect(recap.locator(".recap-item canvas.mini")).to_have_count(3)
@@ -72,7 +73,7 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     page.click("#done")  # the round ends when the AIs have taken the other bonus tokens
     # The end of the game: the winner, every round's score, and each round's drawings again.
     expect(page.locator(".results-box h2").first).to_have_text(
-        re.compile("Victoire|Fin de partie"), timeout=25_000
+        re.compile("Victoire|Fin de partie"), timeout=ms(25)
     )
     expect(page.get_by_test_id("summary").locator("tbody tr")).to_have_count(3)
     expect(page.get_by_test_id("summary").locator("thead th")).to_have_text(["Joueur", "M1", "M2", "Total"])

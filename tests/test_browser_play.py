@@ -5,14 +5,15 @@ that a phone (390 x 844, both ways up) shows everything a turn needs without scr
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
 
+from griffon.launch import Patience, patient
 from tests.play_helpers import HAS_WEIGHTS, HOUSE, play_server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -31,12 +32,26 @@ pytestmark = [
 SHOTS = Path(os.environ.get("GRIFFON_SCREENSHOTS", "/tmp/griffon-screenshots"))
 
 
+# The game timers of the test servers, in seconds (set by their fixtures: see `game_seconds`).
+TIMERS: dict[str, int] = {}
+
+
+def game_seconds(seconds: int, acting: int) -> int:
+    """A game timer for a test server: ``seconds`` on a quiet machine, where the test's own moves in
+    a turn take about ``acting`` seconds; on a busy machine the timer grows by what those moves
+    grow by. Never whole minutes, which the rules panel would say in minutes."""
+    stretched = min(600, round(seconds - acting + patient(acting)))
+    return stretched + 1 if stretched % 60 == 0 else stretched
+
+
 @pytest.fixture(scope="module")
 def server(request: pytest.FixtureRequest):
+    """25-second Kontour turns and 15-second Pictomania rounds (on a quiet machine)."""
+    TIMERS["turn"], TIMERS["round"] = game_seconds(25, acting=10), game_seconds(15, acting=8)
     with play_server(
         request,
-        GRIFFON_PLAY_KONTOUR_TIMER_S="25",
-        GRIFFON_PLAY_PICTOMANIA_ROUND_S="15",
+        GRIFFON_PLAY_KONTOUR_TIMER_S=str(TIMERS["turn"]),
+        GRIFFON_PLAY_PICTOMANIA_ROUND_S=str(TIMERS["round"]),
         GRIFFON_GAMES_PER_CLIENT="10",  # every test plays from 127.0.0.1
     ) as running:
         yield running
@@ -44,18 +59,26 @@ def server(request: pytest.FixtureRequest):
 
 @pytest.fixture(scope="module")
 def fast(request: pytest.FixtureRequest):
-    """12-second Kontour turns (room for a slow, loaded CI machine to choose and draw two lines before
-    the timer ends the turn) and a 1-point target: a game ends on the first word found."""
-    with play_server(request, GRIFFON_PLAY_KONTOUR_TARGET="1", GRIFFON_PLAY_KONTOUR_TIMER_S="12",
+    """12-second Kontour turns on a quiet machine (room to choose and draw two lines before the
+    timer ends the turn) and a 1-point target: a game ends on the first word found."""
+    TIMERS["fast turn"] = game_seconds(12, acting=8)
+    timer = str(TIMERS["fast turn"])
+    with play_server(request, GRIFFON_PLAY_KONTOUR_TARGET="1", GRIFFON_PLAY_KONTOUR_TIMER_S=timer,
                      GRIFFON_GAMES_PER_CLIENT="10") as running:
         yield running
+
+
+def ms(seconds: float) -> int:
+    """A Playwright timeout (milliseconds): ``seconds`` on a quiet machine, more on a busy one."""
+    return round(patient(seconds) * 1000)
 
 
 @pytest.fixture(scope="module")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api")
+    sync_api.expect.set_options(timeout=ms(5))  # Playwright's default for `expect`, stretched
     with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, timeout=ms(30))
         yield chromium
         chromium.close()
 
@@ -63,6 +86,7 @@ def browser():
 def page_in(browser, **context_options):
     """A page in a new browser context; fails the test on any JavaScript error it raised."""
     context = browser.new_context(**context_options)
+    context.set_default_timeout(ms(30))  # Playwright's default for actions and waits, stretched
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -177,9 +201,9 @@ def test_kontour_draw_lines_see_the_ai_guess_and_resume_after_a_reload(page, ser
     expect(page.get_by_test_id("lines")).to_have_text("Traits : 6 / 15")
     drag(page, (60, 60), (62, 61))  # a dot: ignored by the page, not sent
     expect(page.get_by_test_id("lines")).to_have_text("Traits : 6 / 15")
-    expect(page.get_by_test_id("timer")).to_have_text(re.compile(r"^\d+ s$"))
+    expect(page.get_by_test_id("timer")).to_have_text(re.compile(r"^(\d+ s|\d+:\d\d)$"))  # 42 s, 1:05
     if HAS_WEIGHTS:  # the shipped recognizer: the AI's guesses appear live in the feed
-        expect(page.locator("#feed li.guess[data-player=ia1]").first).to_be_visible(timeout=15_000)
+        expect(page.locator("#feed li.guess[data-player=ia1]").first).to_be_visible(timeout=ms(15))
         page.locator("#feed li.guess .chip.hors").first.click()  # the person's « hors sujet »
         expect(page.locator("#feed .badge.hors_sujet").first).to_be_visible()
     shot(page, "kontour-drawing")
@@ -187,7 +211,7 @@ def test_kontour_draw_lines_see_the_ai_guess_and_resume_after_a_reload(page, ser
     expect(page.get_by_test_id("lines")).to_have_text("Traits : 6 / 15")
     expect(page.locator(".status")).to_contain_text("Faites deviner")
     # The turn ends; the AI draws next and the person guesses by typing.
-    expect(page.locator(".status")).to_contain_text("Plume dessine", timeout=30_000)
+    expect(page.locator(".status")).to_contain_text("Plume dessine", timeout=ms(5) + TIMERS["turn"] * 1000)
     expect(page.locator("#guess")).to_be_focused()  # ready to type as soon as the AI draws
     page.fill("#guess", "zèbre")
     page.press("#guess", "Enter")
@@ -197,11 +221,11 @@ def test_kontour_draw_lines_see_the_ai_guess_and_resume_after_a_reload(page, ser
     shot(page, "kontour-guessing")
 
 
-def relay_losing_frames(page, syncs_to_drop: int) -> list[tuple[float, dict]]:
+def relay_losing_frames(page, syncs_to_drop: int) -> list[dict]:
     """Relay the game socket through Playwright, dropping the server's third update about the
     person's strokes and the page's first `syncs_to_drop` sync frames (as the server's rate limit
-    drops frames without a word). Returns every frame the page sent, with its time."""
-    sent: list[tuple[float, dict]] = []
+    drops frames without a word). Returns every frame the page sent, in order."""
+    sent: list[dict] = []
     updates = {"seen": 0}
 
     def relay(ws) -> None:
@@ -209,8 +233,8 @@ def relay_losing_frames(page, syncs_to_drop: int) -> list[tuple[float, dict]]:
 
         def from_page(message) -> None:
             frame = json.loads(message)
-            sent.append((time.monotonic(), frame))
-            if frame["type"] == "sync" and sum(f["type"] == "sync" for _, f in sent) <= syncs_to_drop:
+            sent.append(frame)
+            if frame["type"] == "sync" and sum(f["type"] == "sync" for f in sent) <= syncs_to_drop:
                 return  # lost on the way
             upstream.send(message)
 
@@ -231,19 +255,32 @@ def relay_losing_frames(page, syncs_to_drop: int) -> list[tuple[float, dict]]:
     return sent
 
 
-def four_lines_in_pictomania(page, server, check_first: int = 0):
+def four_lines_in_pictomania(page, server, check_first: int = 0, pause_at: datetime.datetime | None = None):
     """Start a Pictomania game and draw four lines, checking that the first `check_first` of them
-    show at once; returns the drawing tools' locator (``data-strokes``: the strokes shown)."""
+    show at once; returns the drawing tools' locator (``data-strokes``: the strokes shown).
+    ``pause_at``: the page's clock (installed by the caller) stops there once the game is shown."""
     from playwright.sync_api import expect
 
     start(page, server, "pictomania", opponents=2, level="easy", seed=4)
     expect(page.locator(".card")).to_have_count(6)
+    if pause_at is not None:
+        page.clock.pause_at(pause_at)
     tools = page.locator(".draw-tools")
     for i in range(4):
         drag(page, (30, 40 + 40 * i), (220, 50 + 40 * i))
         if i < check_first:
             expect(tools).to_have_attribute("data-strokes", str(i + 1))
     return tools
+
+
+def syncs_sent(page, sent: list[dict], count: int) -> None:
+    """Wait until the page has sent `count` sync frames (Playwright delivers the relay's messages
+    while the test waits in a Playwright call)."""
+    patience = Patience(10, f"the page had not sent {count} sync frames")
+    while sum(f["type"] == "sync" for f in sent) < count:
+        if patience.expired():
+            raise patience.failure(f"frames sent: {sent}")
+        page.wait_for_timeout(50)
 
 
 def test_a_lost_update_frame_makes_the_page_ask_for_the_whole_state(page, server) -> None:
@@ -254,19 +291,27 @@ def test_a_lost_update_frame_makes_the_page_ask_for_the_whole_state(page, server
     sent = relay_losing_frames(page, syncs_to_drop=0)
     tools = four_lines_in_pictomania(page, server, check_first=2)
     expect(tools).to_have_attribute("data-strokes", "4")
-    assert [f for _, f in sent if f["type"] == "sync"], "the page did not ask for the state"
+    assert [f for f in sent if f["type"] == "sync"], "the page did not ask for the state"
 
 
 def test_a_lost_sync_frame_is_sent_again(page, server) -> None:
     """The relay drops the server's third update AND the page's first sync: the page asks again
-    after ~2 s and catches up."""
+    once the sync has gone 2 s unanswered on its own clock (moved by the test), not before, and
+    catches up."""
     from playwright.sync_api import expect
 
     sent = relay_losing_frames(page, syncs_to_drop=1)
-    tools = four_lines_in_pictomania(page, server)
-    expect(tools).to_have_attribute("data-strokes", "4", timeout=10_000)
-    syncs = [t for t, f in sent if f["type"] == "sync"]
-    assert len(syncs) >= 2 and syncs[1] - syncs[0] >= 1.5, syncs
+    dawn = datetime.datetime(2025, 6, 1, 8, 0, 0)
+    page.clock.install(time=dawn)  # the page's timers: real time until paused
+    tools = four_lines_in_pictomania(page, server, pause_at=dawn + datetime.timedelta(hours=1))
+    syncs_sent(page, sent, 1)  # the gap seen: a sync, lost
+    page.clock.run_for(1900)
+    page.wait_for_timeout(200)
+    assert sum(f["type"] == "sync" for f in sent) == 1, "the sync was sent again before 2 s"
+    page.clock.run_for(200)
+    syncs_sent(page, sent, 2)
+    expect(tools).to_have_attribute("data-strokes", "4")
+    assert sum(f["type"] == "sync" for f in sent) == 2
 
 
 def test_the_rules_panel_in_both_games_and_the_setup_form(page, server) -> None:
@@ -297,7 +342,7 @@ def test_the_rules_panel_in_both_games_and_the_setup_form(page, server) -> None:
     expect(page.locator(".card")).to_have_count(6)
     page.click("#rules-open")
     expect(rules.get_by_role("tab", name="Pictomania")).to_have_attribute("aria-selected", "true")
-    expect(rules).to_contain_text("au bout de 15 secondes")  # GRIFFON_PLAY_PICTOMANIA_ROUND_S
+    expect(rules).to_contain_text(f"au bout de {TIMERS['round']} secondes")  # GRIFFON_PLAY_PICTOMANIA_ROUND_S
     page.keyboard.press("Escape")
     expect(rules).to_be_hidden()
 
@@ -334,7 +379,8 @@ def test_kontour_on_a_phone_both_ways_up_to_the_last_word(phone, fast) -> None:
     cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x1, "y": y1}]})
     assert blue_pixels(page) > 0  # the dashed preview
     # Plume draws; the guess box and its button are on screen both ways up.
-    expect(page.locator(".status")).to_contain_text("Plume dessine", timeout=30_000)
+    turn_over = ms(18) + TIMERS["fast turn"] * 1000
+    expect(page.locator(".status")).to_contain_text("Plume dessine", timeout=turn_over)
     assert blue_pixels(page) == 0
     cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
     expect(page.locator(".toast.error")).to_have_count(0)
@@ -350,14 +396,14 @@ def test_kontour_on_a_phone_both_ways_up_to_the_last_word(phone, fast) -> None:
         ):
             in_view(page, selector)
     page.click("#rules-open")
-    expect(page.locator("#rules")).to_contain_text("12 secondes")  # this table's timer
+    expect(page.locator("#rules")).to_contain_text(f"{TIMERS['fast turn']} secondes")  # this table's timer
     in_view(page, "#rules-close")
     page.click("#rules-close")
     # Finding Plume's orange word ends the 1-point game (Plume 2, the person 1): the last word
     # comes first.
     page.fill("#guess", "Grande Muraille de Chine")
     page.press("#guess", "Enter")
-    expect(page.get_by_test_id("game-over")).to_be_visible(timeout=20_000)
+    expect(page.get_by_test_id("game-over")).to_be_visible(timeout=ms(20))
     expect(page.get_by_test_id("last-word")).to_have_text("Grande Muraille de Chine")
     expect(page.get_by_test_id("game-over")).to_contain_text("Trouvé par vous")
     expect(page.get_by_test_id("game-over")).to_contain_text("Gagnant : Plume")

@@ -24,6 +24,7 @@ from games.ai.pack import (
     read_pack,
     vary,
 )
+from griffon.launch import patient
 from tests.conftest import FIXTURE_WORDS, REPO, write_fixture_folder
 from training.data import assign_splits, load_dataset
 from training.pack import DEFAULT_PER_WORD, build_pack, deck_words
@@ -108,7 +109,7 @@ def test_the_pack_loads_without_a_data_folder_or_training(tmp_path: Path) -> Non
     )
     env = {"GRIFFON_DATA": str(tmp_path / "nothing"), "PATH": "/usr/bin:/bin"}
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=60)
+                            text=True, timeout=patient(60))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 

@@ -16,6 +16,7 @@ import torch
 import typer
 from typer.testing import CliRunner
 
+from griffon.launch import patient
 from model.checkpoint import save_checkpoint
 from model.network import create_model
 from model.raster import RasterSpec
@@ -151,6 +152,6 @@ def test_bad_inputs(cli: typer.Typer, tiny_checkpoint: Path, fixture_data: Path,
 def test_error_exit_without_traceback(fixture_data: Path, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "griffon.cli", "eval", "--model", str(tmp_path / "missing.pt"),
                "--data", str(fixture_data), "--out", str(tmp_path)]  # fmt: skip
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=patient(120))
     assert done.returncode == 1
     assert "error: no checkpoint at" in done.stderr and "Traceback" not in done.stderr

@@ -15,6 +15,7 @@ import pytest
 from games.core import BadSetup
 from games.pictomania import PictomaniaRules
 from games.words import kontour_deck, load_game_words, synthetic_kontour_deck
+from griffon.launch import patient
 from vocab import kontour_deck as real_kontour
 from vocab import pictomania_deck as real_pictomania
 
@@ -41,7 +42,7 @@ def test_a_fresh_clone_with_no_data_folder_deals_the_real_decks(tmp_path: Path) 
     if "GRIFFON_CACHE_DIR" in os.environ:
         env["GRIFFON_CACHE_DIR"] = os.environ["GRIFFON_CACHE_DIR"]
     out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=120, check=True)
+                         text=True, timeout=patient(120), check=True)
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found["kontour"] == len(real_kontour())  # all of them (84 today)
     assert found["pictomania_real"] and found["pictomania"] == len(real_pictomania())

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from griffon.launch import patient
 from model import CheckpointError, DrawingError, Guess, Guesser
 from model.network import REGISTRY, create_model
 from tests.conftest import FIXTURE_WORDS, REPO, shape
@@ -175,7 +176,7 @@ def test_ddp_training_with_two_cpu_processes(
         "--cache", str(tmp_path / "cache"), "--epochs", "2",
         "--teacher", str(teacher), "--teacher-backend", "onnx-int8",
     ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=240)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=patient(240))
     assert result.returncode == 0, result.stderr[-2000:]
     metrics = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
     assert metrics["epochs_run"] == 2

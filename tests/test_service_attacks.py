@@ -12,13 +12,12 @@ import asyncio
 import json
 import logging
 import socket
-import time
 
 import httpx
 import pytest
 import websockets
 
-from griffon.launch import Server
+from griffon.launch import Patience, Server, patient
 from griffon.serve import drop_query_strings
 
 ATTACKER = "127.0.0.2"  # Linux routes all of 127/8 to lo: another client address, same machine
@@ -29,36 +28,37 @@ def open_half_requests(server: Server, count: int) -> list[socket.socket]:
     port = int(server.url.rsplit(":", 1)[1])
     sockets = []
     for _ in range(count):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(ATTACKER, 0))
+        sock = socket.create_connection(("127.0.0.1", port), timeout=patient(5), source_address=(ATTACKER, 0))
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         sockets.append(sock)
     return sockets
 
 
-def closed_by_server(sock: socket.socket, deadline: float) -> bytes | None:
-    """What the server sent before closing (None: still open at ``deadline``)."""
+def closed_by_server(sock: socket.socket, patience: Patience) -> bytes:
+    """What the server sent before closing; fails (`TooSlow`) while still open past ``patience``."""
     received = b""
-    while time.monotonic() < deadline:
-        sock.settimeout(max(0.01, deadline - time.monotonic()))
+    while (left := patience.left()) > 0:
+        sock.settimeout(max(0.01, left))
         try:
             chunk = sock.recv(4096)
         except TimeoutError:
-            return None
+            continue
         except ConnectionResetError:
             return received
         if not chunk:
             return received
         received += chunk
-    return None
+    raise patience.failure(f"received: {received[:200]!r}")
 
 
-def test_half_sent_requests_are_dropped_and_others_are_served(tight_server: Server) -> None:
+def test_half_sent_requests_are_dropped_and_others_are_served(tight_server: Server, tight_env: dict) -> None:
     sockets = open_half_requests(tight_server, 24)  # the per-address cap here is 16
     try:
-        started = time.monotonic()
-        assert httpx.get(tight_server.url + "/healthz", timeout=5).status_code == 200  # from .1
-        answers = [closed_by_server(s, started + 4.0) for s in sockets]
-        assert all(a is not None for a in answers), "a half-sent request is still held after 4 s"
+        assert httpx.get(tight_server.url + "/healthz", timeout=patient(5)).status_code == 200  # from .1
+        # past the header timeout (1 s on a quiet machine) every half-sent request is dropped
+        header_timeout = float(tight_env["GRIFFON_HEADER_TIMEOUT_S"])
+        patience = Patience(header_timeout + 3, "a half-sent request was still held")
+        answers = [closed_by_server(s, patience) for s in sockets]
         timed_out = [a for a in answers if a.startswith(b"HTTP/1.1 408")]
         refused = [a for a in answers if a == b""]
         assert len(timed_out) == 16 and len(refused) == 8, answers
@@ -67,14 +67,15 @@ def test_half_sent_requests_are_dropped_and_others_are_served(tight_server: Serv
             sock.close()
 
 
-def test_a_stalled_body_gets_408(tight_server: Server) -> None:
+def test_a_stalled_body_gets_408(tight_server: Server, tight_env: dict) -> None:
     port = int(tight_server.url.rsplit(":", 1)[1])
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=patient(5)) as sock:
         sock.sendall(b"POST /v1/match HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 100\r\n\r\n{\"answer\": ")
-        answer = closed_by_server(sock, time.monotonic() + 4.0)
-    assert answer is not None and answer.startswith(b"HTTP/1.1 408"), answer
-    assert b'"error":"timeout","message":"no request data for 1 s"' in answer
+        timeout = tight_env["GRIFFON_BODY_TIMEOUT_S"]  # 1 s on a quiet machine
+        answer = closed_by_server(sock, Patience(float(timeout) + 3, "the stalled body was still waited for"))
+    assert answer.startswith(b"HTTP/1.1 408"), answer
+    assert f'"error":"timeout","message":"no request data for {timeout} s"'.encode() in answer
 
 
 def test_websockets_from_a_foreign_origin_are_refused(tight_server: Server) -> None:
@@ -109,7 +110,7 @@ def test_hostile_frames_get_typed_errors_and_no_traceback(tight_server: Server) 
         return codes
 
     assert asyncio.run(scenario()) == ["bad_json", "bad_json", "invalid_frame"]  # ids: |n| <= 2**53
-    long_name = httpx.get(tight_server.url + "/static/" + "a" * 300 + ".js", timeout=5)
+    long_name = httpx.get(tight_server.url + "/static/" + "a" * 300 + ".js", timeout=patient(5))
     assert long_name.status_code == 404 and long_name.json()["error"] == "not_found"
     assert "Traceback" not in tight_server.log()
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import websockets
 
-from griffon.launch import REPO, Server, running_server
+from griffon.launch import REPO, Server, eventually, patient, running_server
 from tests.conftest import shape
 
 WORDS = ["square", "circle", "triangle", "line"]
@@ -53,14 +53,15 @@ class Room:
         await self.ws.send(frame if isinstance(frame, str | bytes) else json.dumps(frame))
 
     async def recv(self, timeout: float = 5.0) -> dict:
-        return json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+        """The next frame; TimeoutError after ``timeout`` seconds on a quiet machine, longer on a busy one."""
+        return json.loads(await asyncio.wait_for(self.ws.recv(), patient(timeout)))
 
     async def ask(self, frame: dict | str | bytes, timeout: float = 5.0) -> dict:
         await self.send(frame)
         return await self.recv(timeout)
 
     async def quiet(self, seconds: float) -> list[dict]:
-        """Every frame received within ``seconds``."""
+        """Every frame received until none comes for ``seconds`` (stretched on a busy machine)."""
         frames = []
         try:
             while True:
@@ -82,7 +83,7 @@ def run(coro: Any) -> Any:
 
 
 async def connect(server: Server) -> Any:
-    return await websockets.connect(server.ws_url + "/v1/bot")
+    return await websockets.connect(server.ws_url + "/v1/bot", open_timeout=patient(10))
 
 
 # -- a full round --------------------------------------------------------------------------------
@@ -92,7 +93,7 @@ def test_example_room_client_plays_a_full_round(server: Server, tmp_path: Path) 
     command = [sys.executable, "examples/room_client.py", "--url", server.ws_url + "/v1/bot",
                "--drawing", str(path), "--difficulty", "hard", "--speed", "2", "--linger", "10",
                "--candidates", *WORDS]
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=patient(60))
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["found"] is True
@@ -250,14 +251,15 @@ def test_rate_limit_then_flooding_closes(tight: Server) -> None:
             frames = [await room.recv(10.0), *await room.quiet(0.5)]
             pongs = [f for f in frames if f["type"] == "pong"]
             errors = [f for f in frames if f["type"] == "error"]
-            assert 5 <= len(pongs) <= 6 and [e["code"] for e in errors] == ["rate_limited"]
+            # the burst of 5 answered (more if tokens came back meanwhile: a busy machine), the rest
+            # dropped after one warning
+            assert 5 <= len(pongs) < 8 and [e["code"] for e in errors] == ["rate_limited"], frames
             assert errors[0]["message"] == "more than 5 frames/s: frames are being dropped"
             await asyncio.sleep(1.2)  # tokens come back
             assert await room.ask({"type": "ping"}) == {"type": "pong"}
             with pytest.raises(websockets.ConnectionClosed) as closed:
-                for _ in range(100):
+                for _ in range(100):  # at once: far more than 20 refused in a row, however slow the machine
                     await room.send({"type": "ping"})
-                    await asyncio.sleep(0.005)
                 await room.quiet(2.0)
                 await room.recv(2.0)
             assert closed.value.rcvd.code == 4429
@@ -265,14 +267,16 @@ def test_rate_limit_then_flooding_closes(tight: Server) -> None:
     run(scenario())
 
 
-def test_idle_connection_times_out(tight: Server) -> None:
+def test_idle_connection_times_out(tight: Server, tight_env: dict) -> None:
+    idle = tight_env["GRIFFON_BOT_IDLE_TIMEOUT_S"]  # 2.5 s on a quiet machine
+
     async def scenario() -> None:
         async with await connect(tight) as ws:
             room = Room(ws)
             await room.ask({"type": "hello", "versions": [1]})
-            error = await room.recv(5.0)
+            error = await room.recv(float(idle) + 2.5)
             assert error == {"type": "error", "code": "idle_timeout",
-                             "message": "no frame for 2.5 s: closing"}
+                             "message": f"no frame for {idle} s: closing"}
             with pytest.raises(websockets.ConnectionClosed) as closed:
                 await room.recv(5.0)
             assert closed.value.rcvd.code == 4408
@@ -308,12 +312,12 @@ def test_dropped_client_mid_round(server: Server) -> None:
         return welcome["session"], welcome["transcript_key"]
 
     session, key = run(scenario())
-    for _ in range(50):
+
+    def ended() -> dict | None:
         transcript = httpx.get(f"{server.url}/v1/bot/sessions/{session}", params={"key": key}).json()
-        if not transcript["live"]:
-            break
-        run(asyncio.sleep(0.1))
-    assert transcript["live"] is False
+        return None if transcript["live"] else transcript
+
+    transcript = eventually(ended, 5, "the dropped client's session was still live")
     assert transcript["events"][-1]["kind"] == "round_end"
     assert transcript["events"][-1]["why"] == "disconnected"
     assert httpx.get(server.url + "/healthz").json()["status"] == "ok"
@@ -428,7 +432,7 @@ def test_room_drawings_when_accepted_are_bounded_per_address_and_day(tiny_checkp
         with http.websocket_connect("/v1/bot") as ws:  # a new session from the same address
             overs += consented_rounds(ws, 1)
         store = http.app.state.store
-        store._background_writer.flush(timeout=10)
+        store._background_writer.flush(timeout=patient(10))
         assert [o["drawing_kept"] for o in overs] == [True, True, False]
         assert store.drawing_counts() == {"square": 2}
         assert {d.game for d in store.iter_drawings()} == {"room"}

@@ -8,7 +8,6 @@ while the person guesses) in process on a clock the test moves (tests/local_play
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import httpx
@@ -17,6 +16,7 @@ from starlette.websockets import WebSocketDisconnect
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from griffon.launch import Patience, Server, eventually, patient
 from tests.local_play import LocalTable
 from tests.play_helpers import HAS_WEIGHTS, HOUSE, Player, has_event, model_env, new_game, play_server
 from tests.service_server import in_process
@@ -24,8 +24,11 @@ from tests.service_server import in_process
 
 @pytest.fixture(scope="module")
 def server(request: pytest.FixtureRequest):
-    # Pictomania rounds of 12 s: the AI players start drawing several seconds into a round.
-    with play_server(request, GRIFFON_PLAY_PICTOMANIA_ROUND_S="12") as running:
+    # Pictomania rounds of 12 s: the AI players start drawing several seconds into a round. No test
+    # here waits for a Kontour turn to run out: 60-second turns, so that a busy machine never sees a
+    # turn end between two moves of a test.
+    timers = {"GRIFFON_PLAY_PICTOMANIA_ROUND_S": "12", "GRIFFON_PLAY_KONTOUR_TIMER_S": "60"}
+    with play_server(request, **timers) as running:
         yield running
 
 
@@ -61,7 +64,7 @@ def is_state(frame: dict) -> bool:
     ],
 )
 def test_bad_new_game_requests_get_422_with_the_reason(server, body, fragment) -> None:
-    response = httpx.post(server.url + "/v1/play", json=body, timeout=10)
+    response = httpx.post(server.url + "/v1/play", json=body, timeout=patient(10))
     assert response.status_code == 422
     assert response.json()["error"] == "invalid_request"
     assert fragment in response.json()["message"]
@@ -71,7 +74,7 @@ def test_the_options_say_what_a_new_game_accepts_from_the_rules_files(server) ->
     from games.kontour import KontourConfig
     from games.pictomania import PictomaniaConfig
 
-    options = httpx.get(server.url + "/v1/play/options", timeout=10).json()
+    options = httpx.get(server.url + "/v1/play/options", timeout=patient(10)).json()
     assert options["levels"] == ["easy", "normal", "hard"]
     pictomania = PictomaniaConfig.load()
     assert options["opponents"]["pictomania"] == {"min": pictomania.min_players - 1,
@@ -80,29 +83,29 @@ def test_the_options_say_what_a_new_game_accepts_from_the_rules_files(server) ->
 
 
 def test_the_page_and_its_static_files_are_served(server) -> None:
-    page = httpx.get(server.url + "/", timeout=10)
+    page = httpx.get(server.url + "/", timeout=patient(10))
     assert page.status_code == 200 and "Griffon" in page.text and 'lang="fr"' in page.text
-    script = httpx.get(server.url + "/static/app.js", timeout=10)
+    script = httpx.get(server.url + "/static/app.js", timeout=patient(10))
     assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
     for bad in ("nope.js", "..%2Fplay.py", ".hidden.css", "play.py"):
-        missing = httpx.get(server.url + "/static/" + bad, timeout=10)
+        missing = httpx.get(server.url + "/static/" + bad, timeout=patient(10))
         assert missing.status_code == 404, bad
         assert missing.json()["error"] == "not_found"
 
 
 def test_unknown_game_and_wrong_token_get_an_error_frame_and_a_close_code(server) -> None:
-    with connect(server.ws_url + "/v1/play/nope?token=x", open_timeout=10) as ws:
-        frame = json.loads(ws.recv(timeout=5))
+    with connect(server.ws_url + "/v1/play/nope?token=x", open_timeout=patient(10)) as ws:
+        frame = json.loads(ws.recv(timeout=patient(5)))
         message = "no game 'nope' (over or expired)"
         assert frame == {"type": "error", "code": "unknown_game", "message": message}
         with pytest.raises(ConnectionClosed) as closed:
-            ws.recv(timeout=5)
+            ws.recv(timeout=patient(5))
         assert closed.value.rcvd.code == 4404
     game = new_game(server, game="kontour", opponents=1)
-    with connect(f"{server.ws_url}/v1/play/{game['game_id']}?token=wrong", open_timeout=10) as ws:
-        assert json.loads(ws.recv(timeout=5))["code"] == "bad_token"
+    with connect(f"{server.ws_url}/v1/play/{game['game_id']}?token=wrong", open_timeout=patient(10)) as ws:
+        assert json.loads(ws.recv(timeout=patient(5)))["code"] == "bad_token"
         with pytest.raises(ConnectionClosed) as closed:
-            ws.recv(timeout=5)
+            ws.recv(timeout=patient(5))
         assert closed.value.rcvd.code == 4403
 
 
@@ -211,7 +214,7 @@ def test_a_reconnect_resumes_the_game(server) -> None:
     frame = again.until(is_state)
     assert frame["events"] == []
     assert again.state["phase"] == "choose" and again.state["turn"]["card"] == card
-    assert 0 < frame["time_left"] <= 6
+    assert 0 < frame["time_left"] <= 60  # the turn's own timer, still running
     again.move(kind="choose_word", color="blue")
     again.until(has_event("drawing_started"))
     again.close()
@@ -233,27 +236,36 @@ def test_the_message_rate_is_bounded(server) -> None:
 # -- bounds -----------------------------------------------------------------------------------
 
 
-def test_game_slots_are_bounded_and_idle_games_expire(tight_server) -> None:
-    small = tight_server  # 2 game slots, idle games expire after 2 s
+def test_game_slots_are_bounded_and_idle_games_expire(tight_server, tight_env) -> None:
+    small = tight_server  # 2 game slots, idle games expire (after 2 s on a quiet machine)
+    expiry = float(tight_env["GRIFFON_IDLE_EXPIRY_S"])
     games = [new_game(small, game="kontour", opponents=1) for _ in range(2)]
-    full = httpx.post(small.url + "/v1/play", json={"game": "kontour"}, timeout=10)
+    full = httpx.post(small.url + "/v1/play", json={"game": "kontour"}, timeout=patient(10))
     assert full.status_code == 503
     message = "all 2 game slots are taken; retry later"
     assert full.json() == {"error": "too_many_games", "message": message}
     p = Player(small, games[0])
     p.until(is_state)
-    started = time.monotonic()
+    patience = Patience(expiry + 8, "the idle game was not closed")
     with pytest.raises(ConnectionClosed) as closed:
-        while time.monotonic() - started < 10:
+        while not patience.expired():
             try:
                 p.ws.recv(timeout=1)
             except TimeoutError:
                 pass
+        raise patience.failure()
     assert closed.value.rcvd.code == 4410
-    time.sleep(2.5)  # the other game, as idle, has gone too
-    late = Player(small, games[1])
-    assert late.until(lambda f: f["type"] == "error")["code"] == "unknown_game"
+    # The other game, as idle, goes too (a socket that only listens does not keep a game alive).
+    eventually(lambda: first_answer(small, games[1]) == "unknown_game", expiry + 8,
+               "the other idle game was kept")
     assert new_game(small, game="pictomania", opponents=2)["game_id"]
+
+
+def first_answer(server: Server, game: dict) -> str:
+    """What a new socket of `game` receives first: a frame type, or an error's code."""
+    with connect(server.ws_url + game["ws"], open_timeout=patient(10)) as ws:
+        frame = json.loads(ws.recv(timeout=patient(5)))
+    return frame.get("code") or frame["type"]
 
 
 # -- socket limits, in process --------------------------------------------------------------------

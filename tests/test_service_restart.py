@@ -25,7 +25,7 @@ import httpx
 import pytest
 import websockets
 
-from griffon.launch import REPO, Server, running_server
+from griffon.launch import REPO, Patience, Server, patient, running_server
 from service.play.journal import replay_into
 from service.play.manager import GameManager
 from service.play.session import HUMAN
@@ -72,8 +72,8 @@ def kontour_play(player: Player, db: Path, game_id: str, until: Any, timeout: fl
     guessed: set[int] = set()
     known: dict[int, str] = {}  # turn number -> the AI drawer's word (one replay per turn, not per frame)
     drawn = 0
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    patience = Patience(timeout, "Kontour did not get there")
+    while not patience.expired():
         frame = player.recv(0.2)
         if frame is not None and is_state(frame) and until(frame):
             return
@@ -99,7 +99,7 @@ def kontour_play(player: Player, db: Path, game_id: str, until: Any, timeout: fl
             if turn["number"] in known:
                 player.move(kind="guess", text=words.french(known[turn["number"]]))
                 guessed.add(turn["number"])
-    raise AssertionError(f"Kontour did not get there in {timeout} s: {player.frames[-3:]}")
+    raise patience.failure(f"last frames: {player.frames[-3:]}")
 
 
 def stroke_added(frame: dict[str, Any]) -> bool:
@@ -135,7 +135,7 @@ async def bot_rounds(ws_url: str) -> dict[str, Any]:
 def stored_in_time(db: Path, session: str, round_ends: int, drawings: int, deadline_s: float = 10.0) -> None:
     """Wait until the server's background writer has put the transcript (with `round_ends` round
     ends) and the room drawings in the SQLite file (read-only: the server is writing it)."""
-    end = time.monotonic() + deadline_s
+    patience = Patience(deadline_s, "the transcript and the drawings were not stored")
     while True:
         with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
             row = conn.execute("SELECT events FROM transcripts WHERE id = ?", (session,)).fetchone()
@@ -143,14 +143,14 @@ def stored_in_time(db: Path, session: str, round_ends: int, drawings: int, deadl
             stored = conn.execute("SELECT COUNT(*) FROM drawings WHERE game = 'room'").fetchone()[0]
         if ends >= round_ends and stored >= drawings:
             return
-        if time.monotonic() > end:
-            raise AssertionError(f"not stored within {deadline_s} s: {ends} round ends, {stored} drawings")
+        if patience.expired():
+            raise patience.failure(f"{ends} round ends, {stored} drawings")
         time.sleep(0.05)
 
 
 def kill(server: Server) -> None:
     os.kill(server.process.pid, signal.SIGKILL)
-    server.process.wait(timeout=10)
+    server.process.wait(timeout=patient(10))
 
 
 def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
@@ -227,7 +227,7 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
     griffon = str(Path(sys.executable).parent / "griffon")
     done = subprocess.run([griffon, "db", "export", "--out", str(out)], cwd=REPO,
                           env={**os.environ, "GRIFFON_DATA_DIR": str(data)}, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=patient(60))
     assert done.returncode == 0, done.stderr
     word = over["state"]["results"][0]["words"][HUMAN]
     lines = (out / "full" / "raw" / f"{word}.ndjson").read_text().splitlines()
@@ -239,7 +239,7 @@ def test_a_corrupt_database_stops_griffon_serve_with_its_message(tmp_path: Path)
     (tmp_path / "griffon.db").write_bytes(garbage)
     griffon = str(Path(sys.executable).parent / "griffon")
     done = subprocess.run([griffon, "serve", "--port", "1"], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path)}, timeout=60)
+                          env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path)}, timeout=patient(60))
     assert done.returncode == 1
     assert "is not a usable SQLite database" in done.stderr and "move the file away" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
@@ -256,7 +256,8 @@ def test_a_bad_setting_stops_griffon_serve_with_one_line_naming_it(
     """Before the model loads (GRIFFON_PLAY_* are read by create_app, not at the games' start)."""
     griffon = str(Path(sys.executable).parent / "griffon")
     done = subprocess.run([griffon, "serve", "--port", "1"], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path), variable: value}, timeout=60)
+                          env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path), variable: value},
+                          timeout=patient(60))
     assert done.returncode == 1
     assert "Traceback" not in done.stderr + done.stdout
     lines = done.stderr.strip().splitlines()

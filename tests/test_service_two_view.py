@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import websockets
 
-from griffon.launch import Server, running_server
+from griffon.launch import Server, patient, running_server
 from model import Guesser
 from tests.conftest import FIXTURE_WORDS, shape
 
@@ -29,12 +29,13 @@ def test_http_guesses_and_batches_are_the_two_view_model_s(served: tuple[Server,
     assert local.member is not None
     rng = np.random.default_rng(5)
     drawings = [shape(word, rng) for word in FIXTURE_WORDS]
-    one = httpx.post(server.url + "/v1/guess", json={"drawing": drawings[1], "top_k": 4}, timeout=30)
+    one = httpx.post(server.url + "/v1/guess", json={"drawing": drawings[1], "top_k": 4}, timeout=patient(30))
     assert one.status_code == 200, one.text
     expected = local.guess(drawings[1], top_k=4)
     assert [g["label"] for g in one.json()["guesses"]] == [g.label for g in expected]
     assert [g["prob"] for g in one.json()["guesses"]] == pytest.approx([g.prob for g in expected], abs=1e-4)
-    batch = httpx.post(server.url + "/v1/guess/batch", json={"drawings": drawings, "top_k": 1}, timeout=30)
+    batch = httpx.post(server.url + "/v1/guess/batch", json={"drawings": drawings, "top_k": 1},
+                       timeout=patient(30))
     assert batch.status_code == 200, batch.text
     labels = [r["guesses"][0]["label"] for r in batch.json()["results"]]
     assert labels == [g[0].label for g in local.guess_batch(drawings, top_k=1)]
@@ -48,7 +49,7 @@ def test_a_bot_s_stroke_is_analysed_by_both_views(served: tuple[Server, Guesser]
         async with websockets.connect(server.ws_url + "/v1/bot") as ws:
             async def ask(frame: dict) -> dict:
                 await ws.send(json.dumps(frame))
-                return json.loads(await asyncio.wait_for(ws.recv(), 10))
+                return json.loads(await asyncio.wait_for(ws.recv(), patient(10)))
 
             await ask({"type": "hello", "versions": [1], "room": "test", "analysis": True})
             ready = await ask({"type": "round_start", "round": "r1", "difficulty": "easy", "seed": 1,

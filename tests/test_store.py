@@ -1,8 +1,9 @@
 """The storage layer (`store/`), the same tests on SQLite and on a real PostgreSQL server.
 
-The PostgreSQL server is started by the tests themselves (`griffon.launch.running_postgres`,
-Debian's package); where it cannot start, those tests are skipped with the reason. Each test gets a
-fresh database (a new SQLite file; a new PostgreSQL schema).
+The PostgreSQL server is started by the tests themselves (`griffon.launch.running_postgres`, Debian's
+package); where it cannot start, those tests are skipped with the reason (a busy machine is no such
+reason: a start that runs out of time fails). Each test gets a fresh database (a new SQLite file; a
+new PostgreSQL schema).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from games.pictomania import (
     PictoStroke,
     PlaceGuess,
 )
-from griffon.launch import PostgresUnavailable, running_postgres
+from griffon.launch import PostgresUnavailable, eventually, patient, running_postgres
 from store import (
     LATEST_VERSION,
     BadRecord,
@@ -480,7 +480,7 @@ def test_the_move_writer_commits_every_game_in_order_and_isolates_a_refused_move
     writer = MoveWriter(db)
     futures = [writer.submit(g, i, i / 10, {"kind": "stroke", "n": i}) for i in range(200) for g in "ab"]
     late = writer.submit("c", 0, 0.0, {"kind": "too late"})
-    writer.flush(timeout=30)
+    writer.flush(timeout=patient(30))
     assert all(f.done() and f.exception() is None for f in futures)
     assert isinstance(late.exception(), MoveRejected) and writer.refused == 1
     for g in ("a", "b"):
@@ -506,7 +506,7 @@ def test_the_move_writer_queue_is_bounded(db):
                 break
     assert refused is not None and "waiting to be written" in str(refused) and submitted < 20
     writer.close()
-    assert first.result(timeout=10) is None and len(db.load_game("a").moves) == submitted
+    assert first.result(timeout=patient(10)) is None and len(db.load_game("a").moves) == submitted
 
 
 # ------------------------------------------------------------------------------------------------
@@ -522,7 +522,7 @@ def test_bot_transcripts_survive_a_restart_and_open_only_with_their_key(db_url):
     with open_store(db_url) as db:
         archive = TranscriptArchive(db, shared_writer(db), max_bytes=10_000)
         assert archive.save(live)
-        archive.writer.flush(timeout=10)
+        archive.writer.flush(timeout=patient(10))
         live.add("round_end", 1, 20.0, why="found")  # saved again at the end: replaced
         assert archive.save(live, final=True)
     with open_store(db_url) as db:  # the restarted server (closing the store wrote what was waiting)
@@ -616,7 +616,7 @@ def test_a_stalled_database_fails_a_game_write_quickly_instead_of_hanging(tmp_pa
 
             writer = threading.Thread(target=write)
             writer.start()
-            writer.join(10)
+            writer.join(patient(10))
             assert not writer.is_alive() and len(failed) == 1 and "busy" in str(failed[0])
         db.stalled_until = 0.0
         assert len(db.load_game("g").moves) == 1
@@ -629,20 +629,18 @@ def test_the_background_writer_keeps_one_snapshot_per_session_and_throttles_it(t
     with open_store(f"sqlite:///{tmp_path / 'g.db'}") as db:
         writer = BackgroundWriter(db, min_interval_s=3600.0)
         assert writer.save_transcript(snapshot(0), 10_000)
-        writer.flush(timeout=10)  # the session's first snapshot is written at once
+        writer.flush(timeout=patient(10))  # the session's first snapshot is written at once
         for i in range(1, 301):  # a room sending round ends as fast as it can
             assert writer.save_transcript(snapshot(i), 10_000)
         assert writer.transcripts_written == 1 and db.load_transcript("s").summary == {"rounds": 0}
         assert list(writer.snapshots) == ["s"]  # one waiting per session, replaced each time
         assert writer.snapshots["s"][0].summary == {"rounds": 300}
         assert writer.save_transcript(snapshot(301), 10_000, final=True)  # the session ended
-        for _ in range(500):  # written without waiting for the throttle
-            if writer.transcripts_written == 2:
-                break
-            time.sleep(0.01)
+        # written without waiting for the throttle (an hour)
+        eventually(lambda: writer.transcripts_written == 2, 5, "the session's last snapshot was not written")
         assert writer.transcripts_written == 2 and db.load_transcript("s").summary == {"rounds": 301}
         writer.save_transcript(TranscriptRecord("other", {}, [{"n": 1}] * 500), 100)  # cut to 100 bytes
-        writer.flush(timeout=10)
+        writer.flush(timeout=patient(10))
         assert writer.transcripts_written == 3
         assert len(json.dumps(db.load_transcript("other").events, separators=(",", ":"))) <= 100
         writer.close()
@@ -657,7 +655,7 @@ def test_the_background_writer_queue_of_drawings_is_bounded(tmp_path):
         with db.lock:  # the database is busy: the thread waits, the queue fills
             queued = [writer.add_drawing(DrawingRecord("cat", "kontour", strokes())) for _ in range(10)]
         assert queued.count(False) >= 6 and writer.dropped == queued.count(False)
-        writer.flush(timeout=10)
+        writer.flush(timeout=patient(10))
         assert db.drawing_counts() == {"cat": queued.count(True)} == {"cat": writer.drawings_written}
         writer.close()
 

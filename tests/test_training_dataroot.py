@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from griffon.launch import patient
 from tests.conftest import write_fixture_folder
 from training import data
 
@@ -60,7 +61,8 @@ def test_each_training_command_ends_a_user_s_mistake_with_one_error_line(
     empty.mkdir()
     argv = [sys.executable, "-m", *[str(root / a) if a.endswith(".pt") else a for a in command]]
     result = subprocess.run(
-        [*argv, "--data", str(empty)], cwd=root, capture_output=True, text=True, timeout=120, check=False
+        [*argv, "--data", str(empty)], cwd=root, capture_output=True, text=True, timeout=patient(120),
+        check=False,
     )
     assert result.returncode == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr

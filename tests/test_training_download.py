@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from griffon.launch import patient
 from tests.conftest import REPO
 from training.data import load_dataset
 from training.download import DownloadError, download
@@ -104,11 +105,11 @@ def test_download_cli(bucket: str, tmp_path: Path) -> None:
         sys.executable, "-m", "griffon.cli", "data", "download", "--categories", "circle,square",
         "--format", "simplified", "--data", str(tmp_path), "--base-url", bucket,
     ]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=patient(120))
     assert done.returncode == 0, done.stderr
     assert "circle.ndjson" in done.stdout and (tmp_path / "full/simplified/square.ndjson").is_file()
     failed = subprocess.run(
-        command[:6] + ["dragon"] + command[7:], capture_output=True, text=True, cwd=REPO, timeout=120
+        command[:6] + ["dragon"] + command[7:], capture_output=True, text=True, cwd=REPO, timeout=patient(120)
     )
     assert failed.returncode == 1 and "HTTP 404" in failed.stderr
 
