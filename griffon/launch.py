@@ -191,7 +191,7 @@ class Server:
 
 @contextmanager
 def running_server(
-    env: Mapping[str, str] | None = None, startup_timeout: float = 120.0, repo: Path = REPO,
+    env: Mapping[str, str] | None = None, startup_timeout: float = 240.0, repo: Path = REPO,
     workers: int = 1,
 ) -> Iterator[Server]:
     """Run ``python -m griffon.serve`` (the uvicorn set-up of ``griffon serve``: timeouts,
@@ -199,7 +199,9 @@ def running_server(
 
     ``repo``: another checkout to run instead (benchmarks compare two commits); the command that
     checkout has (``griffon.serve``, ``service.serve_cli`` or plain uvicorn) starts it.
-    ``startup_timeout``: seconds on a quiet machine, stretched on a busy one (`Patience`)."""
+    ``startup_timeout``: seconds on a quiet machine, stretched on a busy one (`Patience`); a fresh
+    checkout's server compiles its numba kernels at start (4.5 minutes seen with two test suites on
+    2 cores, load 13)."""
     port = free_port()
     env = dict(env or {})
     own_data = "GRIFFON_DATA_DIR" not in env and "GRIFFON_DATABASE_URL" not in env
