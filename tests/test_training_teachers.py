@@ -22,11 +22,14 @@ from training.teachers import (
     class_columns,
     geometric_mean,
     load_teachers,
+    main,
     read_cache,
     read_class_names,
     read_layers_model,
+    read_our_classes,
     render,
     render_many,
+    view_of,
     write_cache,
 )
 
@@ -247,6 +250,8 @@ def test_render_many_simplifies_any_drawing_and_refuses_bad_ones() -> None:
     images = render_many([raw, simplified])
     assert images.shape == (2, 28, 28)
     np.testing.assert_allclose(images[0], images[1], atol=1e-5)
+    smaller = [0.8 * simplified[0]]  # a simplified drawing whose extent is under 255 is not scaled again
+    assert render_many([smaller], simplified=True).sum() < 0.9 * render_many([smaller]).sum()
     with pytest.raises(DrawingError):
         render_many([[[[1, 2], [3]]]])
     assert render_many([]).shape == (0, 28, 28)
@@ -287,6 +292,51 @@ def test_cache_round_trip_dense_and_top_k(tmp_path: Path) -> None:
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(TeacherError, match="cannot read"):
         read_cache(tmp_path / "bad.npz")
+
+
+def flat_teacher(folder: Path, classes: list[str], seed: int) -> Path:
+    """A teacher that reads 28 × 28 renders with one softmax Dense layer, its classes in reverse order."""
+    rng = np.random.default_rng(seed)
+    dense = [
+        {"class_name": "Flatten", "config": {"name": "f", "batch_input_shape": [None, 28, 28, 1]}},
+        {"class_name": "Dense", "config": {"name": "d", "units": len(classes), "activation": "softmax"}},
+    ]
+    topology = {"class_name": "Sequential", "config": {"name": "s", "layers": dense}}
+    weights = [("d/kernel", rng.normal(size=(784, len(classes)))), ("d/bias", np.zeros(len(classes)))]
+    write_layers_model(folder, topology, weights)
+    (folder / "class_names.txt").write_text(",".join(name.replace(" ", "_") for name in classes[::-1]))
+    return folder
+
+
+def test_cache_command_stores_every_training_drawing(fixture_data: Path, tmp_path: Path) -> None:
+    ours = read_our_classes()
+    for seed, name in enumerate(TEACHER_NAMES):
+        flat_teacher(tmp_path / "models" / name, ours, seed)
+    out = tmp_path / "cache.npz"
+    main(["cache", "--data", str(fixture_data), "--models", str(tmp_path / "models"), "--extra", "none",
+          "--out", str(out), "--batch-size", "16"])  # fmt: skip
+    cache = read_cache(out)
+    training = load_dataset(fixture_data, "train")
+    assert sorted(cache.key_ids.tolist()) == sorted(r.key_id for r in training)
+    assert not cache.extra.any() and cache.meta["drawings"] == len(training)
+    rows = cache.rows([r.key_id for r in training])
+    assert [ours[label] for label in cache.labels[rows]] == [r.word for r in training]
+    teachers = load_teachers(tmp_path / "models")
+    for teacher in teachers:
+        expected = teacher.probabilities([r.strokes for r in training])
+        np.testing.assert_allclose(cache.probabilities[teacher.name][rows], expected, atol=2e-3)
+    with pytest.raises(TeacherError, match="no teachers folder"):
+        load_teachers(tmp_path / "nowhere")
+
+
+def test_views_of_a_drawing() -> None:
+    ladder = [np.array([[0.0, 30.0 * i], [100.0, 30.0 * i + 1], [200.0, 30.0 * i]]) for i in range(9)]
+    assert view_of(ladder, "whole") is ladder
+    assert len(view_of(ladder, "half")) == 5
+    lines = view_of(ladder, "kontour")
+    assert 0 < len(lines) <= 15 and all(len(line) == 2 for line in lines)
+    with pytest.raises(ValueError, match="unknown view"):
+        view_of(ladder, "mirror")
 
 
 # -- the real teachers ------------------------------------------------------------------------------
