@@ -182,6 +182,12 @@ def test_layers_model_errors_are_clear(tmp_path: Path) -> None:
         read_layers_model(missing)
     with pytest.raises(TeacherError, match="cannot read"):
         read_layers_model(tmp_path / "nowhere")
+    swapped = [node("InputLayer", "input", []), node("ReLU", "b", ["a"]), node("ReLU", "a", ["input"])]
+    with pytest.raises(TeacherError, match="reads layers listed after it: a"):
+        read_layers_model(write_layers_model(tmp_path / "order", functional(swapped, "b"), []))
+    dangling = [node("InputLayer", "input", []), node("ReLU", "b", ["ghost"])]
+    with pytest.raises(TeacherError, match="reads unknown layers: ghost"):
+        read_layers_model(write_layers_model(tmp_path / "ghost", functional(dangling, "b"), []))
 
 
 # -- classes ----------------------------------------------------------------------------------------

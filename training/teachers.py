@@ -346,10 +346,15 @@ class LayersNetwork(nn.Module):
                 raise TeacherError("only models with one input and one output are supported")
             self.output_name = outputs[0][0]
         known = {node.name for node in self.nodes}
+        computed: set[str] = set()
         for node in self.nodes:
             missing = [name for name in node.inputs if name not in known]
             if missing:
                 raise TeacherError(f"layer {node.name} reads unknown layers: {', '.join(missing)}")
+            later = [name for name in node.inputs if name not in computed]
+            if later:
+                raise TeacherError(f"layer {node.name} reads layers listed after it: {', '.join(later)}")
+            computed.add(node.name)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         x = images.float()
