@@ -18,13 +18,14 @@ Both are TensorFlow.js *layers* models: ``model.json`` holds the Keras topology 
 reads channels-last). Their class orders are mapped onto ours by name (spaces, underscores and case
 aside); a class missing on either side is an error.
 
-Both learned from the dataset's ``numpy_bitmap`` files (28 × 28, divided by 255), so both read the
-same render (:func:`render`), the one the dataset's issue 19 reproduces with Cairo: the simplified
+Both learned from the dataset's ``numpy_bitmap`` files (28 × 28, divided by 255: the ResNet's
+``src/train.py`` and DoodleNet's notebook), so both read the same render (:func:`render`), the one
+googlecreativelab/quickdraw-dataset issue 19 reproduces with Cairo: the simplified
 drawing (:func:`model.strokes.simplify_drawing`) centred in a 256 box, padded by 16 units on each
 side plus half a line, drawn with round caps and joins and a 16-unit anti-aliased line, reduced to
 28 × 28; white ink on black, floats in [0, 1]. It differs from that Cairo code by 0.002 a pixel on
 average and gives the same top-1 within a point. Top-1 on our training split: DoodleNet 68.7 %, the
-ResNet 74.8 %, their geometric mean 74.8 % (Kontour lines: 51.8, 52.0, 54.5; the first half of the
+ResNet 74.9 %, their geometric mean 74.7 % (Kontour lines: 51.8, 52.0, 54.6; the first half of the
 strokes: 39.6, 44.5, 43.9). Thinner or thicker lines, other margins, a blur, a crisper edge, a
 half-pixel shift or a gamma read no better (DoodleNet falls to 5 % on a half-pixel bilinear shift).
 
