@@ -156,6 +156,14 @@ LOOSE: tuple[Variable, ...] = (
         for name in (workers.ENV_INDEX, workers.ENV_COUNT, workers.ENV_SECRET, worker_processes.ENV_ADDRESS)
     ),
     Variable(
+        "GRIFFON_TEACHERS", "data", "unset: `../shared/models`", "path",
+        "folder of the two public teacher classifiers `python -m training.teachers` reads",
+    ),
+    Variable(
+        "GRIFFON_TEST_SLOWNESS", "dev", "unset: the load per core over 3", "a number from 1 to 30",
+        "how much longer the tests wait than on a quiet machine (`griffon.launch.slowness`)",
+    ),
+    Variable(
         "GRIFFON_BENCH_PROFILE", "dev", "unset", "path",
         "set by `python -m bench.bench_capacity --profiler cprofile`: where its profiled server writes",
     ),

@@ -6,8 +6,9 @@ workers (``python -m griffon.workers``). Each listens on the port with ``SO_REUS
 kernel spreads the connections evenly among them, and each also serves a private Unix socket in a
 folder only this user can read, where sibling workers relay the games they do not hold
 (service/workers.py). A worker that dies is started
-again (it resumes its games from the database); one that fails within its first seconds stops
-the whole server with its status. SIGTERM or SIGINT stops every worker, then the supervisor.
+again (it resumes its games from the database); one that exits with an error within its first
+seconds (bad settings, an unusable database) stops the whole server with its status. SIGTERM or
+SIGINT stops every worker, then the supervisor.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from service.workers import ENV_COUNT, ENV_FOLDER, ENV_INDEX, ENV_SECRET, Worker
 
 log = logging.getLogger("griffon.service")
 ENV_ADDRESS = "GRIFFON_WORKER_ADDRESS"  # host:port:backlog every worker listens on
-EARLY_EXIT_S = 15.0  # a worker that exits sooner failed to start: no restart
+EARLY_EXIT_S = 15.0  # a worker that exits with an error sooner failed to start: no restart
 POLL_S = 0.5
 
 
@@ -62,7 +63,7 @@ def supervise(host: str, port: int, log_level: str, count: int, backlog: int) ->
                 code = process.poll()
                 if code is None or stopping:
                     continue
-                if time.monotonic() - started < EARLY_EXIT_S:
+                if code > 0 and time.monotonic() - started < EARLY_EXIT_S:  # killed by a signal: again
                     print(f"griffon: worker {index} stopped at start (status {code})", file=sys.stderr)
                     status = code or 1
                     stopping.append(0)

@@ -15,7 +15,7 @@ import pytest
 from websockets.asyncio.client import unix_connect
 from websockets.exceptions import WebSocketException
 
-from griffon.launch import running_server
+from griffon.launch import Patience, patient, running_server
 from service.workers import Workers
 
 STROKE = {"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [60, 80], [120, 40]]}}
@@ -76,18 +76,18 @@ def test_two_workers_relay_sockets_add_up_metrics_and_bring_a_killed_worker_back
         os.kill(killed, signal.SIGKILL)  # the game's worker dies mid-game
 
         async def back() -> None:
-            for _ in range(600):  # the supervisor starts it again; it resumes its games
+            patience = Patience(120, "the killed worker did not come back with its game")
+            while not patience.expired():  # the supervisor starts it again; it resumes its games
                 await asyncio.sleep(0.2)
                 try:
                     async with unix_connect(sockets[1], uri="ws://worker" + game["ws"]) as ws:
-                        state = json.loads(await ws.recv())
-                        if state.get("type") == "state":
-                            drawings = state["state"]["round"]["drawings"]
-                            assert drawings["joueur"], "the acknowledged stroke came back"
-                            return
-                except (OSError, WebSocketException):  # the worker is starting again
+                        state = json.loads(await asyncio.wait_for(ws.recv(), patient(30)))
+                except (OSError, TimeoutError, WebSocketException):  # the worker is starting again
                     continue
-            raise AssertionError("the killed worker never came back with its game")
+                if state.get("type") == "state":
+                    assert state["state"]["round"]["drawings"]["joueur"], "the acknowledged stroke came back"
+                    return
+            raise patience.failure(server.log()[-3000:])
 
         asyncio.run(back())
         assert server.alive() and worker_pid(server.process.pid, 0) != killed
