@@ -8,6 +8,8 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -15,7 +17,7 @@ import pytest
 from websockets.asyncio.client import unix_connect
 from websockets.exceptions import WebSocketException
 
-from griffon.launch import Patience, patient, running_server
+from griffon.launch import REPO, Patience, free_port, patient, running_server
 from service.workers import Workers
 
 STROKE = {"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [60, 80], [120, 40]]}}
@@ -91,3 +93,13 @@ def test_two_workers_relay_sockets_add_up_metrics_and_bring_a_killed_worker_back
 
         asyncio.run(back())
         assert server.alive() and worker_pid(server.process.pid, 0) != killed
+
+
+def test_a_worker_that_cannot_start_stops_the_server_with_its_status(tmp_path: Path) -> None:
+    env = {**os.environ, "GRIFFON_MODEL": str(tmp_path / "missing.pt"), "GRIFFON_DATA_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "griffon.serve", "--port", str(free_port()), "--workers", "2"],
+        env=env, capture_output=True, text=True, timeout=patient(120), cwd=REPO,
+    )
+    assert done.returncode != 0
+    assert "stopped at start" in done.stderr, done.stderr[-2000:]
