@@ -117,9 +117,9 @@ class Settings(BaseModel):
         default=2, ge=1, le=64, description="threads that turn drawings into images (about one per core)"
     )
     # -- capacity: the share of a core each table or room holds (bench.bench_capacity) ----------
-    # Each share is 1.6 cores (0.8 of 2) over what 2 workers held at stroke-ack p99 < 100 ms on a busy
-    # 2-core host (python -m bench.bench_capacity --workers 2; docs/BENCHMARKS.md): 8 Pictomania tables
-    # with 5 AI players, about 24 Kontour tables with 3, about 80 bot rooms.
+    # Each share is 1.6 cores (0.8 of 2) over what 2 workers held at stroke-ack p99 < 100 ms on a quiet
+    # 2-core host (python -m bench.bench_capacity --workers 2; docs/BENCHMARKS.md): 16 Pictomania tables
+    # with 5 AI players (held: 16, not 32), about 64 Kontour tables with 3, about 100 bot rooms.
     capacity_cores: float = Field(
         default=0.0, ge=0, le=1024,
         description="cores open tables and rooms may use; 0: every core this process may run on",
@@ -128,13 +128,13 @@ class Settings(BaseModel):
         default=0.8, gt=0, le=1, description="share of those cores that open tables and rooms may hold",
     )
     pictomania_table_cost: float = Field(
-        default=0.2, ge=0, le=64, description="share of a core one Pictomania table holds (measured)",
+        default=0.1, ge=0, le=64, description="share of a core one Pictomania table holds (measured)",
     )
     kontour_table_cost: float = Field(
-        default=0.065, ge=0, le=64, description="share of a core one Kontour table holds (measured)",
+        default=0.025, ge=0, le=64, description="share of a core one Kontour table holds (measured)",
     )
     bot_room_cost: float = Field(
-        default=0.02, ge=0, le=64, description="share of a core one bot room holds (measured)",
+        default=0.016, ge=0, le=64, description="share of a core one bot room holds (measured)",
     )
     # -- sessions (bot connections and solo games) ----------------------------------------------
     max_sessions: int = Field(default=100, ge=1, description="solo games open at once on the server")
