@@ -2,7 +2,7 @@
 and where its CPU goes.
 
 For each N of a ladder (1, 2, 4, 8, ...) a fresh server (``griffon.launch.running_server``:
-``python -m service.serve_cli`` on 127.0.0.1, the shipped model, default settings but the
+``python -m griffon.serve`` on 127.0.0.1, ``--workers`` processes, the shipped model, default settings but the
 per-client limits that would refuse the bench's tables, all from 127.0.0.1) carries N tables of
 one kind over real sockets for ``--seconds``:
 
@@ -74,7 +74,8 @@ BOT_PAUSE_S = 0.3  # between a room's strokes (bench_service's pace)
 ACK_GRACE_S = 2.0  # after the window: how long a table waits for its last stroke's ack
 READY_TIMEOUT_S = 60.0
 PERSON = "joueur"
-PROJECT_PACKAGES = ("games/", "service/", "model/", "store/", "vocab/")
+PROJECT_PACKAGES = ("games/", "griffon/", "service/", "model/", "store/", "vocab/")
+ENTRY_POINTS = ("griffon/serve.py", "griffon/workers.py")  # where every stack starts: tells nothing
 GUESS_WORDS = ("maison", "chat", "arbre", "soleil", "voiture", "poisson", "fleur", "étoile", "vélo")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -646,7 +647,7 @@ def summarise_stacks(text: str, top: int = 20) -> dict[str, Any]:
 def is_project_frame(frame: str) -> bool:
     """A frame of Griffon's own code (``func (games/ai/x.py:12)``), not the server's entry point."""
     where = frame.rpartition("(")[2]
-    return where.startswith(PROJECT_PACKAGES) and not where.startswith("service/serve_cli.py")
+    return where.startswith(PROJECT_PACKAGES) and not where.startswith(ENTRY_POINTS)
 
 
 def summarise_pstats(path: Path, top: int = 20) -> dict[str, Any]:
@@ -683,7 +684,7 @@ def cprofiled_server(
     environ = {**os.environ, **env, "GRIFFON_DATA_DIR": data, "PYTHONUNBUFFERED": "1",
                "PYTHONPATH": str(REPO), "GRIFFON_BENCH_PROFILE": str(profile_out)}
     command = [sys.executable, "-m", "bench.serve_profiled", "--host", "127.0.0.1", "--port", str(port),
-               "--log-level", "warning"]
+               "--log-level", "warning", "--workers", "1"]  # cProfile sees one process
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(command, cwd=REPO, env=environ, stdout=log, stderr=subprocess.STDOUT)
         server = Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", process, Path(os.devnull))

@@ -1,5 +1,5 @@
-"""``python -m bench.serve_profiled --host H --port P``: ``griffon serve`` (``service.serve_cli``) with
-cProfile on its main thread (the event loop), switched on by SIGUSR1 and written to
+"""``python -m bench.serve_profiled --host H --port P --workers 1``: ``griffon serve`` (``griffon.serve``)
+with cProfile on its main thread (the event loop), switched on by SIGUSR1 and written to
 ``$GRIFFON_BENCH_PROFILE`` (pstats) by SIGUSR2 — ``bench.bench_capacity --profile``'s fallback where
 py-spy cannot attach to a process. The other threads (inference, preprocessing) are not profiled.
 """
@@ -11,7 +11,7 @@ import os
 import signal
 from types import FrameType
 
-from service import serve_cli
+from griffon import serve
 
 PROFILE = cProfile.Profile()
 
@@ -32,7 +32,7 @@ def main() -> None:
         raise SystemExit("GRIFFON_BENCH_PROFILE names the file the profile is written to")
     signal.signal(signal.SIGUSR1, start)
     signal.signal(signal.SIGUSR2, stop)
-    serve_cli.main()
+    serve.main()
 
 
 if __name__ == "__main__":

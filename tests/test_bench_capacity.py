@@ -55,9 +55,9 @@ def test_an_unknown_game_is_refused(server) -> None:
 
 def test_collapsed_stacks_give_own_and_cumulative_time_and_thread_shares() -> None:
     stacks = "\n".join([
-        "thread (1): MainThread;run (service/serve_cli.py:1);step (games/ai/driver.py:9);"
+        "thread (1): MainThread;run (griffon/serve.py:1);step (games/ai/driver.py:9);"
         "marginals (games/ai/pictomania_guesser.py:56) 6",
-        "thread (1): MainThread;run (service/serve_cli.py:1);step (games/ai/driver.py:9) 2",
+        "thread (1): MainThread;run (griffon/serve.py:1);step (games/ai/driver.py:9) 2",
         "thread (2): griffon-infer;_run (service/inference.py:257) 2",
     ])
     summary = summarise_stacks(stacks)
@@ -68,7 +68,7 @@ def test_collapsed_stacks_give_own_and_cumulative_time_and_thread_shares() -> No
                    "_run (service/inference.py:257)": 0.2}
     project = {r["function"]: r["share"] for r in summary["cumulative_project"]}
     assert project["step (games/ai/driver.py:9)"] == 0.8
-    assert "run (service/serve_cli.py:1)" not in project  # the entry point tells nothing
+    assert "run (griffon/serve.py:1)" not in project  # the entry point tells nothing
     assert {r["function"] for r in summary["loop_own"]} == {"marginals (games/ai/pictomania_guesser.py:56)",
                                                               "step (games/ai/driver.py:9)"}
 
