@@ -22,7 +22,6 @@ A run folder ships its most finished checkpoint: :data:`RUN_CHECKPOINTS`, in tha
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from model.bundle import float_path, manifest_path, members_path, read_bundle
+from model.bundle import file_sha256, float_path, manifest_path, members_path, read_bundle
 from model.checkpoint import CheckpointError
 from model.guesser import DEFAULT_WEIGHTS, Guesser
 from model.runtime import int8_path
@@ -105,14 +104,6 @@ def resolve(source: Path | str) -> Path:
     return source
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def int8_agreement(checkpoint: Path, drawings: list) -> tuple[float, float]:
     """(share of ``drawings`` whose top-1 answer is the same on the int8 copy as on the float
     reference, largest probability difference); an int8 copy not made from these weights is refused
@@ -181,7 +172,7 @@ def ship(
         temperatures["pair temperature"] = served.pair_temperature
     return Shipped(
         source=Path(source), checkpoint=shipped, files=[dest / name for name in names],
-        sha256=sha256_of(shipped), classes=len(served.labels),
+        sha256=file_sha256(shipped), classes=len(served.labels),
         members=served.member.count if served.member is not None else 0, held_out=held_out,
         metrics=metrics, int8_agreement=agreement, int8_max_difference=difference,
         checked_drawings=len(drawings), served_backend=served.backend, temperatures=temperatures,
