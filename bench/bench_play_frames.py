@@ -44,11 +44,13 @@ async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
     return {c: 1 / len(candidates) for c in candidates}
 
 
-def pictomania_session(seed: int = 3) -> PictomaniaSession:
+BIG_LOG = PlaySettings(max_log_bytes=16 * 1024 * 1024)  # 300 strokes of 1,000 points: about 3 MB
+
+
+def pictomania_session(seed: int = 3, play: PlaySettings = BIG_LOG) -> PictomaniaSession:
     """A 3-player game (the person and two AIs) whose driver is not started: only the moves the
-    benchmark makes happen. Its log may hold 300 strokes of 1,000 points (about 3 MB of moves; a
-    game's default bound is 2 MiB)."""
-    play = PlaySettings(max_log_bytes=16 * 1024 * 1024)
+    caller makes happen (through the session's one update path). By default its log may hold 300
+    strokes of 1,000 points (a game's default bound is 2 MiB); the tests of frames use this too."""
     words = load_words(None)
     _, config = game_configs(play)
     deck, config = pictomania_deck(words, config, seed)

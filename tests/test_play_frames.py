@@ -12,55 +12,34 @@ from typing import Any
 
 import pytest
 
+from bench.bench_play_frames import drain, uniform
+from bench.bench_play_frames import pictomania_session as bench_session
+from bench.bench_play_frames import stroke as bench_stroke
 from games.ai.levels import load_level
 from games.core import Tick
 from games.kontour import Guess, KontourRules
-from games.pictomania import Done, NextRound, PictomaniaRules
+from games.pictomania import Done, NextRound
 from service.play.manager import game_configs, handle_text
 from service.play.session import HUMAN, KontourSession, PictomaniaSession, accepted_opponents, apply_update
 from service.play.settings import PlaySettings
-from service.play.words import kontour_candidates, kontour_deck, load_words, pictomania_deck
+from service.play.words import kontour_candidates, kontour_deck, load_words
 from service.settings import Settings
 from service.shared import Shared
 
 POINTS = 300  # points a stroke (the socket accepts 1,000; the bench sends those)
 
 
-async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
-    """A recognizer that reads nothing (these tests measure frames, not the model)."""
-    return {c: 1 / len(candidates) for c in candidates}
-
-
 def pictomania_session(seed: int = 3, play: PlaySettings | None = None) -> PictomaniaSession:
-    """A 3-player game (the person and two AIs) whose driver is not started: only the moves the
-    test makes happen (through the session's one update path)."""
-    play = play or PlaySettings()
-    words = load_words(None)
-    _, config = game_configs(play)
-    deck, config = pictomania_deck(words, config, seed)
-    rules = PictomaniaRules(config)
-    names = {HUMAN: "Ana", "ia1": "Plume", "ia2": "Fusain"}
-    state, _ = rules.setup(players=list(names), deck=deck, seed=seed)
-    return PictomaniaSession(
-        rules, state, game_id="g", token="t", names=names, level=load_level("normal"), seed=seed,
-        words=words, recognize=uniform, labels=frozenset(), play=play,
-    )
+    """The benchmark's game (bench.bench_play_frames), with the default play settings unless given."""
+    return bench_session(seed, play or PlaySettings())
 
 
 def stroke(i: int, n: int = POINTS) -> str:
-    points = [[20 + (k % 200), 20 + (i + k) % 200] for k in range(n)]
-    return json.dumps({"type": "move", "move": {"kind": "stroke", "points": points}})
+    return bench_stroke(i, n)
 
 
 def move(**fields: Any) -> str:
     return json.dumps({"type": "move", "move": fields})
-
-
-def drain(queue: asyncio.Queue[Any]) -> list[dict[str, Any]]:
-    frames = []
-    while not queue.empty():
-        frames.append(queue.get_nowait())
-    return frames
 
 
 def test_the_update_after_a_stroke_does_not_grow_with_the_drawing() -> None:

@@ -83,18 +83,19 @@ class GameManager:
         self, settings: Settings, play: PlaySettings, recognizer: Callable[[str], Recognize],
         labels: frozenset[str], store: Store | None = None,
         spend_points: Callable[[str, int], None] | None = None, clock: Clock = time.monotonic,
-        metrics: Metrics | None = None,
+        metrics: Metrics | None = None, workers: Workers | None = None,
     ) -> None:
         """``recognizer(key)`` gives each game its recognizer (``key``: the game's share of the
         preprocessing pool); ``store``: where games are kept (None: in memory only);
         ``spend_points(client, n)``: the per-client point budget the person's strokes are charged
         to (``Shared.spend_points``, the budget of ``/v1/guess``; raises `RateLimited`); ``clock``:
         the games' monotonic clock (a `ManualClock` in tests); ``metrics``: where the games' strokes,
-        recognitions, store writes and refusals are counted."""
+        recognitions, store writes and refusals are counted; ``workers``: this process among several
+        (the games it holds: new ids, resume; ``service.workers``)."""
         self.settings, self.play, self.recognizer, self.labels = settings, play, recognizer, labels
         self.store, self.spend_points, self.clock, self.metrics = store, spend_points, clock, metrics
         self.capacity: Capacity | None = None  # set by the app: the CPU budget shared with bot rooms
-        self.workers: Workers | None = None  # set by the app: this process among several (ids, resume)
+        self.workers = workers
         self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}

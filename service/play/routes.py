@@ -93,9 +93,9 @@ async def startup(app: FastAPI) -> None:
     play = getattr(app.state, "play_settings", None) or PlaySettings.from_env()
     labels = frozenset(shared.guesser.labels)
     manager = GameManager(shared.settings, play, make_recognizer(shared), labels, app.state.store,
-                          spend_points=shared.spend_points, metrics=shared.metrics)
+                          spend_points=shared.spend_points, metrics=shared.metrics,
+                          workers=app.state.workers)
     app.state.play = manager
-    manager.workers = app.state.workers
     for kind in ("kontour", "pictomania"):
         shared.metrics.watch(shared.metrics.tables, functools.partial(manager.open_count, kind), game=kind)
     shared.metrics.watch(shared.metrics.sockets, manager.socket_count, kind="play")
