@@ -28,7 +28,8 @@ from typing import Any
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SCHEMA_TABLE = "griffon_schema"
-TABLES = ("games", "moves", "transcripts", "drawings", "bot_keys", "bot_key_rooms")
+TABLES = ("games", "moves", "transcripts", "drawings")  # counted by `info`
+KEY_TABLES = ("bot_keys", "bot_key_rooms")  # the API keys of bot rooms
 
 MAX_ID_CHARS = 64
 MAX_SETUP_BYTES = 1_000_000
@@ -425,8 +426,10 @@ class Store(ABC):
         limit) renewed since `fresh_after`: the rooms it then holds, or None when refused."""
 
     @abstractmethod
-    def renew_key_rooms(self, sessions: Sequence[str], now: float | None = None) -> None:
-        """Mark these rooms as still open (the rooms of a process that stops renewing expire)."""
+    def renew_key_rooms(self, rooms: Sequence[tuple[str, str]], holder: str,
+                        now: float | None = None) -> None:
+        """Mark these ``(session, key_id)`` rooms as still open, counting again any that had
+        expired (the rooms of a process that stops renewing expire)."""
 
     @abstractmethod
     def release_key_room(self, session: str) -> None:
@@ -837,13 +840,15 @@ class SqlStore(Store):
                      (session, key_id, holder, now))
         return held + 1
 
-    def renew_key_rooms(self, sessions: Sequence[str], now: float | None = None) -> None:
+    def renew_key_rooms(self, rooms: Sequence[tuple[str, str]], holder: str,
+                        now: float | None = None) -> None:
         now = time.time() if now is None else now
-        for start in range(0, len(sessions), PRUNE_BATCH):
-            part = tuple(sessions[start:start + PRUNE_BATCH])
-            with self.lock, self.write():
-                marks = ", ".join("?" * len(part))
-                self.run(f"UPDATE bot_key_rooms SET seen_at = ? WHERE session IN ({marks})", (now, *part))
+        for start in range(0, len(rooms), PRUNE_BATCH):
+            part = [(session, key_id, holder, now) for session, key_id in rooms[start:start + PRUNE_BATCH]]
+            with self.lock, self.write(), self.guard():
+                self.conn.cursor().executemany(self.sql(
+                    "INSERT INTO bot_key_rooms (session, key_id, holder, seen_at) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (session) DO UPDATE SET seen_at = excluded.seen_at"), part)
 
     def release_key_room(self, session: str) -> None:
         with self.lock, self.write():

@@ -70,6 +70,7 @@ def info_command(url: str = URL, as_json: bool = typer.Option(False, "--json", h
     with _opened(url) as store:
         info = store.info()
         words = store.drawing_counts()
+        keys = store.list_bot_keys()
     retention = asdict(StoreSettings.from_env().retention)
     if as_json:
         typer.echo(json.dumps({**asdict(info), "retention": retention, "drawings_per_word": words}, indent=2))
@@ -82,7 +83,7 @@ def info_command(url: str = URL, as_json: bool = typer.Option(False, "--json", h
     typer.echo(f"games      {counts['games']} ({playing} in progress), {moves} moves")
     typer.echo(f"transcripts {counts['transcripts']} (bot sessions)")
     typer.echo(f"drawings   {counts['drawings']} in {len(words)} categories (consented)")
-    typer.echo(f"bot keys   {counts['bot_keys']} ({counts['bot_key_rooms']} rooms open)")
+    typer.echo(f"bot keys   {len(keys)} ({sum(k.revoked for k in keys)} revoked)")
     typer.echo("retention  " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                          for k, v in retention.items()))
 

@@ -227,9 +227,9 @@ class BotKeys:
         ids = sorted({room.key.id for room in self.rooms.values()})
         if not ids:
             return
-        sessions = list(self.rooms)
+        rooms = [(session, room.key.id) for session, room in self.rooms.items()]
         now = self.clock()
-        keys, everywhere = await asyncio.to_thread(self._read, ids, sessions, now)
+        keys, everywhere = await asyncio.to_thread(self._read, ids, rooms, now)
         self.everywhere = everywhere
         fresh = {key.id: key for key in keys}
         for session, room in list(self.rooms.items()):
@@ -247,9 +247,12 @@ class BotKeys:
             if key is not None and key.id in fresh:
                 self.cache[digest] = (fresh[key.id], now)
 
-    def _read(self, ids: list[str], sessions: list[str], now: float) -> tuple[list[BotKey], dict[str, int]]:
-        self.store.renew_key_rooms(sessions, now)
-        return self.store.bot_keys(ids), self.store.key_rooms(ids, self._fresh_after(now))
+    def _read(self, ids: list[str], rooms: list[tuple[str, str]],
+              now: float) -> tuple[list[BotKey], dict[str, int]]:
+        keys = self.store.bot_keys(ids)
+        known = {key.id for key in keys}  # a key deleted from the database has no rooms to renew
+        self.store.renew_key_rooms([r for r in rooms if r[1] in known], self.holder, now)
+        return keys, self.store.key_rooms(ids, self._fresh_after(now))
 
     async def _close_revoked(self, session: str, room: _Room) -> None:
         try:
