@@ -290,8 +290,9 @@ class Connection:
 
     async def _dispatch_greeted(self, frame: Any) -> list[Frame]:
         s = self.session
-        if isinstance(frame, StrokeEnd | WholeStroke) and self.registry is not None and self.registry.keys:
-            self.registry.keys.check_stroke(s, frame.id, whole=isinstance(frame, WholeStroke))
+        keys = self.registry.keys if self.registry is not None else None
+        if keys is not None and isinstance(frame, StrokeEnd | WholeStroke):  # the key's strokes per minute
+            keys.check_stroke(s, frame.id, whole=isinstance(frame, WholeStroke))
         match frame:
             case RoundStart():
                 return s.on_round_start(frame)
