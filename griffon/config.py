@@ -117,6 +117,7 @@ SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
     "bots": (
         "max_bot_sessions", "bot_idle_timeout_s", "bot_tick_s", "transcript_bytes", "transcript_save_s",
         "transcripts_kept", "list_bot_sessions", "accept_room_drawings", "room_drawings_per_day",
+        "bot_keys_required", "bot_keys_refresh_s",
     ),
 }  # fmt: skip
 

@@ -13,7 +13,8 @@ Shared objects, created once at start-up (lifespan), reach routes as typed depen
   ``GRIFFON_DATA_DIR/griffon.db``), opened by ``create_app`` itself, so that a corrupt or
   unreachable database stops ``griffon serve`` at once with its message (no traceback) and is
   never overwritten. Pruned at start and hourly (``GRIFFON_RETAIN_*``); bot transcripts are
-  saved to it (:class:`store.transcripts.TranscriptArchive`).
+  saved to it (:class:`store.transcripts.TranscriptArchive`); the bot rooms' API keys are read
+  from it (:class:`service.bot.keys.BotKeys`, re-read every ``bot_keys_refresh_s``).
 
 Features: the HTTP API (:mod:`service.api`), the bot socket (:mod:`service.bot`) and the games
 played in the browser (:mod:`service.play`) are routers included here. The games' settings
@@ -59,6 +60,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from model.strokes import DrawingError
 from service import api
 from service.bot import routes as bot
+from service.bot.keys import BotKeys
 from service.capacity import Capacity
 from service.errors import ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
@@ -366,8 +368,12 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             # the last transcripts and drawings reach the database
             release.push_async_callback(asyncio.to_thread, writer.close)
             archive = TranscriptArchive(store, writer, settings.transcript_bytes)
-            app.state.bots = bot.BotRegistry(settings, archive, writer)
             metrics = app.state.shared.metrics
+            keys = BotKeys(store, metrics, settings.bot_keys_required, settings.bot_keys_refresh_s)
+            release.push_async_callback(keys.aclose)
+            refresher = asyncio.create_task(keys.refresh_forever(), name="bot-keys")
+            release.callback(refresher.cancel)
+            app.state.bots = bot.BotRegistry(settings, archive, writer, keys=keys)
             metrics.watch(metrics.rooms, lambda: app.state.bots.live_count)
             metrics.watch(metrics.sockets, lambda: app.state.bots.live_count, kind="bot")
             release.push_async_callback(app.state.bots.aclose)

@@ -12,7 +12,11 @@ One :class:`Metrics` per app, on its own registry (several apps in one process s
   answer queued for the socket), ``griffon_guess_seconds{source}`` (a recognition asked → its
   probabilities back), ``griffon_store_write_seconds`` (one move stored);
 - ``griffon_refusals_total{reason}``: requests, games, rooms and frames refused (the error code:
-  ``rate_limited``, ``overloaded``, ``server_full``, ``server_busy``...).
+  ``rate_limited``, ``overloaded``, ``server_full``, ``server_busy``, ``bad_key``...);
+- per API key of bot rooms (service/bot/keys.py), labelled by the key's name (never its secret):
+  ``griffon_bot_key_rooms_open{key}``, ``griffon_bot_key_rooms_total{key}`` (rooms admitted),
+  ``griffon_bot_key_strokes_total{key}`` (strokes counted against its quota) and
+  ``griffon_bot_key_refusals_total{key,reason}`` (``quota_exceeded``, ``key_revoked``...).
 
 With several worker processes (``griffon serve --workers N``), the worker a scrape reaches adds up
 every worker's figures (:func:`merge`): one server, one set of metrics.
@@ -62,6 +66,14 @@ class Metrics:
                                      buckets=LATENCY_BUCKETS, registry=r)
         self.refusals = Counter("griffon_refusals", "Requests, games, rooms and frames refused",
                                 ["reason"], registry=r)
+        self.key_rooms_open = Gauge("griffon_bot_key_rooms_open", "Bot rooms open per API key", ["key"],
+                                    registry=r)
+        self.key_rooms = Counter("griffon_bot_key_rooms", "Bot rooms admitted per API key", ["key"],
+                                 registry=r)
+        self.key_strokes = Counter("griffon_bot_key_strokes", "Strokes of bot rooms per API key", ["key"],
+                                   registry=r)
+        self.key_refusals = Counter("griffon_bot_key_refusals", "Bot rooms and strokes refused per API key",
+                                    ["key", "reason"], registry=r)
 
     def watch(self, gauge: Gauge, read: Callable[[], float], **labels: str) -> None:
         """Let ``gauge`` (with ``labels``) be read from ``read()`` at each scrape."""

@@ -186,6 +186,14 @@ class Settings(BaseModel):
     list_bot_sessions: bool = Field(
         default=False, description="let GET /v1/bot/sessions list every session (off: read one by its key)"
     )
+    bot_keys_required: bool = Field(
+        default=False,
+        description="bot rooms must give an API key (griffon keys create); off: a key given is still checked",
+    )
+    bot_keys_refresh_s: float = Field(
+        default=5.0, ge=0.1, le=300,
+        description="seconds between two reads of the keys in use: a revoked key's rooms close within it",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

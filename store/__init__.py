@@ -16,6 +16,7 @@ from store.base import (
     LATEST_VERSION,
     BadDatabase,
     BadRecord,
+    BotKey,
     CorruptDatabase,
     DrawingRecord,
     ForeignDatabase,
@@ -30,7 +31,9 @@ from store.base import (
     StoreInfo,
     StoreUnavailable,
     TranscriptRecord,
+    UnknownKey,
     hash_token,
+    new_key_secret,
     token_matches,
 )
 from store.settings import StoreSettings, open_store
@@ -39,6 +42,7 @@ __all__ = [
     "LATEST_VERSION",
     "BadDatabase",
     "BadRecord",
+    "BotKey",
     "CorruptDatabase",
     "DrawingRecord",
     "ForeignDatabase",
@@ -54,7 +58,9 @@ __all__ = [
     "StoredGame",
     "StoredMove",
     "TranscriptRecord",
+    "UnknownKey",
     "hash_token",
+    "new_key_secret",
     "open_store",
     "token_matches",
 ]

@@ -28,7 +28,8 @@ from typing import Any
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SCHEMA_TABLE = "griffon_schema"
-TABLES = ("games", "moves", "transcripts", "drawings")
+TABLES = ("games", "moves", "transcripts", "drawings")  # counted by `info`
+KEY_TABLES = ("bot_keys", "bot_key_rooms")  # the API keys of bot rooms
 
 MAX_ID_CHARS = 64
 MAX_SETUP_BYTES = 1_000_000
@@ -80,6 +81,10 @@ class BadRecord(StoreError, ValueError):
 
 class MoveRejected(StoreError):
     """A move for an unknown or finished game, or out of sequence (another writer?)."""
+
+
+class UnknownKey(StoreError, LookupError):
+    """No bot key has this name or id."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -141,6 +146,26 @@ class DrawingRecord:
 
 
 @dataclass(frozen=True)
+class BotKey:
+    """An API key of bot rooms, as stored: the SHA-256 of its secret (never the secret), its
+    quotas (0: no limit) and whether it was revoked."""
+
+    id: str
+    name: str
+    secret_hash: str
+    max_rooms: int
+    strokes_per_minute: int
+    created_at: float
+    revoked_at: float | None = None
+    last_used_at: float | None = None
+
+    @property
+    def revoked(self) -> bool:
+        """Whether the key was revoked."""
+        return self.revoked_at is not None
+
+
+@dataclass(frozen=True)
 class Retention:
     """How long records are kept (days; 0 = forever) and how many transcripts at most."""
 
@@ -176,13 +201,22 @@ class StoreInfo:
 
 
 def hash_token(token: str) -> str:
-    """The SHA-256 of a game token: the only form stored (a stolen database gives no token)."""
+    """The SHA-256 of a game token or a bot key's secret: the only form stored (a stolen database
+    gives neither)."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def token_matches(token: str, token_hash: str) -> bool:
     """Whether `token` hashes to `token_hash` (constant-time comparison)."""
     return secrets.compare_digest(hash_token(token), token_hash)
+
+
+KEY_PREFIX = "gk_"  # a bot key's secret starts with it: recognisable in a config file or a leak scan
+
+
+def new_key_secret() -> str:
+    """A bot key's secret: the prefix and 32 URL-safe random characters (192 bits)."""
+    return KEY_PREFIX + secrets.token_urlsafe(24)
 
 
 def to_json(value: Any, limit: int, what: str) -> str:
@@ -236,6 +270,24 @@ def check_strokes(strokes: Any) -> list[list[list[float]]]:
     if total > MAX_DRAWING_POINTS:
         raise BadRecord(f"a drawing holds at most {MAX_DRAWING_POINTS} points")
     return clean
+
+
+KEY_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+MAX_KEY_QUOTA = 1_000_000
+
+
+def check_key_name(name: Any) -> str:
+    """A bot key's name: 1 to 64 letters, digits, ``_``, ``.`` or ``-`` (it labels metrics)."""
+    if not isinstance(name, str) or not KEY_NAME_RE.match(name):
+        raise BadRecord(f"a key name is 1 to 64 letters, digits, '_', '.' or '-' (first a letter or digit), "
+                        f"not {str(name)[:80]!r}")
+    return name
+
+
+def _check_quota(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_KEY_QUOTA:
+        raise BadRecord(f"{what} must be an integer from 0 (no limit) to {MAX_KEY_QUOTA}")
+    return value
 
 
 def new_key_id() -> str:
@@ -344,6 +396,48 @@ class Store(ABC):
     @abstractmethod
     def drawing_counts(self, skip_games: Sequence[str] = ()) -> dict[str, int]:
         """Stored drawings per word (not counting the `skip_games` kinds)."""
+
+    # bot keys (service/bot/keys.py)
+    @abstractmethod
+    def create_bot_key(self, name: str, secret_hash: str, max_rooms: int, strokes_per_minute: int,
+                       now: float | None = None) -> BotKey:
+        """Store a new key (`BadRecord` if the name is taken or malformed)."""
+
+    @abstractmethod
+    def list_bot_keys(self) -> list[BotKey]:
+        """Every key, revoked ones too, oldest first."""
+
+    @abstractmethod
+    def find_bot_key(self, secret_hash: str) -> BotKey | None:
+        """The key whose secret hashes to `secret_hash`, or None."""
+
+    @abstractmethod
+    def bot_keys(self, ids: Sequence[str]) -> list[BotKey]:
+        """The keys with these ids (what a server re-reads to see revocations and new quotas)."""
+
+    @abstractmethod
+    def revoke_bot_key(self, name_or_id: str, now: float | None = None) -> BotKey:
+        """Revoke a key by its name or id (`UnknownKey` if none); a revoked key stays revoked."""
+
+    @abstractmethod
+    def claim_key_room(self, key_id: str, session: str, holder: str, max_rooms: int, fresh_after: float,
+                       now: float | None = None) -> int | None:
+        """Count a room open under a key, unless the key already holds `max_rooms` rooms (0: no
+        limit) renewed since `fresh_after`: the rooms it then holds, or None when refused."""
+
+    @abstractmethod
+    def renew_key_rooms(self, rooms: Sequence[tuple[str, str]], holder: str,
+                        now: float | None = None) -> None:
+        """Mark these ``(session, key_id)`` rooms as still open, counting again any that had
+        expired (the rooms of a process that stops renewing expire)."""
+
+    @abstractmethod
+    def release_key_room(self, session: str) -> None:
+        """A room closed: it no longer counts."""
+
+    @abstractmethod
+    def key_rooms(self, key_ids: Sequence[str], fresh_after: float) -> dict[str, int]:
+        """Rooms open per key (renewed since `fresh_after`), by every server sharing the database."""
 
     # upkeep
     @abstractmethod
@@ -676,6 +770,97 @@ class SqlStore(Store):
             f"SELECT word, COUNT(*) FROM drawings WHERE {where} GROUP BY word ORDER BY word", params
         )
         return {w: int(n) for w, n in found}
+
+    # -- bot keys --------------------------------------------------------------------------------
+    _KEY_COLUMNS = ("id, name, secret_hash, max_rooms, strokes_per_minute, created_at, revoked_at, "
+                    "last_used_at")
+
+    @staticmethod
+    def _key(row: Sequence[Any]) -> BotKey:
+        kid, name, secret_hash, rooms, strokes, created, revoked, used = row
+        return BotKey(kid, name, secret_hash, int(rooms), int(strokes), float(created),
+                      None if revoked is None else float(revoked), None if used is None else float(used))
+
+    def create_bot_key(self, name: str, secret_hash: str, max_rooms: int, strokes_per_minute: int,
+                       now: float | None = None) -> BotKey:
+        check_key_name(name)
+        _check_id(secret_hash, "key hash")
+        key = BotKey(secrets.token_hex(6), name, secret_hash, _check_quota(max_rooms, "rooms at once"),
+                     _check_quota(strokes_per_minute, "strokes per minute"),
+                     time.time() if now is None else now)
+        with self.lock, self.write():
+            if self.run("SELECT 1 FROM bot_keys WHERE name = ?", (name,)).fetchone() is not None:
+                raise BadRecord(f"a key named {name!r} exists already (names are never reused)")
+            self.run(f"INSERT INTO bot_keys ({self._KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
+                     (key.id, key.name, key.secret_hash, key.max_rooms, key.strokes_per_minute,
+                      key.created_at))
+        return key
+
+    def list_bot_keys(self) -> list[BotKey]:
+        found = self.rows(f"SELECT {self._KEY_COLUMNS} FROM bot_keys ORDER BY created_at, id")
+        return [self._key(r) for r in found]
+
+    def find_bot_key(self, secret_hash: str) -> BotKey | None:
+        found = self.rows(f"SELECT {self._KEY_COLUMNS} FROM bot_keys WHERE secret_hash = ?", (secret_hash,))
+        return self._key(found[0]) if found else None
+
+    def bot_keys(self, ids: Sequence[str]) -> list[BotKey]:
+        if not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        return [self._key(r) for r in self.rows(
+            f"SELECT {self._KEY_COLUMNS} FROM bot_keys WHERE id IN ({marks})", tuple(ids))]
+
+    def revoke_bot_key(self, name_or_id: str, now: float | None = None) -> BotKey:
+        now = time.time() if now is None else now
+        with self.lock, self.write():
+            self.run("UPDATE bot_keys SET revoked_at = ? WHERE (name = ? OR id = ?) AND revoked_at IS NULL",
+                     (now, name_or_id, name_or_id))
+            found = self.run(f"SELECT {self._KEY_COLUMNS} FROM bot_keys WHERE name = ? OR id = ?",
+                             (name_or_id, name_or_id)).fetchall()
+        if not found:
+            raise UnknownKey(f"no key named {name_or_id[:80]!r} (nor with that id): see `griffon keys list`")
+        return self._key(found[0])
+
+    def claim_key_room(self, key_id: str, session: str, holder: str, max_rooms: int, fresh_after: float,
+                       now: float | None = None) -> int | None:
+        _check_id(session, "session id")
+        now = time.time() if now is None else now
+        with self.lock, self.write():
+            # the key's row, updated first, is locked until the commit: two servers admitting rooms
+            # of one key at once count one after the other (SQLite: the write lock does the same)
+            self.run("UPDATE bot_keys SET last_used_at = ? WHERE id = ?", (now, key_id))
+            held = int(self.run("SELECT COUNT(*) FROM bot_key_rooms WHERE key_id = ? AND seen_at >= ? "
+                                "AND session <> ?", (key_id, fresh_after, session)).fetchone()[0])
+            if max_rooms and held >= max_rooms:
+                return None
+            self.run("DELETE FROM bot_key_rooms WHERE key_id = ? AND seen_at < ?", (key_id, fresh_after))
+            self.run("DELETE FROM bot_key_rooms WHERE session = ?", (session,))
+            self.run("INSERT INTO bot_key_rooms (session, key_id, holder, seen_at) VALUES (?, ?, ?, ?)",
+                     (session, key_id, holder, now))
+        return held + 1
+
+    def renew_key_rooms(self, rooms: Sequence[tuple[str, str]], holder: str,
+                        now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        for start in range(0, len(rooms), PRUNE_BATCH):
+            part = [(session, key_id, holder, now) for session, key_id in rooms[start:start + PRUNE_BATCH]]
+            with self.lock, self.write(), self.guard():
+                self.conn.cursor().executemany(self.sql(
+                    "INSERT INTO bot_key_rooms (session, key_id, holder, seen_at) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (session) DO UPDATE SET seen_at = excluded.seen_at"), part)
+
+    def release_key_room(self, session: str) -> None:
+        with self.lock, self.write():
+            self.run("DELETE FROM bot_key_rooms WHERE session = ?", (session,))
+
+    def key_rooms(self, key_ids: Sequence[str], fresh_after: float) -> dict[str, int]:
+        if not key_ids:
+            return {}
+        marks = ", ".join("?" * len(key_ids))
+        found = self.rows(f"SELECT key_id, COUNT(*) FROM bot_key_rooms WHERE key_id IN ({marks}) "
+                          "AND seen_at >= ? GROUP BY key_id", (*key_ids, fresh_after))
+        return {k: int(n) for k, n in found}
 
     # -- upkeep ----------------------------------------------------------------------------------
     def prune(self, retention: Retention | None = None, now: float | None = None,

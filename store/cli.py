@@ -1,4 +1,5 @@
-"""`griffon db …` (where the database is, its size, retention, vacuum, export) and `griffon data export`.
+"""`griffon db …` (where the database is, its size, retention, vacuum, export), `griffon data export`
+and `griffon keys …` (the API keys of bot rooms: create, list, revoke).
 
 Every command reads the same settings as the server (``GRIFFON_DATABASE_URL``, ``GRIFFON_DATA_DIR``,
 ``GRIFFON_RETAIN_*``; see `store.settings`); ``--url`` overrides the database for one command.
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from store.base import Store, StoreError
+from store.base import BotKey, Store, StoreError, hash_token, new_key_secret
 from store.settings import CLI_TIMEOUT_MS, StoreSettings, open_store
 
 db_app = typer.Typer(help="The database: games, bot transcripts, consented drawings.", no_args_is_help=True)
@@ -23,9 +24,17 @@ URL = typer.Option(
 )
 
 
+keys_app = typer.Typer(
+    help="API keys of bot rooms (WS /v1/bot): required when GRIFFON_BOT_KEYS_REQUIRED=true.",
+    no_args_is_help=True,
+)
+
+
 def register(app: typer.Typer) -> None:
-    """Add `griffon db …` to the root app, and `export` to its `data` group when there is one."""
+    """Add `griffon db …` and `griffon keys …` to the root app, and `export` to its `data` group
+    when there is one."""
     app.add_typer(db_app, name="db")
+    app.add_typer(keys_app, name="keys")
     for group in app.registered_groups:
         if group.name == "data" and group.typer_instance is not None:
             group.typer_instance.command("export", help="Export consented drawings (= griffon db export).")(
@@ -61,6 +70,7 @@ def info_command(url: str = URL, as_json: bool = typer.Option(False, "--json", h
     with _opened(url) as store:
         info = store.info()
         words = store.drawing_counts()
+        keys = store.list_bot_keys()
     retention = asdict(StoreSettings.from_env().retention)
     if as_json:
         typer.echo(json.dumps({**asdict(info), "retention": retention, "drawings_per_word": words}, indent=2))
@@ -73,6 +83,7 @@ def info_command(url: str = URL, as_json: bool = typer.Option(False, "--json", h
     typer.echo(f"games      {counts['games']} ({playing} in progress), {moves} moves")
     typer.echo(f"transcripts {counts['transcripts']} (bot sessions)")
     typer.echo(f"drawings   {counts['drawings']} in {len(words)} categories (consented)")
+    typer.echo(f"bot keys   {len(keys)} ({sum(k.revoked for k in keys)} revoked)")
     typer.echo("retention  " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                          for k, v in retention.items()))
 
@@ -132,3 +143,77 @@ def export_command(
     if report.skipped_unknown_words:
         left = report.skipped_unknown_words
         typer.echo(f"{left} drawings left out: their word is not in {mix}/categories.txt")
+
+
+def _when(seconds: float | None) -> str:
+    import datetime
+
+    if seconds is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _key_json(key: BotKey) -> dict[str, object]:
+    return {"id": key.id, "name": key.name, "max_rooms": key.max_rooms,
+            "strokes_per_minute": key.strokes_per_minute, "created_at": key.created_at,
+            "revoked_at": key.revoked_at, "last_used_at": key.last_used_at}
+
+
+@keys_app.command("create")
+def keys_create_command(
+    name: str = typer.Option(..., "--name", help="what the key is for (labels its metrics; never reused)"),
+    rooms: int = typer.Option(10, "--rooms", help="rooms the key may hold open at once (0: no limit)"),
+    strokes_per_minute: int = typer.Option(
+        600, "--strokes-per-minute", help="strokes its rooms may send per minute, together (0: no limit)"
+    ),
+    url: str = URL,
+) -> None:
+    """Create a key and print its secret, once: only its SHA-256 is kept."""
+    secret = new_key_secret()
+    with _opened(url) as store:
+        try:
+            key = store.create_bot_key(name, hash_token(secret), rooms, strokes_per_minute)
+        except StoreError as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(1) from None
+    limits = (f"rooms at once {key.max_rooms or 'unlimited'}, "
+              f"strokes per minute {key.strokes_per_minute or 'unlimited'}")
+    typer.echo(f"key {key.name} (id {key.id}): {limits}", err=True)
+    typer.echo("the secret below is shown only this once; give it to the room (hello.key, or the "
+               "header 'Authorization: Bearer ...'):", err=True)
+    typer.echo(secret)
+
+
+@keys_app.command("list")
+def keys_list_command(
+    url: str = URL, as_json: bool = typer.Option(False, "--json", help="JSON output")
+) -> None:
+    """Every key: name, id, quotas, when created, last used and revoked (never a secret)."""
+    with _opened(url) as store:
+        keys = store.list_bot_keys()
+    if as_json:
+        typer.echo(json.dumps([_key_json(k) for k in keys], indent=2))
+        return
+    if not keys:
+        typer.echo("no keys (griffon keys create --name NAME)")
+        return
+    typer.echo(f"{'name':<24} {'id':<12} {'rooms':>6} {'strokes/min':>11}  {'created':<20}  "
+               f"{'last used':<20}  revoked")
+    for k in keys:
+        typer.echo(f"{k.name:<24} {k.id:<12} {k.max_rooms or '-':>6} {k.strokes_per_minute or '-':>11}  "
+                   f"{_when(k.created_at):<20}  {_when(k.last_used_at):<20}  {_when(k.revoked_at)}")
+
+
+@keys_app.command("revoke")
+def keys_revoke_command(
+    key: str = typer.Argument(..., help="the key's name or id"), url: str = URL
+) -> None:
+    """Revoke a key: its rooms are refused from now on, and the open ones closed within
+    GRIFFON_BOT_KEYS_REFRESH_S seconds (every server sharing the database)."""
+    with _opened(url) as store:
+        try:
+            found = store.revoke_bot_key(key)
+        except StoreError as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(1) from None
+    typer.echo(f"key {found.name} (id {found.id}) revoked at {_when(found.revoked_at)}")

@@ -210,6 +210,7 @@ WORKER_GROUPS = {
     "test_service_bot.py": "d",
     "test_service_api.py": "d",
     "test_model_guesser.py": "d",
+    "test_service_bot_keys.py": "e",
 }
 
 

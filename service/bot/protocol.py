@@ -30,13 +30,15 @@ class _Frame(BaseModel):
 
 
 class Hello(_Frame):
-    """First frame: the versions the room speaks; ``analysis`` asks for per-stroke analysis."""
+    """First frame: the versions the room speaks; ``analysis`` asks for per-stroke analysis;
+    ``key``: the room's API key (service/bot/keys.py)."""
 
     type: Literal["hello"]
     versions: list[int] = Field(min_length=1, max_length=16)
     room: Annotated[str, Field(max_length=100)] | None = None
     name: Annotated[str, Field(max_length=100)] | None = None
     analysis: bool = False
+    key: Annotated[str, Field(max_length=200)] | None = None
 
 
 class RoundStart(_Frame):

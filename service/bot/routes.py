@@ -13,6 +13,11 @@ A room's drawing (``round_end`` with ``drawing_consent``) is stored only when th
 them (``accept_room_drawings``, off by default) and within ``room_drawings_per_day`` per client
 address; ``round_over`` then says ``drawing_kept``.
 
+API keys (service/bot/keys.py, ``BotRegistry.keys``): checked at ``hello``; 4401 no key where one
+is required, or an unknown one; 4403 a revoked key (also a live room's, within
+``bot_keys_refresh_s``); 4429 over the key's rooms at once. A stroke over its strokes per minute
+gets ``quota_exceeded`` and the room stays.
+
 Close codes: 1000 after ``bye``; 4408 idle for ``bot_idle_timeout_s``; 4429 a client that keeps
 flooding past the rate limit; 4503 the server already holds ``max_bot_sessions`` bots; 1013 the server
 is at capacity (an ``overloaded`` frame with ``retry_after`` comes first: service/capacity.py).
@@ -32,6 +37,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, WebSocket, WebSocketDisconnect
 from starlette.requests import HTTPConnection
 
+from service.bot.keys import BotKeys, KeyRefused, presented_key
 from service.bot.protocol import (
     Bye,
     Clear,
@@ -61,7 +67,7 @@ from store.transcripts import TranscriptArchive
 
 log = logging.getLogger("griffon.bot")
 router = APIRouter(tags=["bot"])
-CLOSE_IDLE, CLOSE_FLOOD, CLOSE_FULL = 4408, 4429, 4503
+CLOSE_IDLE, CLOSE_FLOOD, CLOSE_FULL, CLOSE_KEY_REVOKED = 4408, 4429, 4503, 4403
 CLOSE_TRY_LATER = 1013  # the server is at capacity (RFC 6455: try again later)
 FLOOD_FACTOR = 4  # frames rejected in a row, in bursts, before the connection is closed
 MAX_QUOTA_CLIENTS = 100_000  # client addresses counted per day for room drawings (beyond: refused)
@@ -72,8 +78,10 @@ class BotRegistry:
     """Live bot sessions and the transcripts of finished ones (the newest ``transcripts_kept``)."""
 
     def __init__(self, settings: Settings, archive: TranscriptArchive | None = None,
-                 writer: BackgroundWriter | None = None, clock: Callable[[], float] = time.time) -> None:
+                 writer: BackgroundWriter | None = None, clock: Callable[[], float] = time.time,
+                 keys: BotKeys | None = None) -> None:
         self.settings = settings
+        self.keys = keys  # the rooms' API keys and quotas (None: no database, no keys)
         self.archive = archive  # transcripts in the database: they survive a restart
         self.writer = writer  # consented room drawings (round_end with drawing_consent), off the loop
         self.clock = clock
@@ -105,6 +113,8 @@ class BotRegistry:
         """Close a session and keep its transcript."""
         session.close()
         self.live.pop(session.id, None)
+        if self.keys is not None:
+            self.keys.release(session.id)
         self.finished[session.id] = session.transcript
         while len(self.finished) > self.settings.transcripts_kept:
             self.finished.popitem(last=False)
@@ -252,13 +262,37 @@ class Connection:
         if isinstance(frame, Hello):
             if s.version is not None:
                 raise FrameError("already_greeted", "hello was already received", frame.id)
+            if not await self._admit(frame):
+                return []
             return s.on_hello(frame)
         if s.version is None:
             raise FrameError("hello_first", "send hello first", frame.id)
         return await self._dispatch_greeted(frame)
 
+    async def _admit(self, frame: Hello) -> bool:
+        """Check the room's API key (``hello.key`` or ``Authorization: Bearer``); a refused room
+        gets the error frame and is closed."""
+        keys = self.registry.keys if self.registry is not None else None
+        if keys is None:
+            return True
+        try:
+            await keys.admit(presented_key(frame.key, self.ws.headers.get("authorization")),
+                             self.session.id, self._key_revoked)
+        except KeyRefused as refused:
+            await self.send(error_frame(refused.code, refused.message, frame.id))
+            await self.close(refused.close_code, refused.code)
+            return False
+        return True
+
+    async def _key_revoked(self) -> None:
+        await self.send(error_frame("key_revoked", "the API key of this room was revoked: closing"))
+        await self.close(CLOSE_KEY_REVOKED, "key_revoked")
+
     async def _dispatch_greeted(self, frame: Any) -> list[Frame]:
         s = self.session
+        keys = self.registry.keys if self.registry is not None else None
+        if keys is not None and isinstance(frame, StrokeEnd | WholeStroke):  # the key's strokes per minute
+            keys.check_stroke(s, frame.id, whole=isinstance(frame, WholeStroke))
         match frame:
             case RoundStart():
                 return s.on_round_start(frame)
