@@ -6,8 +6,9 @@ workers (``python -m griffon.workers``). Each listens on the port with ``SO_REUS
 kernel spreads the connections evenly among them, and each also serves a private Unix socket in a
 folder only this user can read, where sibling workers relay the games they do not hold
 (service/workers.py). A worker that dies is started
-again (it resumes its games from the database); one that exits with an error within its first
-seconds (bad settings, an unusable database) stops the whole server with its status. SIGTERM or
+again (it resumes its games from the database); one that exits with an error before it ever served
+(bad settings, an unusable database, a missing model) stops the whole server with its status,
+however long its start took. A worker says it serves by creating ``ready-INDEX`` in that folder. SIGTERM or
 SIGINT stops every worker, then the supervisor.
 """
 
@@ -29,7 +30,6 @@ from service.workers import ENV_COUNT, ENV_FOLDER, ENV_INDEX, ENV_SECRET, Worker
 
 log = logging.getLogger("griffon.service")
 ENV_ADDRESS = "GRIFFON_WORKER_ADDRESS"  # host:port:backlog every worker listens on
-EARLY_EXIT_S = 15.0  # a worker that exits with an error sooner failed to start: no restart
 POLL_S = 0.5
 
 
@@ -48,10 +48,10 @@ def supervise(host: str, port: int, log_level: str, count: int, backlog: int) ->
     signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
     signal.signal(signal.SIGINT, lambda signum, _: stopping.append(signum))
 
-    def start(index: int) -> tuple[subprocess.Popen, float]:
+    def start(index: int) -> subprocess.Popen:
+        ready_marker(folder, index).unlink(missing_ok=True)
         command = [sys.executable, "-m", "griffon.workers", "--log-level", log_level]
-        process = subprocess.Popen(command, env={**environ, ENV_INDEX: str(index)})
-        return process, time.monotonic()
+        return subprocess.Popen(command, env={**environ, ENV_INDEX: str(index)})
 
     running = {index: start(index) for index in range(count)}
     print(f"griffon: {count} workers on http://{host}:{port} (sockets in {folder})", flush=True)
@@ -59,11 +59,11 @@ def supervise(host: str, port: int, log_level: str, count: int, backlog: int) ->
     try:
         while not stopping:
             time.sleep(POLL_S)
-            for index, (process, started) in list(running.items()):
+            for index, process in list(running.items()):
                 code = process.poll()
                 if code is None or stopping:
                     continue
-                if code > 0 and time.monotonic() - started < EARLY_EXIT_S:  # killed by a signal: again
+                if code > 0 and not ready_marker(folder, index).exists():  # killed by a signal: again
                     print(f"griffon: worker {index} stopped at start (status {code})", file=sys.stderr)
                     status = code or 1
                     stopping.append(0)
@@ -71,10 +71,10 @@ def supervise(host: str, port: int, log_level: str, count: int, backlog: int) ->
                 print(f"griffon: worker {index} ended (status {code}); starting it again", file=sys.stderr)
                 running[index] = start(index)
     finally:
-        for process, _ in running.values():
+        for process in running.values():
             if process.poll() is None:
                 process.terminate()
-        for process, _ in running.values():
+        for process in running.values():
             try:
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:
@@ -82,6 +82,11 @@ def supervise(host: str, port: int, log_level: str, count: int, backlog: int) ->
         if not given:
             shutil.rmtree(folder, ignore_errors=True)
     return status
+
+
+def ready_marker(folder: Path, index: int) -> Path:
+    """The file worker ``index`` creates once it serves."""
+    return folder / f"ready-{index}"
 
 
 def main() -> None:
@@ -109,7 +114,15 @@ def main() -> None:
     os.chmod(path, 0o600)
     private.listen(256)
     config = uvicorn_config(Settings.from_env(), "127.0.0.1", 0, args.log_level)
-    uvicorn.Server(config).run(sockets=[listener, private])
+    marker = ready_marker(workers.folder, workers.index)
+
+    class Worker(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                marker.touch()
+
+    Worker(config).run(sockets=[listener, private])
 
 
 if __name__ == "__main__":
