@@ -121,8 +121,9 @@ async def play_round(ws: Any, number: int, word: str, strokes: list, pace: str,
                 return
 
     listener = asyncio.create_task(listen())
+    waiter = asyncio.create_task(found.wait())
     try:
-        await asyncio.wait([drawer, asyncio.create_task(found.wait())], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([drawer, waiter], return_when=asyncio.FIRST_COMPLETED)
         if not found.is_set():
             try:
                 await asyncio.wait_for(found.wait(), linger_s)
@@ -134,7 +135,7 @@ async def play_round(ws: Any, number: int, word: str, strokes: list, pace: str,
             # found before the last stroke ended: negative (the drawing's own end time is known)
             result.found_after_s = (found_at - last_end) if last_end is not None else -1.0
     finally:
-        for task in (drawer, listener):
+        for task in (drawer, listener, waiter):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

@@ -3,10 +3,9 @@ drawing-game room that plays one round with it.
 
 As a library (needs only the ``websockets`` package)::
 
-    from examples.room_client import BotClient
+    from examples.room_client import connect
 
-    bot = BotClient("ws://127.0.0.1:8000/v1/bot", room="salon-42", y="down")
-    await bot.connect()
+    bot = await connect("ws://127.0.0.1:8000/v1/bot", room="salon-42", y="down")  # a BotClient
     await bot.start_round(1, candidates=["chat", "maison"], pace="human")
     await bot.stroke([40, 215], [120, 120], [0, 300])
     async for event in bot.events():          # guess, analysis, error, round_over, welcome...
@@ -324,6 +323,15 @@ class BotClient:
         self._open_stroke = None
         return await self._request(
             frame, lambda f: f["type"] == "round_over" and f.get("why", "round_end") == "round_end", timeout)
+
+
+async def connect(url: str, *, key: str | None = None, room: str | None = None, name: str | None = None,
+                  y: str = "down", **options: Any) -> BotClient:
+    """A connected :class:`BotClient` (the contract's ``connect(url, {key, room, name, y})``);
+    ``options``: ``analysis``, ``versions``, ``resume``."""
+    client = BotClient(url, key=key, room=room, name=name, y=y, **options)
+    await client.connect()
+    return client
 
 
 # -- the example room ------------------------------------------------------------------------------

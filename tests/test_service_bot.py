@@ -665,3 +665,19 @@ def test_python_client_resumes_after_a_dropped_socket(server: Server) -> None:
         await bot.close()
 
     run(scenario())
+
+
+def test_the_word_rule_reads_case_spaces_articles_and_plurals_in_both_languages() -> None:
+    from service.bot.words import WordIndex, comparison_form
+    from vocab.vocabulary import load_vocabulary
+
+    vocabulary = load_vocabulary()
+    words = WordIndex(vocabulary.words.keys(), vocabulary.form_index)
+    for text in ("Cat", "CAT", "cat ", " the  cats ", "les chats", "Chats", "un chat", "A cat"):
+        assert words.key(text, "fr") == words.key(text, "en") == "cat", text
+    assert words.key("chapeaux") == "hat" and words.key("L'Avion") == "airplane"
+    assert words.key("crayon", "fr") == "crayon"  # a key as it is wins
+    assert words.key("Crayon", "fr") == "pencil" and words.key("Crayon", "en") == "crayon"
+    assert words.key("the eiffel towers", "en") == "The Eiffel Tower"
+    assert words.key("licornx") is None and words.key("  ") is None and words.key("the") is None
+    assert comparison_form("  The   Cats! ") == "cats"
