@@ -53,9 +53,13 @@ class Hello(_Frame):
     room: Annotated[str, Field(max_length=100)] | None = None
     name: Annotated[str, Field(max_length=100)] | None = None
     analysis: bool = False
-    key: Annotated[str, Field(max_length=200)] | None = None
-    y: Literal["down", "up"] | None = None
-    resume: Resume | None = None
+    key: Annotated[str, Field(max_length=200)] | None = Field(
+        default=None, description="(v2) the room's API key (or the header Authorization: Bearer KEY)")
+    y: Literal["down", "up"] | None = Field(
+        default=None, description="(v2) which way the room's y axis points: down (canvas and screen "
+        "coordinates, as in Quick, Draw!; the default) or up (the bot flips it)")
+    resume: Resume | None = Field(
+        default=None, description="(v2) take back a session whose socket was lost without bye")
 
 
 class RoundStart(_Frame):
@@ -69,7 +73,9 @@ class RoundStart(_Frame):
     difficulty: Annotated[str, Field(max_length=32)] | None = None
     duration_s: float = Field(default=30.0, gt=0, le=600)
     seed: Annotated[int, Field(ge=0, le=2**31)] | None = None
-    pace: Literal["instant", "human"] | None = None  # version 2; default "human"
+    pace: Literal["instant", "human"] | None = Field(
+        default=None, description="(v2) instant: answers right after each stroke; human (the default): "
+        "reads and types like a person")
 
 
 class StrokeStart(_Frame):
