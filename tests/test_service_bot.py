@@ -681,3 +681,37 @@ def test_the_word_rule_reads_case_spaces_articles_and_plurals_in_both_languages(
     assert words.key("the eiffel towers", "en") == "The Eiffel Tower"
     assert words.key("licornx") is None and words.key("  ") is None and words.key("the") is None
     assert comparison_form("  The   Cats! ") == "cats"
+
+
+def test_the_instant_pace_speaks_at_the_stroke_and_the_human_pace_after_reading_and_typing() -> None:
+    """On a fake clock: the instant pace says the word at the moment the stroke is seen; the human
+    pace not before its reading time plus its typing time."""
+    import random
+
+    from games.ai import KontourGuesser, load_level
+    from service.bot.session import instant
+
+    level = load_level("normal").kontour_guesser
+    fast = KontourGuesser(level=instant(level), rng=random.Random(0))
+    fast.observe({"house": 0.97, "cat": 0.03}, now=2.0)
+    said = fast.decide(2.0)
+    assert said is not None and said.key == "house" and said.at == 2.0
+    human = KontourGuesser(level=level, rng=random.Random(0), pause_s=level.reaction_s)
+    human.observe({"house": 0.97, "cat": 0.03}, now=2.0)
+    earliest = 2.0 + (1 - level.reaction_jitter) * (
+        level.reaction_s + level.type_base_s + level.type_char_s * len("house"))
+    times = [2.0 + 0.05 * i for i in range(200)]
+    spoken = next(t for t in times if human.decide(t) is not None)
+    assert spoken >= earliest
+
+
+def test_the_protocol_doc_quotes_the_levels_pacing() -> None:
+    """docs/BOT_PROTOCOL.md states each level's reading time, lines and word rate as the levels set them."""
+    from games.ai import level_names, load_level
+
+    text = " ".join((REPO / "docs" / "BOT_PROTOCOL.md").read_text().split())
+    levels = {name: load_level(name).kontour_guesser for name in level_names()}
+    reading = ", ".join(f"{level.reaction_s:g} s {name}" for name, level in levels.items())
+    rate = ", ".join(f"{1 / level.max_guesses_per_s:.2g} s {name}" for name, level in levels.items())
+    assert f"({reading}, ± 30 %)" in text
+    assert f"(one every {rate})" in text
