@@ -66,13 +66,15 @@ RECONNECT_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 
 
 class BotError(Exception):
-    """The bot answered a request with an ``error`` frame (``code``, ``message``, ``frame``)."""
+    """The bot answered a request with an ``error`` frame (``code``, ``message``, ``frame``;
+    ``close_code`` when it closed the connection with it)."""
 
-    def __init__(self, frame: Frame) -> None:
+    def __init__(self, frame: Frame, close_code: int | None = None) -> None:
         super().__init__(f"{frame.get('code')}: {frame.get('message')}")
         self.code = frame.get("code")
         self.message = frame.get("message")
         self.frame = frame
+        self.close_code = close_code
 
 
 class BotClient:
@@ -119,8 +121,10 @@ class BotClient:
             if frame["type"] == "welcome":
                 return frame
             if frame["type"] == "error" and frame["code"] != "resume_failed":
+                with contextlib.suppress(TimeoutError):  # a refusal: the bot closes (4401, 4429...)
+                    await asyncio.wait_for(self.ws.wait_closed(), 5.0)
                 await self.ws.close()
-                raise BotError(frame)
+                raise BotError(frame, self.ws.close_code)
             await self._dispatch(frame)  # resume_failed: a fresh welcome follows
 
     async def close(self) -> None:
