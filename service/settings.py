@@ -167,6 +167,10 @@ class Settings(BaseModel):
     bot_tick_s: float = Field(
         default=0.05, gt=0, le=1, description="seconds between two decisions of a bot session's AI"
     )
+    bot_resume_s: float = Field(
+        default=60.0, ge=0, le=3600,
+        description="seconds a bot session (protocol 2) waits for its room to resume after a lost socket",
+    )
     transcript_bytes: int = Field(
         default=65_536, ge=1_024, le=1_048_576,
         description="largest bot transcript, in bytes of JSON (live and in the database)",

@@ -187,3 +187,19 @@ def test_levels_change_speed_on_the_same_drawing() -> None:
         for name in ("easy", "normal", "hard")
     }
     assert times["hard"] < times["normal"] < times["easy"]
+
+
+def test_a_single_line_is_enough_once_the_drawer_paused() -> None:
+    level = PLAIN.model_copy(update={"min_strokes": 3})
+    waiting = guesser(level)
+    waiting.observe({"cat": 0.9, "dog": 0.1}, now=0.0)
+    assert waiting.decide(60.0) is None  # without pause_s: three lines, whatever the wait
+    g = guesser(level, pause_s=1.5)
+    g.observe({"cat": 0.9, "dog": 0.1}, now=0.0)  # read at 1.0
+    assert g.decide(2.0) is None  # 1.0 s after it was read: the drawer may go on
+    g.pen_down()  # a second line is being drawn: no pause
+    assert g.decide(3.0) is None
+    g.observe({"cat": 0.9, "dog": 0.1}, now=3.0)  # read at 4.0
+    assert g.decide(5.0) is None
+    said = g.decide(5.5)
+    assert said is not None and said.key == "cat"

@@ -1,6 +1,7 @@
 """The bot protocol over the real uvicorn server: a full round with the example room client,
 every malformed frame, rate limits, idle timeout, a full server, a client dropped mid-round, and
-transcripts readable with their key only."""
+transcripts readable with their key only; version 2 (negotiation, paces, one-line drawings,
+normalised words, replaced rounds, floods of any frame type, resume, y direction)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ WORDS = ["square", "circle", "triangle", "line"]
 def server(tiny_checkpoint: Path) -> Iterator[Server]:
     env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_MAX_POINTS": "500",
            "GRIFFON_MAX_STROKE_POINTS": "500", "GRIFFON_MAX_FRAME_BYTES": "8192",
-           "GRIFFON_LIST_BOT_SESSIONS": "true"}
+           "GRIFFON_LIST_BOT_SESSIONS": "true", "GRIFFON_BOT_RESUME_S": "4"}
     with running_server(env) as running:
         yield running
 
@@ -436,3 +437,281 @@ def test_room_drawings_when_accepted_are_bounded_per_address_and_day(tiny_checkp
         assert [o["drawing_kept"] for o in overs] == [True, True, False]
         assert store.drawing_counts() == {"square": 2}
         assert {d.game for d in store.iter_drawings()} == {"room"}
+
+
+# -- protocol version 2 ----------------------------------------------------------------------------
+async def hello(room: Room, versions: list[int], **fields: Any) -> dict:
+    return await room.ask({"type": "hello", "versions": versions, "room": "test", "analysis": False} | fields)
+
+
+def one_line_square(seed: int = 3) -> list:
+    """A square drawn without lifting the pen."""
+    (xs, ys, ts), = shape("square", np.random.default_rng(seed))
+    return [xs, ys, ts]
+
+
+async def first_guess(room: Room, seconds: float = 10.0) -> dict:
+    """The next ``guess`` frame (errors fail the test)."""
+    while True:
+        frame = await room.recv(seconds)
+        assert frame["type"] != "error", frame
+        if frame["type"] == "guess":
+            return frame
+
+
+def test_version_negotiation_keeps_version_1_as_it_was(server: Server) -> None:
+    async def scenario() -> None:
+        async with await connect(server) as ws:
+            room = Room(ws)
+            v1 = await hello(room, [1])
+            assert v1["version"] == 1 and "resume_token" not in v1 and "paces" not in v1
+            assert (await room.ask({"type": "round_start", "round": 1, "candidates": WORDS}))["round"] == 1
+            again = await room.ask({"type": "round_start", "round": 2, "candidates": WORDS})
+            assert again["type"] == "round_ready" and "pace" not in again  # no round_over in v1
+            paced = await room.ask({"type": "round_start", "round": 3, "pace": "instant"})
+            assert paced == {"type": "error", "code": "invalid_frame",
+                             "message": "round_start: pace needs protocol version 2"}
+            over = await room.ask({"type": "round_end"})
+            assert over == {"type": "round_over", "round": 2, "said": [], "strokes": 0}
+        async with await connect(server) as ws:
+            refused = await hello(Room(ws), [1], y="up")
+            assert refused == {"type": "error", "code": "invalid_frame",
+                               "message": "hello: y needs protocol version 2"}
+        async with await connect(server) as ws:
+            room = Room(ws)
+            v2 = await hello(room, [1, 2, 9])
+            assert v2["version"] == 2 and v2["resumed"] is False and v2["y"] == "down"
+            assert v2["paces"] == ["instant", "human"] and len(v2["resume_token"]) >= 32
+            ready = await room.ask({"type": "round_start", "round": "a", "candidates": WORDS})
+            assert ready["pace"] == "human"
+            await room.send({"type": "round_start", "round": "b", "candidates": WORDS, "pace": "instant"})
+            replaced = await room.recv()
+            assert replaced == {"type": "round_over", "round": "a", "said": [], "strokes": 0,
+                                "why": "replaced"}
+            assert (await room.recv()) | {"seed": 0} == {
+                "type": "round_ready", "round": "b", "difficulty": "normal", "candidates": 4, "seed": 0,
+                "pace": "instant"}
+            over = await room.ask({"type": "round_end"})
+            assert over["why"] == "round_end"
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("pace", ["instant", "human"])
+def test_a_one_line_drawing_is_guessed_at_either_pace(server: Server, pace: str) -> None:
+    async def scenario() -> dict:
+        async with await connect(server) as ws:
+            room = Room(ws)
+            await hello(room, [2])
+            await room.ask({"type": "round_start", "round": 1, "candidates": WORDS, "difficulty": "hard",
+                            "seed": 5, "pace": pace})
+            await room.send({"type": "stroke", "stroke": one_line_square()})
+            return await first_guess(room)
+
+    guess = run(scenario())
+    assert guess["strokes"] == 1 and guess["label"] in WORDS
+
+
+def test_candidates_and_players_guesses_are_normalised(server: Server) -> None:
+    async def scenario() -> tuple[dict, list[str]]:
+        async with await connect(server) as ws:
+            room = Room(ws)
+            welcome = await hello(room, [2])
+            ready = await room.ask({"type": "round_start", "round": 1, "pace": "instant",
+                                    "difficulty": "hard",
+                                    "candidates": ["Square", " the  Circles ", "les triangles", "CARRÉ"]})
+            assert ready["type"] == "round_ready" and ready["candidates"] == 3, ready
+            await room.send({"type": "player_guess", "player": "ana", "text": "  SQUARES "})
+            for stroke in square():
+                await room.send({"type": "stroke", "stroke": stroke})
+            said = [f["label"] for f in await room.quiet(2.0) if f["type"] == "guess"]
+            await room.ask({"type": "round_end"})
+            return welcome, said
+
+    welcome, said = run(scenario())
+    assert "square" not in said  # a player's wrong « SQUARES » is never said by the bot
+    transcript = httpx.get(server.url + welcome["transcript"]).json()
+    start = next(e for e in transcript["events"] if e["kind"] == "round_start")
+    assert start["candidates"] == ["square", "circle", "triangle"]
+    heard = next(e for e in transcript["events"] if e["kind"] == "player_guess")
+    assert heard["key"] == "square"
+
+
+def test_every_frame_type_counts_toward_flooding(tight: Server) -> None:
+    """Frames a little faster than allowed (5/s): some pass, so the dropped ones are never many in
+    a row, yet the connection is closed, for pings as for points."""
+    async def flood(frame: dict) -> int:
+        async with await connect(tight) as ws:
+            room = Room(ws)
+            reader = asyncio.create_task(room.quiet(30.0))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                for _ in range(2_000):
+                    await room.send(frame)
+                    await asyncio.sleep(0.02)  # 50 frames/s: one in ten allowed
+            reader.cancel()
+            return closed.value.rcvd.code
+
+    assert run(flood({"type": "ping"})) == 4429
+    assert run(flood({"type": "points", "x": [1], "y": [2]})) == 4429
+
+
+def test_a_room_resumes_its_round_after_a_lost_socket(server: Server) -> None:
+    async def scenario() -> None:
+        ws = await connect(server)
+        room = Room(ws)
+        welcome = await hello(room, [2])
+        await room.ask({"type": "round_start", "round": "r", "candidates": WORDS, "difficulty": "hard",
+                        "pace": "instant", "seed": 2})
+        await room.send({"type": "stroke", "stroke": square()[0]})
+        said = [f["text"] for f in await room.quiet(1.0) if f["type"] == "guess"]
+        await room.send({"type": "stroke_start", "x": 0, "y": 0})  # open at the drop: dropped
+        ws.transport.abort()
+        resume = {"session": welcome["session"], "token": welcome["resume_token"]}
+        async with await connect(server) as ws2:
+            again = Room(ws2)
+            back = await hello(again, [2], resume=resume)
+            assert back["type"] == "welcome" and back["resumed"] is True
+            assert back["session"] == welcome["session"]
+            assert back["resume_token"] != welcome["resume_token"]
+            assert back["round"] == {"round": "r", "strokes": 1, "said": said, "open_stroke": False}
+            await again.send({"type": "stroke", "stroke": square()[1]})
+            over = await again.ask({"type": "round_end"})
+            while over["type"] != "round_over":
+                over = await again.recv()
+            assert over["strokes"] == 2 and over["why"] == "round_end"
+            await again.ask({"type": "bye"})
+        async with await connect(server) as ws3:  # said bye: nothing to resume
+            third = Room(ws3)
+            resume["token"] = back["resume_token"]
+            failed = await hello(third, [2], resume=resume)
+            assert failed["type"] == "error" and failed["code"] == "resume_failed"
+            fresh = await third.recv()
+            assert fresh["type"] == "welcome" and fresh["resumed"] is False
+            assert fresh["session"] != welcome["session"]
+
+    run(scenario())
+
+
+def test_a_lost_session_ends_after_its_resume_time_and_a_wrong_token_fails(server: Server) -> None:
+    async def drop() -> dict:
+        ws = await connect(server)
+        welcome = await hello(Room(ws), [2])
+        ws.transport.abort()
+        async with await connect(server) as ws2:
+            room = Room(ws2)
+            bad = await hello(room, [2], resume={"session": welcome["session"], "token": "x" * 32})
+            assert bad["code"] == "resume_failed" and (await room.recv())["resumed"] is False
+        return welcome
+
+    welcome = run(drop())
+
+    def ended() -> dict | None:
+        transcript = httpx.get(server.url + welcome["transcript"]).json()
+        return None if transcript["live"] else transcript
+
+    eventually(ended, 20, "the lost session still waited for its room")
+
+    async def late() -> None:
+        async with await connect(server) as ws:
+            room = Room(ws)
+            resume = {"session": welcome["session"], "token": welcome["resume_token"]}
+            assert (await hello(room, [2], resume=resume))["code"] == "resume_failed"
+
+    run(late())
+
+
+def test_y_up_is_flipped_to_the_canvas_direction(server: Server) -> None:
+    async def top(y: str, strokes: list) -> list:
+        async with await connect(server) as ws:
+            room = Room(ws)
+            welcome = await hello(room, [2], y=y, analysis=True)
+            assert welcome["y"] == y
+            await room.ask({"type": "round_start", "round": 1, "candidates": WORDS, "seed": 1})
+            await room.ask({"type": "stroke", "stroke": strokes[0]})
+            await room.send({"type": "stroke_start", "x": strokes[1][0][0], "y": strokes[1][1][0]})
+            await room.send({"type": "points", "x": strokes[1][0][1:], "y": strokes[1][1][1:]})
+            analysis = await room.ask({"type": "stroke_end"})
+            return analysis["top"]
+
+    drawing = [[xs, ys] for xs, ys, _ in square()]
+    flipped = [[xs, [-y for y in ys]] for xs, ys in drawing]
+    assert run(top("up", flipped)) == run(top("down", drawing))
+
+
+def test_python_client_resumes_after_a_dropped_socket(server: Server) -> None:
+    from examples.room_client import BotClient, BotError
+
+    async def scenario() -> None:
+        bot = BotClient(server.ws_url + "/v1/bot", room="client")
+        guesses: list[dict] = []
+        bot.on("guess", guesses.append)
+        welcome = await bot.connect()
+        assert welcome["version"] == 2 and welcome["resumed"] is False
+        with pytest.raises(BotError) as refused:
+            await bot.start_round(1, ["square", "licornx"])
+        assert refused.value.code == "unknown_candidate"
+        ready = await bot.start_round(1, ["Square", "circle"], pace="instant", difficulty="hard", seed=3)
+        assert ready["candidates"] == 2
+        (xs1, ys1, _), (xs2, ys2, _) = square()
+        await bot.stroke_start(xs1[0], ys1[0])
+        await bot.points(xs1[1:], ys1[1:])
+        bot.ws.transport.abort()  # the socket drops while a stroke is open
+        await bot.stroke_end()  # sent once resumed, after the client sent the open stroke again
+        await bot.stroke(xs2, ys2)
+        over = await bot.end_round("square")
+        assert bot.resumes == 1 and bot.welcome["resumed"] is True
+        assert over["strokes"] == 2 and over["why"] == "round_end"
+        assert over["said"] == [g["text"] for g in guesses]
+        await bot.close()
+
+    run(scenario())
+
+
+def test_the_word_rule_reads_case_spaces_articles_and_plurals_in_both_languages() -> None:
+    from service.bot.words import WordIndex, comparison_form
+    from vocab.vocabulary import load_vocabulary
+
+    vocabulary = load_vocabulary()
+    words = WordIndex(vocabulary.words.keys(), vocabulary.form_index)
+    for text in ("Cat", "CAT", "cat ", " the  cats ", "les chats", "Chats", "un chat", "A cat"):
+        assert words.key(text, "fr") == words.key(text, "en") == "cat", text
+    assert words.key("chapeaux") == "hat" and words.key("L'Avion") == "airplane"
+    assert words.key("crayon", "fr") == "crayon"  # a key as it is wins
+    assert words.key("Crayon", "fr") == "pencil" and words.key("Crayon", "en") == "crayon"
+    assert words.key("the eiffel towers", "en") == "The Eiffel Tower"
+    assert words.key("licornx") is None and words.key("  ") is None and words.key("the") is None
+    assert comparison_form("  The   Cats! ") == "cats"
+
+
+def test_the_instant_pace_speaks_at_the_stroke_and_the_human_pace_after_reading_and_typing() -> None:
+    """On a fake clock: the instant pace says the word at the moment the stroke is seen; the human
+    pace not before its reading time plus its typing time."""
+    import random
+
+    from games.ai import KontourGuesser, load_level
+    from service.bot.session import instant
+
+    level = load_level("normal").kontour_guesser
+    fast = KontourGuesser(level=instant(level), rng=random.Random(0))
+    fast.observe({"house": 0.97, "cat": 0.03}, now=2.0)
+    said = fast.decide(2.0)
+    assert said is not None and said.key == "house" and said.at == 2.0
+    human = KontourGuesser(level=level, rng=random.Random(0), pause_s=level.reaction_s)
+    human.observe({"house": 0.97, "cat": 0.03}, now=2.0)
+    earliest = 2.0 + (1 - level.reaction_jitter) * (
+        level.reaction_s + level.type_base_s + level.type_char_s * len("house"))
+    times = [2.0 + 0.05 * i for i in range(200)]
+    spoken = next(t for t in times if human.decide(t) is not None)
+    assert spoken >= earliest
+
+
+def test_the_protocol_doc_quotes_the_levels_pacing() -> None:
+    """docs/BOT_PROTOCOL.md states each level's reading time, lines and word rate as the levels set them."""
+    from games.ai import level_names, load_level
+
+    text = " ".join((REPO / "docs" / "BOT_PROTOCOL.md").read_text().split())
+    levels = {name: load_level(name).kontour_guesser for name in level_names()}
+    reading = ", ".join(f"{level.reaction_s:g} s {name}" for name, level in levels.items())
+    rate = ", ".join(f"{1 / level.max_guesses_per_s:.2g} s {name}" for name, level in levels.items())
+    assert f"({reading}, ± 30 %)" in text
+    assert f"(one every {rate})" in text

@@ -228,6 +228,8 @@ def test_each_key_has_its_counters_in_the_merged_metrics_under_its_name(keyed: K
                 await ws.send(json.dumps({"type": "round_end"}))
                 while (await recv(ws))["type"] != "round_over":
                     pass
+        for worker in (0, 1):
+            assert await refused(keyed, new_key_secret(), worker) == ("bad_key", 4401)
 
     asyncio.run(run())
 

@@ -11,7 +11,9 @@ Policy (all times in seconds, every knob from `KontourGuesserLevel`):
    the best word if its probability reaches the current threshold. The threshold decays linearly
    from ``threshold`` to ``threshold_floor`` over the turn (players get bolder as time runs out).
    At most ``max_guesses_per_s`` words per second, and nothing before ``min_strokes`` strokes
-   were seen.
+   were seen — unless ``pause_s`` is set (a live room, where a drawing may be a single line):
+   then the wait for more lines ends once the drawer drew nothing new for ``pause_s`` after the
+   last line was read (``pen_down`` says a line is being drawn: no pause then).
 3. Typing: a chosen word is said once typed, ``type_base_s + type_char_s * len(word)`` seconds
    later (times ``1 ± reaction_jitter``); meanwhile the AI types, and drops the word if another
    player says it first.
@@ -70,6 +72,7 @@ class KontourGuesser:
     candidates: Sequence[str] | None = None
     turn_start: float = 0.0
     turn_length: float = 30.0
+    pause_s: float | None = None  # fewer than min_strokes lines are enough after this long without one
     said: list[str] = field(default_factory=list)
     _excluded: set[str] = field(default_factory=set)
     _factors: dict[str, float] = field(default_factory=dict)
@@ -77,6 +80,7 @@ class KontourGuesser:
     _last_said_at: float | None = None
     _last_now: float = float("-inf")
     _typing: Say | None = None  # the word being typed, `at` = when it is said
+    _pen_down: bool = False  # a line is being drawn (see `pen_down`)
 
     def new_turn(self, turn_start: float, candidates: Sequence[str] | None = None) -> None:
         """Forget everything about the previous turn."""
@@ -89,6 +93,7 @@ class KontourGuesser:
         self._last_said_at = None
         self._last_now = float("-inf")
         self._typing = None
+        self._pen_down = False
 
     # -- inputs ---------------------------------------------------------------------------
     def observe(self, probs: Mapping[str, float], now: float, strokes: int | None = None) -> None:
@@ -103,6 +108,11 @@ class KontourGuesser:
         delay = self.level.reaction_s * (1 + jitter * (2 * self.rng.random() - 1) if jitter else 1)
         count = strokes if strokes is not None else len(self._observations) + 1
         self._observations.append(_Observation(now + delay, noisy, count))
+        self._pen_down = False
+
+    def pen_down(self) -> None:
+        """The drawer started a line (it ends with the next `observe`): not a pause."""
+        self._pen_down = True
 
     def heard(self, key: str) -> None:
         """Another player said `key` and it was wrong: never say it."""
@@ -162,8 +172,8 @@ class KontourGuesser:
         if self._last_said_at is not None:
             if now - self._last_said_at < 1.0 / self.level.max_guesses_per_s:
                 return None
-        seen = [o.strokes for o in self._observations if o.visible_at <= now]
-        if not seen or seen[-1] < self.level.min_strokes:
+        seen = [o for o in self._observations if o.visible_at <= now]
+        if not seen or (seen[-1].strokes < self.level.min_strokes and not self._paused(seen, now)):
             return None
         belief = self.belief(now)
         if not belief:
@@ -182,6 +192,12 @@ class KontourGuesser:
         typing *= 1 + jitter * (2 * self.rng.random() - 1) if jitter else 1
         self._typing = Say(key=key, word=word, prob=prob, at=now + typing)
         return None
+
+    def _paused(self, seen: list[_Observation], now: float) -> bool:
+        """Whether the drawer stopped: every line was read, the last one ``pause_s`` ago or more."""
+        if self.pause_s is None or self._pen_down or len(seen) < len(self._observations):
+            return False
+        return now - seen[-1].visible_at >= self.pause_s
 
     def _check_time(self, now: float) -> None:
         if now < self._last_now:

@@ -1,7 +1,9 @@
-"""Frames of the bot protocol ``WS /v1/bot`` (version 1), as pydantic models.
+"""Frames of the bot protocol ``WS /v1/bot`` (versions 1 and 2), as pydantic models.
 
 Every frame is one JSON object with a ``type``. A client may add an ``id`` (string or integer)
-to any frame; an error caused by that frame echoes it as ``ref``. Spec: ``docs/BOT_PROTOCOL.md``.
+to any frame; an error caused by that frame echoes it as ``ref``. Spec and changelog:
+``docs/BOT_PROTOCOL.md``. The models accept the version 2 fields (``hello.y``, ``hello.resume``,
+``round_start.pace``); :func:`version_2_fields` names those a version 1 room may not send.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from service.frames import FrameError, load_json
 
 PROTOCOL = "griffon-bot"
-SUPPORTED_VERSIONS: tuple[int, ...] = (1,)
+SUPPORTED_VERSIONS: tuple[int, ...] = (1, 2)
+V1_SUPPORTED_UNTIL = "2027-06-30"  # version 1 is deprecated; it keeps working until this date
+PACES = ("instant", "human")
+Y_DIRECTIONS = ("down", "up")
 GAMES = ("kontour", "pictomania", "other")
 LANGUAGES = ("fr", "en")
 
@@ -29,16 +34,32 @@ class _Frame(BaseModel):
     id: FrameId = None
 
 
+class Resume(BaseModel):
+    """A session to take back after a lost socket: its id and the ``resume_token`` of its last welcome."""
+
+    model_config = ConfigDict(extra="forbid")
+    session: Annotated[str, Field(min_length=1, max_length=64)]
+    token: Annotated[str, Field(min_length=1, max_length=128)]
+
+
 class Hello(_Frame):
-    """First frame: the versions the room speaks; ``analysis`` asks for per-stroke analysis;
-    ``key``: the room's API key (service/bot/keys.py)."""
+    """First frame: the versions the room speaks; ``analysis`` asks for per-stroke analysis.
+
+    ``key``: the room's API key, in any version. Version 2: ``y`` (which way the room's y axis
+    points) and ``resume`` (take back a session whose socket was lost)."""
 
     type: Literal["hello"]
     versions: list[int] = Field(min_length=1, max_length=16)
     room: Annotated[str, Field(max_length=100)] | None = None
     name: Annotated[str, Field(max_length=100)] | None = None
     analysis: bool = False
-    key: Annotated[str, Field(max_length=200)] | None = None
+    key: Annotated[str, Field(max_length=200)] | None = Field(
+        default=None, description="the room's API key (or the header Authorization: Bearer KEY)")
+    y: Literal["down", "up"] | None = Field(
+        default=None, description="(v2) which way the room's y axis points: down (canvas and screen "
+        "coordinates, as in Quick, Draw!; the default) or up (the bot flips it)")
+    resume: Resume | None = Field(
+        default=None, description="(v2) take back a session whose socket was lost without bye")
 
 
 class RoundStart(_Frame):
@@ -52,6 +73,9 @@ class RoundStart(_Frame):
     difficulty: Annotated[str, Field(max_length=32)] | None = None
     duration_s: float = Field(default=30.0, gt=0, le=600)
     seed: Annotated[int, Field(ge=0, le=2**31)] | None = None
+    pace: Literal["instant", "human"] | None = Field(
+        default=None, description="(v2) instant: answers right after each stroke; human (the default): "
+        "reads and types like a person")
 
 
 class StrokeStart(_Frame):
@@ -172,6 +196,12 @@ def parse_frame(text: str | bytes | None, max_bytes: int) -> Any:
         return _ADAPTER.validate_python(data)
     except ValidationError as error:
         raise FrameError("invalid_frame", f"{kind}: {_describe(error)}", ref) from None
+
+
+def version_2_fields(frame: Hello | RoundStart) -> list[str]:
+    """The version 2 fields ``frame`` carries (a version 1 room may not send them)."""
+    names = ("y", "resume") if isinstance(frame, Hello) else ("pace",)
+    return [name for name in names if getattr(frame, name) is not None]
 
 
 def _describe(error: ValidationError) -> str:

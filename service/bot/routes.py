@@ -1,4 +1,4 @@
-"""The bot player for web rooms: ``WS /v1/bot`` (protocol version 1) and its transcripts.
+"""The bot player for web rooms: ``WS /v1/bot`` (protocol versions 1 and 2) and its transcripts.
 
 A room connects, says ``hello``, announces rounds, streams the drawing and the other players'
 guesses; the bot answers with ``guess`` frames when its policy speaks (see
@@ -18,9 +18,14 @@ is required, or an unknown one; 4403 a revoked key (also a live room's, within
 ``bot_keys_refresh_s``); 4429 over the key's rooms at once. A stroke over its strokes per minute
 gets ``quota_exceeded`` and the room stays.
 
+A version 2 session that loses its socket without ``bye`` waits ``bot_resume_s`` for its room to
+say ``hello`` with ``resume`` (its id and resume token); meanwhile it still counts toward
+``max_bot_sessions``, then it ends as if the socket had closed.
+
 Close codes: 1000 after ``bye``; 4408 idle for ``bot_idle_timeout_s``; 4429 a client that keeps
-flooding past the rate limit; 4503 the server already holds ``max_bot_sessions`` bots; 1013 the server
-is at capacity (an ``overloaded`` frame with ``retry_after`` comes first: service/capacity.py).
+flooding past the rate limit (dropped frames of any type, see :class:`Connection`); 4503 the
+server already holds ``max_bot_sessions`` bots; 1013 the server is at capacity (an ``overloaded``
+frame with ``retry_after`` comes first: service/capacity.py).
 """
 
 from __future__ import annotations
@@ -54,7 +59,8 @@ from service.bot.protocol import (
     WholeStroke,
     parse_frame,
 )
-from service.bot.session import BotSession, Frame, Transcript
+from service.bot.session import BotSession, Frame, Transcript, negotiate
+from service.bot.words import WordIndex
 from service.capacity import RETRY_AFTER_S, Capacity
 from service.errors import NotFound
 from service.frames import FrameError, error_frame
@@ -69,7 +75,7 @@ log = logging.getLogger("griffon.bot")
 router = APIRouter(tags=["bot"])
 CLOSE_IDLE, CLOSE_FLOOD, CLOSE_FULL, CLOSE_KEY_REVOKED = 4408, 4429, 4503, 4403
 CLOSE_TRY_LATER = 1013  # the server is at capacity (RFC 6455: try again later)
-FLOOD_FACTOR = 4  # frames rejected in a row, in bursts, before the connection is closed
+FLOOD_FACTOR = 4  # dropped frames, in bursts, beyond a 1/FLOOD_FACTOR share of the rate: closed
 MAX_QUOTA_CLIENTS = 100_000  # client addresses counted per day for room drawings (beyond: refused)
 DAY_S = 86_400
 
@@ -87,9 +93,11 @@ class BotRegistry:
         self.clock = clock
         self.quota_day = -1
         self.room_drawings: dict[str, int] = {}  # client address -> drawings stored today
-        self.live: dict[str, BotSession] = {}
+        self.live: dict[str, BotSession] = {}  # attached or waiting for a resume (detached)
         self.finished: OrderedDict[str, Transcript] = OrderedDict()
+        self.expiries: dict[str, asyncio.TimerHandle] = {}  # detached session -> its end
         self._related: Any = None
+        self._words: WordIndex | None = None
 
     @property
     def live_count(self) -> int:
@@ -105,12 +113,47 @@ class BotRegistry:
         """A new session, or None when ``max_bot_sessions`` are already open."""
         if len(self.live) >= self.settings.max_bot_sessions:
             return None
-        session = BotSession(shared, secrets.token_hex(6), related=self.related())
+        if self._words is None:
+            self._words = WordIndex(shared.guesser.labels, shared.vocabulary.form_index)
+        session = BotSession(shared, secrets.token_hex(6), related=self.related(), words=self._words)
         self.live[session.id] = session
         return session
 
+    def release(self, session: BotSession, resumable: bool) -> None:
+        """The session's socket is gone: keep it ``bot_resume_s`` for a resume when ``resumable``
+        (version 2, no ``bye``), else finish it."""
+        if not resumable or self.settings.bot_resume_s <= 0 or session.id not in self.live:
+            self.finish(session)
+            return
+        session.detach(time.monotonic())
+        loop = asyncio.get_running_loop()
+        self.expiries[session.id] = loop.call_later(self.settings.bot_resume_s, self._expire, session)
+
+    def _expire(self, session: BotSession) -> None:
+        self.expiries.pop(session.id, None)
+        if session.detached_at is not None and self.live.get(session.id) is session:
+            self.finish(session)
+
+    def resume(self, session_id: str, token: str) -> BotSession | None:
+        """The detached session ``session_id`` if ``token`` is its resume token (it is attached again)."""
+        session = self.live.get(session_id)
+        if session is None or not session.resumable_with(token):
+            return None
+        expiry = self.expiries.pop(session_id, None)
+        if expiry is not None:
+            expiry.cancel()
+        session.attach()
+        return session
+
+    def forget(self, session: BotSession) -> None:
+        """Drop a session that never said hello (its connection resumed another one)."""
+        self.live.pop(session.id, None)
+
     def finish(self, session: BotSession) -> None:
         """Close a session and keep its transcript."""
+        expiry = self.expiries.pop(session.id, None)
+        if expiry is not None:
+            expiry.cancel()
         session.close()
         self.live.pop(session.id, None)
         if self.keys is not None:
@@ -183,10 +226,12 @@ class Connection:
         self.ws, self.session, self.settings, self.registry = ws, session, settings, registry
         self.client = client  # the peer address: the room drawings' daily quota
         self.limit = RateLimit(settings.max_message_rate, settings.max_message_burst)
-        self.rejected = 0
+        burst = FLOOD_FACTOR * settings.max_message_burst
+        self.flood = RateLimit(settings.max_message_rate / FLOOD_FACTOR, burst)  # dropped frames
         self.last_rate_error = float("-inf")
         self.lock = asyncio.Lock()
         self.open = True
+        self.resumable = True  # False after bye or flooding: the session ends with the socket
 
     async def send(self, frame: Frame) -> None:
         """Send one frame (serialised: the reader and the ticker both send)."""
@@ -224,10 +269,9 @@ class Connection:
                 await ticker
 
     async def _handle(self, text: str | None, data: bytes | None) -> None:
-        if not self.limit.allow():
+        if not self.limit.allow():  # every frame counts, whatever its type (ping, points...)
             await self._rate_limited()
             return
-        self.rejected = 0
         try:
             frame = parse_frame(text if data is None else None, self.settings.max_frame_bytes)
             for reply in await self._dispatch(frame):
@@ -241,8 +285,10 @@ class Connection:
             await self.send(error_frame("internal_error", "the server failed on this frame"))
 
     async def _rate_limited(self) -> None:
-        self.rejected += 1
-        if self.rejected >= FLOOD_FACTOR * self.settings.max_message_burst:
+        """A dropped frame. Flooding: more dropped frames than the flood bucket holds (4 × burst,
+        refilled at a quarter of the rate), whether in a row or between allowed ones."""
+        if not self.flood.allow():
+            self.resumable = False
             self.session.shared.metrics.refused("flooding")
             await self.send(error_frame("flooding", "too many frames over the rate limit: closing"))
             await self.close(CLOSE_FLOOD, "flooding")
@@ -262,12 +308,32 @@ class Connection:
         if isinstance(frame, Hello):
             if s.version is not None:
                 raise FrameError("already_greeted", "hello was already received", frame.id)
-            if not await self._admit(frame):
-                return []
-            return s.on_hello(frame)
+            return await self._hello(frame)
         if s.version is None:
             raise FrameError("hello_first", "send hello first", frame.id)
         return await self._dispatch_greeted(frame)
+
+    async def _hello(self, frame: Hello) -> list[Frame]:
+        """Negotiate the version, admit the room, resume its session or welcome a new one."""
+        negotiate(frame)  # unsupported_version, or version 2 fields from a version 1 room
+        frames: list[Frame] = []
+        if frame.resume is not None:
+            old = self.registry.resume(frame.resume.session, frame.resume.token) if self.registry else None
+            if old is None:
+                frames.append(error_frame(
+                    "resume_failed", "no session to resume with this id and token (unknown, "
+                    f"ended, or lost more than {self.settings.bot_resume_s:g} s ago): a new session starts",
+                ) | ({"ref": frame.id} if frame.id is not None else {}))
+            else:
+                if self.registry is not None:
+                    self.registry.forget(self.session)
+                self.session = old
+                if not await self._admit(frame):
+                    return []
+                return old.on_hello(frame, resumed=True)
+        if not await self._admit(frame):
+            return []
+        return frames + self.session.on_hello(frame)
 
     async def _admit(self, frame: Hello) -> bool:
         """Check the room's API key (``hello.key`` or ``Authorization: Bearer``); a refused room
@@ -324,6 +390,7 @@ class Connection:
                         frames[0]["drawing_kept"] = kept
                 return frames
             case Bye():
+                self.resumable = False
                 await self.send({"type": "bye"})
                 await self.close(1000, "bye")
                 return []
@@ -365,12 +432,14 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
         await ws.send_json(error_frame("server_full", f"the server already holds {limit} bots"))
         await ws.close(CLOSE_FULL, "server full")
         return
+    connection = Connection(ws, session, registry.settings, registry, client_of(ws))
     try:
-        await Connection(ws, session, registry.settings, registry, client_of(ws)).run()
+        await connection.run()
     except WebSocketDisconnect:
         pass
-    finally:
-        registry.finish(session)
+    finally:  # the connection's session: the one it resumed, if it did
+        session = connection.session
+        registry.release(session, connection.resumable and session.version == 2)
 
 
 @router.get("/v1/bot/sessions")

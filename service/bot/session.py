@@ -1,10 +1,16 @@
-"""One bot connection's state: rounds, the live recognizer session, the AI policy, the transcript.
+"""One bot session's state: rounds, the live recognizer session, the AI policy, the transcript.
 
 The policy is the Kontour AI guesser of ``games.ai`` (when to speak, never the same word twice,
 difficulty levels); this module feeds it the recognizer's probabilities after each stroke and
 asks it, on every tick of a real clock (injected, so tests may drive it), whether to speak.
 Inference goes through the app's shared :class:`service.inference.BatchInference`, with the
 session's id as the key of its fair share of the preprocessing threads and of its point budget.
+
+Paces (protocol version 2, ``round_start.pace``): ``human`` keeps the level's pacing (a line is
+read ``reaction_s`` after it is drawn, a word is typed before it is said; a single line is enough
+once the drawer paused for ``reaction_s``); ``instant`` reads and types in no time, needs one
+line, and says at most ``INSTANT_WORDS_PER_S`` words a second. A session outlives its socket when
+the room may resume it (version 2): :meth:`BotSession.detach`, then ``on_hello(..., resumed=True)``.
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from typing import Any
 
 from games.ai import AILevelError, KontourGuesser, load_level
 from games.ai.base import Related, no_relations
+from games.ai.levels import KontourGuesserLevel
 from model.strokes import DrawingError
 from service.bot.protocol import (
+    PACES,
     PROTOCOL,
     SUPPORTED_VERSIONS,
     Hello,
@@ -28,7 +36,9 @@ from service.bot.protocol import (
     RoundEnd,
     RoundStart,
     Verdict,
+    version_2_fields,
 )
+from service.bot.words import WordIndex
 from service.errors import ServiceError
 from service.frames import FrameError
 from service.inference import Overloaded
@@ -37,6 +47,27 @@ from store import DrawingRecord
 
 Frame = dict[str, Any]
 ANALYSIS_TOP = 3
+INSTANT_WORDS_PER_S = 4.0  # the instant pace's most words a second (a word per stroke, no spam)
+
+
+def negotiate(frame: Hello) -> int:
+    """The highest version both the room and this server speak; ``unsupported_version`` otherwise.
+    A room that can only speak version 1 may not send version 2 fields."""
+    common = sorted(set(frame.versions) & set(SUPPORTED_VERSIONS))
+    if not common:
+        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+        raise FrameError("unsupported_version", f"this server speaks versions {supported}", frame.id)
+    if common[-1] == 1 and (fields := version_2_fields(frame)):
+        raise FrameError("invalid_frame", f"hello: {', '.join(fields)} needs protocol version 2", frame.id)
+    return common[-1]
+
+
+def instant(level: KontourGuesserLevel) -> KontourGuesserLevel:
+    """The level's judgement (noise, thresholds, gestures) with no reading nor typing time."""
+    return level.model_copy(update={
+        "reaction_s": 0.0, "reaction_jitter": 0.0, "min_strokes": 1, "type_base_s": 0.0,
+        "type_char_s": 0.0, "max_guesses_per_s": max(level.max_guesses_per_s, INSTANT_WORDS_PER_S),
+    })
 
 
 class Transcript:
@@ -116,6 +147,7 @@ class Round:
     t0: float
     session: Any  # model.GuessSession
     policy: KontourGuesser
+    pace: str = "human"
     open_stroke: list[list[float]] | None = None
     stroke_points: list[int] = field(default_factory=list)  # points of each stroke on the canvas
     strokes: list[list[list[float]]] = field(default_factory=list)  # as sent, with the round's time
@@ -131,36 +163,67 @@ class BotSession:
 
     def __init__(
         self, shared: Shared, session_id: str, clock: Callable[[], float] = time.monotonic,
-        related: Related = no_relations,
+        related: Related = no_relations, words: WordIndex | None = None,
     ) -> None:
         self.shared = shared
         self.settings = shared.settings
         self.id = session_id
         self.clock = clock
         self.related = related
+        self.words = words or WordIndex(shared.guesser.labels, shared.vocabulary.form_index)
         self.version: int | None = None
         self.analysis = False
+        self.y = "down"  # which way the room's y axis points ("up": flipped on the way in)
+        self.resume_token = secrets.token_urlsafe(24)
+        self.detached_at: float | None = None  # when the socket was lost (None: attached)
         self.round: Round | None = None
         self.transcript = Transcript(session_id, None, None, self.settings.transcript_bytes)
         self.budget_key = f"bot:{session_id}"
         self._next_guess_id = 1
 
     # -- handshake and rounds ------------------------------------------------------------------
-    def on_hello(self, frame: Hello) -> list[Frame]:
-        """Version negotiation: the highest version both sides speak."""
-        common = sorted(set(frame.versions) & set(SUPPORTED_VERSIONS))
-        if not common:
-            supported = ", ".join(map(str, SUPPORTED_VERSIONS))
-            raise FrameError("unsupported_version", f"this server speaks versions {supported}", frame.id)
-        self.version = common[-1]
+    def on_hello(self, frame: Hello, resumed: bool = False) -> list[Frame]:
+        """Version negotiation (the highest version both sides speak) and the welcome; ``resumed``:
+        this session lost its socket and the room takes it back (version 2)."""
+        self.version = negotiate(frame)
         self.analysis = frame.analysis
-        self.transcript.room, self.transcript.name = frame.room, frame.name
-        return [{
+        self.y = frame.y or "down"
+        if not resumed:
+            self.transcript.room, self.transcript.name = frame.room, frame.name
+        welcome: Frame = {
             "type": "welcome", "protocol": PROTOCOL, "version": self.version, "session": self.id,
             "transcript": f"/v1/bot/sessions/{self.id}?key={self.transcript.key}",
             "transcript_key": self.transcript.key, "levels": _level_names(),
             "limits": self._limits(),
-        }]
+        }
+        if self.version < 2:
+            return [welcome]
+        self.resume_token = secrets.token_urlsafe(24)  # a new one at every welcome
+        welcome |= {"resume_token": self.resume_token, "resumed": resumed, "y": self.y, "paces": list(PACES)}
+        if resumed and self.round is not None:
+            rnd = self.round
+            welcome["round"] = {"round": rnd.round_id, "strokes": rnd.session.stroke_count,
+                                "said": [s.text for s in rnd.said], "open_stroke": False}
+        if resumed:
+            self.transcript.add("resumed", self.round.round_id if self.round else None, self._now())
+        return [welcome]
+
+    def resumable_with(self, token: str) -> bool:
+        """Whether this session lost its socket and ``token`` is its resume token (constant time)."""
+        if self.detached_at is None:
+            return False
+        return secrets.compare_digest(token.encode(), self.resume_token.encode())
+
+    def detach(self, now: float) -> None:
+        """The socket was lost without ``bye``: keep the session for a resume (an open stroke is dropped)."""
+        self.detached_at = now
+        if self.round is not None:
+            self.round.open_stroke = None
+        self.transcript.add("detached", self.round.round_id if self.round else None, self._now())
+
+    def attach(self) -> None:
+        """A room took this session back."""
+        self.detached_at = None
 
     def _limits(self) -> Frame:
         s = self.settings
@@ -172,34 +235,56 @@ class BotSession:
         }
 
     def on_round_start(self, frame: RoundStart) -> list[Frame]:
-        """Start a round (replacing any round still open)."""
+        """Start a round (replacing any round still open: version 2 sends its ``round_over`` first)."""
+        if self.version == 1 and frame.pace is not None:
+            raise FrameError("invalid_frame", "round_start: pace needs protocol version 2", frame.id)
+        candidates = self.resolve_candidates(frame.candidates, frame.language, frame.id)
         try:
-            candidates = self.shared.resolve_candidates(frame.candidates)
             level = load_level(frame.difficulty)
-        except ServiceError as error:
-            raise FrameError(error.code, error.message, frame.id) from error
         except AILevelError as error:
             raise FrameError("unknown_difficulty", str(error), frame.id) from error
+        frames: list[Frame] = []
         if self.round is not None:
+            old = self.round
             self._close_round("replaced", None)
+            if self.version is not None and self.version >= 2:
+                frames.append(self._round_over(old, "replaced"))
+        pace = frame.pace or "human"
         seed = frame.seed if frame.seed is not None else secrets.randbelow(2**31)
+        human = pace == "human"
         policy = KontourGuesser(
-            level=level.kontour_guesser, rng=random.Random(seed), to_french=self._word,
-            related=self.related, candidates=candidates, turn_length=frame.duration_s,
+            level=level.kontour_guesser if human else instant(level.kontour_guesser),
+            rng=random.Random(seed), to_french=self._word, related=self.related, candidates=candidates,
+            turn_length=frame.duration_s, pause_s=level.kontour_guesser.reaction_s if human else None,
         )
         policy.new_turn(0.0, candidates)
         self.round = Round(
             frame.round, frame.game, frame.language, level.name, candidates, frame.duration_s,
-            seed, self.clock(), self.shared.guesser.session(candidates, top_k=ANALYSIS_TOP), policy,
+            seed, self.clock(), self.shared.guesser.session(candidates, top_k=ANALYSIS_TOP), policy, pace,
         )
         self.transcript.rounds += 1
         self.transcript.add(
             "round_start", frame.round, 0.0, game=frame.game, language=frame.language,
-            difficulty=level.name, candidates=candidates, seed=seed, duration_s=frame.duration_s,
+            difficulty=level.name, candidates=candidates, seed=seed, duration_s=frame.duration_s, pace=pace,
         )
         count = None if candidates is None else len(candidates)
-        return [{"type": "round_ready", "round": frame.round, "difficulty": level.name,
-                 "candidates": count, "seed": seed}]
+        ready: Frame = {"type": "round_ready", "round": frame.round, "difficulty": level.name,
+                        "candidates": count, "seed": seed}
+        return [*frames, ready | ({"pace": pace} if self.version != 1 else {})]
+
+    def resolve_candidates(
+        self, candidates: list[str] | None, language: str, ref: Any = None,
+    ) -> list[str] | None:
+        """The model labels of a round's candidates (``service.bot.words``' rule), without repeats;
+        ``unknown_candidate`` names the words the model cannot guess."""
+        if candidates is None:
+            return None
+        keys = {text: self.words.key(text, language) for text in candidates}
+        unknown = [text for text, key in keys.items() if key is None]
+        if unknown:
+            shown = ", ".join(repr(u) for u in unknown[:10])
+            raise FrameError("unknown_candidate", f"the model cannot guess these candidates: {shown}", ref)
+        return list(dict.fromkeys(key for key in keys.values() if key is not None))
 
     def round_drawing(self, answer: str | None) -> DrawingRecord | None:
         """The drawing of the round in progress, for the database, when the room said
@@ -207,7 +292,7 @@ class BotSession:
         where the room sent no times), the answer's category, how it was drawn. None without a
         drawing or an answer the model knows."""
         rnd = self.round
-        key = self.shared.key_for(answer) if rnd is not None and answer else None
+        key = self.words.key(answer, rnd.language) if rnd is not None and answer else None
         if rnd is None or key is None or not rnd.strokes:
             return None
         start = min((s[2][0] for s in rnd.strokes if s[2]), default=0.0)
@@ -225,8 +310,12 @@ class BotSession:
         """Close the round and report what the bot said."""
         rnd = self._require_round(frame.id)
         self._close_round("round_end", frame.answer)
-        return [{"type": "round_over", "round": rnd.round_id,
-                 "said": [s.text for s in rnd.said], "strokes": rnd.session.stroke_count}]
+        return [self._round_over(rnd, "round_end")]
+
+    def _round_over(self, rnd: Round, why: str) -> Frame:
+        over = {"type": "round_over", "round": rnd.round_id, "said": [s.text for s in rnd.said],
+                "strokes": rnd.session.stroke_count}
+        return over | ({"why": why} if self.version is not None and self.version >= 2 else {})
 
     def _close_round(self, why: str, answer: str | None) -> None:
         rnd = self.round
@@ -241,7 +330,8 @@ class BotSession:
         rnd = self._require_round(ref)
         if rnd.open_stroke is not None:
             raise FrameError("stroke_open", "a stroke is already open: send stroke_end first", ref)
-        rnd.open_stroke = [[x], [y]] + ([[t]] if t is not None else [])
+        rnd.open_stroke = [[x], [self._down(y)]] + ([[t]] if t is not None else [])
+        rnd.policy.pen_down()
 
     def on_points(self, xs: list[float], ys: list[float], ts: list[float] | None, ref: Any) -> None:
         """Append points to the open stroke."""
@@ -255,7 +345,7 @@ class BotSession:
         if len(stroke[0]) + len(xs) > limit:
             raise FrameError("too_many_points", f"a stroke holds at most {limit} points", ref)
         stroke[0].extend(xs)
-        stroke[1].extend(ys)
+        stroke[1].extend(ys if self.y == "down" else [-y for y in ys])
         if len(stroke) == 3:
             stroke[2].extend(ts if ts is not None else [stroke[2][-1]] * len(xs))
 
@@ -265,11 +355,14 @@ class BotSession:
         if rnd.open_stroke is None:
             raise FrameError("no_stroke", "no stroke is open: send stroke_start first", ref)
         stroke, rnd.open_stroke = rnd.open_stroke, None
-        return await self.add_stroke(stroke, ref)
+        return await self.add_stroke(stroke, ref, flipped=True)
 
-    async def add_stroke(self, stroke: list[list[float]], ref: Any) -> list[Frame]:
-        """Add a whole stroke: validate and rasterise (thread pool), classify (shared batcher)."""
+    async def add_stroke(self, stroke: list[list[float]], ref: Any, flipped: bool = False) -> list[Frame]:
+        """Add a whole stroke: validate and rasterise (thread pool), classify (shared batcher).
+        ``flipped``: its y already points down (a streamed stroke)."""
         rnd = self._require_round(ref)
+        if self.y == "up" and not flipped:
+            stroke = [stroke[0], [-y for y in stroke[1]], *stroke[2:]]
         started = time.perf_counter()
         self._check_size(rnd, len(stroke[0]), ref)
         elapsed_ms = round((self.clock() - rnd.t0) * 1000.0, 1)
@@ -340,7 +433,7 @@ class BotSession:
         old = rnd.policy
         rnd.policy = KontourGuesser(
             level=old.level, rng=old.rng, to_french=old.to_french, related=old.related,
-            candidates=rnd.candidates, turn_length=rnd.duration_s,
+            candidates=rnd.candidates, turn_length=rnd.duration_s, pause_s=old.pause_s,
         )
         rnd.policy.new_turn(0.0, rnd.candidates)
         for key in set(old.said) | rnd.heard:
@@ -354,7 +447,7 @@ class BotSession:
         now = self._now()
         probs = rnd.session.probabilities()
         if probs:
-            rnd.policy.observe(probs, now)
+            rnd.policy.observe(probs, now, strokes=rnd.session.stroke_count)
         top = [{"label": g.label, "word": self.shared.french_word(g.label), "prob": round(g.prob, 4)}
                for g in rnd.session.guesses()[:ANALYSIS_TOP]]
         self.transcript.add(kind, rnd.round_id, now, strokes=rnd.session.stroke_count,
@@ -369,7 +462,7 @@ class BotSession:
     def on_player_guess(self, frame: PlayerGuess) -> list[Frame]:
         """Another player's guess: a wrong word is never said; a right one ends the bot's turn."""
         rnd = self._require_round(frame.id)
-        key = self.shared.key_for(frame.text)
+        key = self.words.key(frame.text, rnd.language)
         if frame.correct:
             rnd.found_by = rnd.found_by or frame.player
         elif key is not None:
@@ -429,6 +522,9 @@ class BotSession:
         if self.round is None:
             raise FrameError("no_round", "no round in progress: send round_start first", ref)
         return self.round
+
+    def _down(self, y: float) -> float:
+        return y if self.y == "down" else -y
 
     def _word(self, key: str) -> str:
         return self.shared.french_word(key)
