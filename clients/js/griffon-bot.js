@@ -161,8 +161,8 @@ export class GriffonBot {
           }
           this.emit("error", error);
           if (REFUSALS.has(frame.code) || frame.code === "invalid_frame") {
-            refusal = error;
-            ws.close(1000);
+            refusal = error; // the server closes the socket with its code, or this client does soon
+            setTimeout(() => ws.close(1000), 1000);
           }
         }
       };

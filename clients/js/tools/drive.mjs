@@ -7,7 +7,7 @@
 //        {"event": "guess", "data": {...}}
 // Node 20 needs `node --experimental-websocket tools/drive.mjs`; Node >= 22 has a WebSocket global.
 import { createInterface } from "node:readline";
-import { connect } from "../griffon-bot.js";
+import { GriffonBot } from "../griffon-bot.js";
 
 const EVENTS = ["welcome", "roundReady", "guess", "analysis", "roundOver", "error", "close", "resumed",
   "reconnecting"];
@@ -22,9 +22,9 @@ const plain = (value) => (value instanceof Error ? describe(value) : value);
 
 async function run(op, args) {
   if (op === "connect") {
-    bot = await connect(args[0], args[1] ?? {});
+    bot = new GriffonBot(args[0], args[1] ?? {});
     for (const type of EVENTS) bot.on(type, (data) => print({ event: type, data: plain(data) }));
-    return bot.welcome;
+    return bot.open();
   }
   if (op === "exit") process.exit(0);
   if (!OPS.has(op)) throw Object.assign(new Error(`unknown op ${op}`), { code: "driver_error" });
