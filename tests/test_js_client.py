@@ -6,13 +6,16 @@ round goes on."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from games.ai.pack import DrawingPack
-from griffon.launch import Server, patient, running_server
+from griffon.launch import REPO, Server, patient, running_server
+from tests.bot_clients import node_command
 from tests.play_helpers import HAS_WEIGHTS
 from tests.test_browser_play import ARGS, CHROMIUM, ms, page_in
 
@@ -82,6 +85,17 @@ def draw(page, strokes: list) -> None:
 def real_drawing(word: str) -> list:
     """The first recognised drawing of the category ``KEYS[word]`` in the shipped pack."""
     return DrawingPack.load().drawings(KEYS[word])[0]
+
+
+@pytest.mark.skipif(node_command() is None, reason="no Node >= 20 on PATH")
+def test_the_client_passes_its_own_tests_in_node() -> None:
+    """clients/js/test/: negotiation, y, resume and replay, back-off, refusals, client-side checks
+    against a scripted in-memory server."""
+    node, *flags = node_command()[:-1]  # without the driver script
+    result = subprocess.run([node, *flags, "--test", "clients/js/test/"], cwd=REPO, capture_output=True,
+                            text=True, timeout=patient(60))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert re.search(r"^# pass [1-9]", result.stdout, re.MULTILINE) and "# fail 0" in result.stdout
 
 
 def test_the_demo_page_and_the_client_are_served(server: Server) -> None:

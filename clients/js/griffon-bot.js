@@ -78,6 +78,7 @@ export class GriffonBot {
     this.attempt = 0;
     this.resumeToken = null;
     this.flipY = false;
+    this.closed = null;
   }
 
   // -- events ---------------------------------------------------------------------------------
@@ -128,7 +129,7 @@ export class GriffonBot {
       let greeted = false;
       let refusal = null;
       let legacyHello = this.version === 1; // known from an earlier welcome
-      const timer = setTimeout(() => {
+      let timer = setTimeout(() => {
         refusal = new GriffonBotError("timeout", `no welcome within ${this.options.connectTimeoutMs} ms`);
         ws.close();
       }, this.options.connectTimeoutMs);
@@ -148,6 +149,10 @@ export class GriffonBot {
         if (frame.type === "welcome") {
           greeted = true;
           clearTimeout(timer);
+          if (this.state === "closed") { // closed by the room while this attempt was under way
+            ws.close(1000);
+            return;
+          }
           this.greeted(frame);
           resolve(frame);
           return;
@@ -162,7 +167,8 @@ export class GriffonBot {
           this.emit("error", error);
           if (REFUSALS.has(frame.code) || frame.code === "invalid_frame") {
             refusal = error; // the server closes the socket with its code, or this client does soon
-            setTimeout(() => ws.close(1000), 1000);
+            clearTimeout(timer);
+            timer = setTimeout(() => ws.close(1000), 1000);
           }
         }
       };
@@ -338,11 +344,13 @@ export class GriffonBot {
   finish(code, reason) {
     if (this.state === "closed") return;
     this.state = "closed";
+    this.closed = { code, reason: reason ?? "" };
+    clearTimeout(this.byeTimer);
     for (const entry of this.pending.values()) {
       entry.reject(new GriffonBotError("closed", "the connection closed", { closeCode: code }));
     }
     this.pending.clear();
-    this.emit("close", { code, reason: reason ?? "" });
+    this.emit("close", this.closed);
   }
 
   // -- sending --------------------------------------------------------------------------------
@@ -552,12 +560,13 @@ export class GriffonBot {
 
   /** Say bye and close; resolves once the socket is closed. */
   close() {
-    if (this.state === "closed") return Promise.resolve();
+    if (this.state === "closed") return Promise.resolve(this.closed);
     const done = new Promise((resolve) => this.once("close", resolve));
     if (this.state === "open") {
       this.state = "closing";
       this.ws.send(JSON.stringify({ type: "bye" }));
-      setTimeout(() => this.ws.close(1000), this.options.connectTimeoutMs);
+      const ws = this.ws;
+      this.byeTimer = setTimeout(() => ws.close(1000), this.options.connectTimeoutMs); // a server mute after bye
     } else {
       this.state = "closing";
       this.ws?.close(1000);
@@ -568,7 +577,11 @@ export class GriffonBot {
 
   /** Test hook and network-change helper: close the socket without bye, as a dropped network would. */
   drop() {
-    if (this.state === "open") this.ws.close(4000, "dropped by the room");
+    if (this.state !== "open") return;
+    const ws = this.ws;
+    this.ws = null; // its close event is no longer this client's
+    ws.close(4000, "dropped by the room");
+    this.dropped({ code: 4000, reason: "dropped by the room" });
   }
 }
 
