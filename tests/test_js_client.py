@@ -6,9 +6,11 @@ round goes on."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -96,6 +98,22 @@ def test_the_client_passes_its_own_tests_in_node() -> None:
                             text=True, timeout=patient(60))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert re.search(r"^# pass [1-9]", result.stdout, re.MULTILINE) and "# fail 0" in result.stdout
+
+
+@pytest.mark.skipif(node_command() is None, reason="no Node >= 20 on PATH")
+def test_the_readme_example_plays_a_round(server: Server, tmp_path: Path) -> None:
+    """clients/js/README.md's example, as written (its import and URL pointed here), in Node."""
+    readme = (REPO / "clients" / "js" / "README.md").read_text(encoding="utf-8")
+    example = re.search(r"## Example\n\n```js\n(.*?)```", readme, re.DOTALL).group(1)
+    assert len(example.splitlines()) <= 22
+    script = tmp_path / "example.mjs"
+    module = json.dumps(str(REPO / "clients" / "js" / "griffon-bot.js"))
+    script.write_text(example.replace('"@griffon/bot-client"', module)
+                      .replace("ws://127.0.0.1:8000", server.ws_url), encoding="utf-8")
+    node, *flags = node_command()[:-1]
+    result = subprocess.run([node, *flags, str(script)], capture_output=True, text=True, timeout=patient(60))
+    assert result.returncode == 0, result.stderr
+    assert "Griffon: « maison »" in result.stdout and "said: [ 'maison' ]" in result.stdout, result.stdout
 
 
 def test_the_demo_page_and_the_client_are_served(server: Server) -> None:
