@@ -304,21 +304,36 @@ def python_client_class() -> Any:
 
 
 class PythonClient(BotClient):
-    """The Python client on its own event loop thread, called synchronously."""
+    """The Python client on its own event loop thread, called synchronously.
+
+    Two shapes are adapted: `StandInClient` (``StandInClient(on_event)``, ``connect(url, **options)``)
+    and the example's class (``Client(url, **options)``, ``connect()``, ``on("*", callback)`` with the
+    frames, ``start_round(round, candidates, **fields)``, a ``welcome`` frame again after a resume)."""
 
     name = "python"
 
     def __init__(self) -> None:
         super().__init__()
         self.cls = python_client_class()
-        self.resumes = self.cls is not StandInClient
+        self.stand_in = self.cls is StandInClient
+        self.resumes = not self.stand_in
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.client: Any = None
+        self.greeted = False
 
     def _event(self, kind: str, data: Any) -> None:
         self.record({"event": kind, "data": data})
+
+    def _frame(self, frame: dict[str, Any]) -> None:
+        """A frame of the example's class: an event; a welcome after the first is a resume."""
+        kind = frame.get("type")
+        self._event(kind, frame)
+        if kind == "welcome" and self.greeted:
+            self._event("resumed", {"resumed": bool(frame.get("resumed")), "round": frame.get("round"),
+                                    "welcome": frame})
+        self.greeted = self.greeted or kind == "welcome"
 
     def _run(self, name: str, coroutine: Any, timeout: float = 15.0) -> Any:
         try:
@@ -329,19 +344,60 @@ class PythonClient(BotClient):
             code = getattr(error, "code", None)
             if code is None:
                 raise
-            raise ClientError(code, str(error), getattr(error, "close_code", None)) from error
+            ws = getattr(self.client, "ws", None)
+            close_code = getattr(error, "close_code", None) or getattr(ws, "close_code", None)
+            raise ClientError(code, str(getattr(error, "message", error)), close_code) from error
         self.record({"reply": name, "ok": True, "value": value})
         return value
 
     def connect(self, url: str, **options: Any) -> dict[str, Any]:
         async def create() -> Any:
-            return self.cls(self._event)
+            if self.stand_in:
+                return self.cls(self._event)
+            client = self.cls(url, **options)
+            client.on("*", self._frame)
+            return client
 
         self.client = self._run("create", create())
-        return self._run("connect", self.client.connect(url, **options), timeout=30)
+        if self.stand_in:
+            return self._run("connect", self.client.connect(url, **options), timeout=30)
+        welcome = self._run("connect", self.client.connect(), timeout=30)
+        if not self.greeted:  # the class dispatches no frame for its first welcome
+            self._frame(welcome)
+        return welcome
 
     def op(self, name: str, *args: Any, **fields: Any) -> Any:
+        if self.stand_in:
+            return self._run(name, getattr(self.client, name)(*args, **fields))
+        if name == "start_round":
+            fields = dict(fields)
+            return self._run(name, self.client.start_round(fields.pop("round"), **fields))
+        special = {"raw": self._raw, "ping": self._ping, "drop": self._drop, "close": self._close}
+        if name in special:
+            return self._run(name, special[name](*args))
         return self._run(name, getattr(self.client, name)(*args, **fields))
+
+    async def _raw(self, frame: dict | str) -> None:
+        await self.client.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+
+    async def _ping(self) -> dict:
+        """Send a ping; its pong (the class has no ping of its own)."""
+        seen = len(self.log)
+        await self.client.send({"type": "ping"})
+        while True:
+            pong = next((e["data"] for e in self.log[seen:] if e.get("event") == "pong"), None)
+            if pong is not None:
+                return pong
+            await asyncio.sleep(0.02)
+
+    async def _drop(self) -> None:
+        self.client.ws.transport.abort()
+
+    async def _close(self) -> dict:
+        await self.client.close()
+        closed = {"code": self.client.ws.close_code, "reason": self.client.ws.close_reason or ""}
+        self._event("close", closed)
+        return closed
 
     def stop(self) -> None:
         async def shut() -> None:
@@ -357,6 +413,5 @@ class PythonClient(BotClient):
             asyncio.run_coroutine_threadsafe(shut(), self.loop).result(patient(5))
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(patient(5))
-
 
 CLIENTS: dict[str, Callable[[], BotClient]] = {"js": JsClient, "python": PythonClient}
