@@ -169,6 +169,14 @@ LOOSE: tuple[Variable, ...] = (
         "set by `python -m bench.bench_capacity --profiler cprofile`: where its profiled server writes",
     ),
     Variable(
+        "GRIFFON_CONFORMANCE_URL", "dev", "unset: the suite starts a server", "`ws://` or `wss://` URL",
+        "the bot endpoint `tests/test_bot_conformance.py` checks both clients against (`…/v1/bot`)",
+    ),
+    Variable(
+        "GRIFFON_CONFORMANCE_KEYS_URL", "dev", "unset: that scenario skips", "`ws://` or `wss://` URL",
+        "a bot endpoint that requires API keys, for the conformance suite's `key_required` scenario",
+    ),
+    Variable(
         "GRIFFON_SCREENSHOTS", "dev", "`/tmp/griffon-screenshots`", "path",
         "where the browser tests save their screenshots (`tests/test_browser_play.py`)",
     ),

@@ -58,7 +58,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from model.strokes import DrawingError
-from service import api
+from service import api, demo
 from service.bot import routes as bot
 from service.bot.keys import BotKeys
 from service.capacity import Capacity
@@ -408,4 +408,5 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
     app.include_router(api.router)
     app.include_router(bot.router)
     app.include_router(play.router)
+    app.include_router(demo.router)
     return app

@@ -211,6 +211,8 @@ WORKER_GROUPS = {
     "test_service_api.py": "d",
     "test_model_guesser.py": "d",
     "test_service_bot_keys.py": "e",
+    "test_js_client.py": "e",
+    "test_bot_conformance.py": "e",
 }
 
 
