@@ -120,6 +120,11 @@ class BotClient:
             frame = json.loads(await self.ws.recv())
             if frame["type"] == "welcome":
                 return frame
+            if (frame["type"] == "error" and frame["code"] == "invalid_frame" and resume is None
+                    and set(self.versions) >= {1, 2} and "hello" in frame.get("message", "")):
+                await self.ws.close()  # a server that speaks version 1 only: greet it in version 1
+                self.versions = (1,)
+                return await self._open(resume=None)
             if frame["type"] == "error" and frame["code"] != "resume_failed":
                 with contextlib.suppress(TimeoutError):  # a refusal: the bot closes (4401, 4429...)
                     await asyncio.wait_for(self.ws.wait_closed(), 5.0)
