@@ -747,9 +747,10 @@ class SqlStore(Store):
         return StoreInfo(self.backend, self.location, self.size_bytes(), self.schema_version(), self.counts())
 
     def close(self) -> None:
-        writer = getattr(self, "_background_writer", None)  # store.background.shared_writer's
-        if writer is not None:
-            writer.close()  # what it holds is written first
+        for name in ("_move_writer", "_background_writer"):  # store.group_commit's, store.background's
+            writer = getattr(self, name, None)
+            if writer is not None:
+                writer.close()  # what it holds is written first
         with self.lock:
             self.conn.close()
 
