@@ -178,9 +178,16 @@ class MoveWriter:
             return
         if self._commit(run, lambda: self.store.append_entries([j.entry for j in run]), refuse=False):
             return
-        for job in run:  # someone's move is refused: one at a time, so the others are kept
-            if not job.future.done():
-                self._commit([job], lambda j=job: self.store.append_entries([j.entry]))  # type: ignore[list-item]
+        by_game: dict[str, list[Job]] = {}  # someone's move is refused: game by game, so the others are kept
+        for job in run:
+            by_game.setdefault(job.entry[0], []).append(job)  # type: ignore[index]
+        for jobs in by_game.values():
+            if len(jobs) > 1 and self._commit(jobs, lambda js=jobs: self.store.append_entries(
+                    [j.entry for j in js]), refuse=False):  # type: ignore[misc]
+                continue
+            for job in jobs:  # then move by move within the refused game
+                if not job.future.done():
+                    self._commit([job], lambda j=job: self.store.append_entries([j.entry]))  # type: ignore[list-item]
 
     def _commit(self, jobs: list[Job], write: Callable[[], None], refuse: bool = True) -> bool:
         """Run `write` until it goes through (True) or is refused (False; with `refuse`, the jobs'
