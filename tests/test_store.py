@@ -8,6 +8,7 @@ new PostgreSQL schema).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -433,6 +434,46 @@ def test_a_damaged_database_is_found_at_start_not_later(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(CorruptDatabase, match="damaged|not a usable"):
         open_store(f"sqlite:///{path}")
+
+
+def damaged_last_page(path: Path) -> bytes:
+    """A real Griffon database whose last page has its cell pointers scribbled over; its bytes."""
+    with open_store(f"sqlite:///{path}") as db:
+        for g in range(20):
+            db.create_game(f"g{g}", "kontour", {"seed": g, "pad": "x" * 300}, hash_token("t"))
+            db.append_moves(f"g{g}", 0, [(i / 2, {"kind": "stroke", "points": [[i, i + 1]] * 5})
+                                         for i in range(30)])
+    data = bytearray(path.read_bytes())
+    assert not Path(f"{path}-wal").exists() and len(data) % 4096 == 0
+    last = len(data) - 4096
+    data[last + 8: last + 72] = bytes((37 * k + 11) % 256 for k in range(64))
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def test_damage_in_the_last_page_is_refused_at_start_in_one_line_and_left_untouched(tmp_path):
+    path = tmp_path / "griffon.db"
+    damaged = damaged_last_page(path)
+    with pytest.raises(CorruptDatabase) as refused:
+        open_store(f"sqlite:///{path}")
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{path} is damaged (On tree page")
+    assert message.endswith("restore a backup or move the file away (Griffon never overwrites it)")
+    assert path.read_bytes() == damaged and not Path(f"{path}-wal").exists()
+
+
+def test_a_foreign_sqlite_file_is_refused_byte_identical(tmp_path):
+    path = tmp_path / "griffon.db"
+    with contextlib.closing(sqlite3.connect(path)) as other:  # another application's file (rollback journal)
+        other.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+        other.executemany("INSERT INTO invoices (total) VALUES (?)", [(i * 1.5,) for i in range(100)])
+        other.commit()
+    before = path.read_bytes()
+    for check in ("quick", "off"):
+        with pytest.raises(ForeignDatabase, match="invoices.*not a Griffon database"):
+            open_store(StoreSettings(database_url=f"sqlite:///{path}", db_check=check))
+    assert path.read_bytes() == before  # still in rollback-journal mode: never switched to WAL
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["griffon.db"]
 
 
 def test_a_truncated_database_is_a_clear_error(tmp_path):
