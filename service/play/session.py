@@ -317,7 +317,8 @@ class GameSession:
 
     def pause_frame(self) -> dict[str, Any]:
         """What a socket is told while the table is paused."""
-        return {"type": "paused", "code": "store_unavailable", "message": PAUSED_MESSAGE}
+        return {"type": "paused", "code": "store_unavailable", "message": PAUSED_MESSAGE,
+                "now": round(self.now(), 3), "time_left": round(self.time_left(), 3)}
 
     def unpause(self) -> None:
         """The held moves are written: the game clock goes on where it stopped."""
