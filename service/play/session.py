@@ -323,13 +323,16 @@ class GameSession:
     def unpause(self) -> None:
         """The held moves are written: the game clock goes on where it stopped."""
         assert self.paused_at is not None
-        paused = self.clock() - self.paused_at
+        stopped_at = self.now()  # the game clock where it stopped
+        time_left = self.time_left()
+        now = self.clock()
+        paused = now - self.paused_at
         self.t0 += paused
         self.paused_at = None
-        self.last_activity = self.clock()
+        self.last_activity = now
         log.warning("game %s: resumed after %.1f s", self.id, paused)
-        self.send({"type": "resumed", "paused_s": round(paused, 3), "now": round(self.now(), 3),
-                   "time_left": round(self.time_left(), 3)})
+        self.send({"type": "resumed", "paused_s": round(paused, 3), "now": round(stopped_at, 3),
+                   "time_left": round(time_left, 3)})
 
     def lose(self, error: BaseException) -> None:
         """A move the database refuses for good (another server writes this game): the game can
