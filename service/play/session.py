@@ -84,7 +84,7 @@ MAX_GUESS_CHARS = 80
 MAX_OPPONENTS = 5  # what `POST /v1/play` accepts
 SEND_QUEUE = 64  # frames waiting for a slow socket; beyond, the socket is dropped
 DRAWING_EVENTS = ("stroke_drawn", "stroke_undone", "drawing_cleared")  # Pictomania drawings change only so
-PAUSE_AFTER_S = 1.0  # a move not written after this long pauses the table (a database that hangs)
+PAUSE_AFTER_S = 2.0  # a move not written after this long pauses the table (a database that hangs)
 PAUSED_MESSAGE = "Sauvegarde impossible — nouvel essai…"  # what the page shows while the table waits
 LOST_MESSAGE = "Cette partie ne peut plus être enregistrée : elle s'arrête ici."
 
