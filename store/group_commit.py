@@ -121,12 +121,16 @@ class MoveWriter:
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Write what is queued, then stop the thread. On a database still failing after `timeout`
-        seconds, what is left fails with `WriterClosed` (logged)."""
+        seconds (1 s when it is failing already), what is left fails with `WriterClosed` (logged)."""
         if self.closed:
             return
         self.closed = True
-        self.queue.put(None)
-        self.thread.join(timeout)
+        try:
+            self.queue.put(None, timeout=timeout)
+        except queue.Full:  # the database has failed all along: nothing more will be written
+            self.abandon = True
+            self.wake.set()
+        self.thread.join(min(timeout or 1.0, 1.0) if self.failing is not None else timeout)
         if self.thread.is_alive():
             self.abandon = True
             self.wake.set()

@@ -69,6 +69,10 @@ class Journal:
             self.end("finished", result(session.state))
         return stored
 
+    def full(self) -> bool:
+        """Whether the writer's queue is full (a move applied now could not be handed over)."""
+        return self.writer.pending >= self.writer.queue.maxsize - 1
+
     def failing(self) -> StoreError | None:
         """The database's last error while it cannot write (the writer is trying again), else None."""
         return self.writer.failing

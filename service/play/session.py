@@ -235,7 +235,7 @@ class GameSession:
         """Apply a move now (the rules check it), hand it to the database, let the AIs react, send
         the human what changed in their view once the database has it. `TablePaused` while the
         table waits for the database."""
-        if self.paused_at is not None:
+        if self.paused_at is not None or (self.journal is not None and self.journal.full()):
             raise TablePaused("the game is paused until the database can store its moves again")
         now = self.now()
         before = self.state
