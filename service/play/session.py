@@ -179,6 +179,7 @@ class GameSession:
         self.shown: tuple[Any, int] | None = None  # (state, seq) the sockets have while moves are held
         self.paused_at: float | None = None  # clock() when the table paused (the database cannot write)
         self.pauses = 0  # how many times the table paused
+        self.lost = False  # the database refused a move for good: the game is being closed
         self.on_lost: Callable[[GameSession], None] | None = None  # the manager closes a game not storable
 
     def check_token(self, token: str) -> bool:
@@ -217,7 +218,7 @@ class GameSession:
         """One period of the driver: the timers and the AI decisions due now (none while the
         table is paused). A move the rules refuse, or a bug, is logged and the game goes on."""
         self.check_store()
-        if self.paused_at is not None:
+        if self.paused_at is not None or self.lost:
             return
         try:
             self.step(self.now())
@@ -235,7 +236,7 @@ class GameSession:
         """Apply a move now (the rules check it), hand it to the database, let the AIs react, send
         the human what changed in their view once the database has it. `TablePaused` while the
         table waits for the database."""
-        if self.paused_at is not None or (self.journal is not None and self.journal.full()):
+        if self.paused_at is not None or self.lost or (self.journal is not None and self.journal.full()):
             raise TablePaused("the game is paused until the database can store its moves again")
         now = self.now()
         before = self.state
@@ -278,6 +279,8 @@ class GameSession:
     def release(self) -> None:
         """Send the frames of the moves written so far, in order; resume a paused table once
         nothing is held. A move the database refused for good closes the game (`lose`)."""
+        if self.lost:
+            return
         while self.held and (self.held[0].stored is None or self.held[0].stored.done()):
             held = self.held.popleft()
             error = held.stored.exception() if held.stored is not None else None
@@ -339,6 +342,7 @@ class GameSession:
         no longer be kept; the person is told and the game is closed."""
         log.error("game %s: move %d refused by the database (%s); the game is closed", self.id,
                   self.held[0].seq if self.held else self.seq, error)
+        self.lost = True
         self.held.clear()
         self.send({"type": "error", "code": "not_stored", "message": LOST_MESSAGE})
         if self.on_lost is not None:
@@ -346,7 +350,7 @@ class GameSession:
 
     def human_move(self, data: Any) -> None:
         """A move from the human's socket (``player`` is set here); raises `RuleError`."""
-        if self.paused_at is not None:
+        if self.paused_at is not None or self.lost:
             raise TablePaused("the game is paused until the database can store its moves again")
         if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
             raise InvalidMove("'move' must be an object with a 'kind'")
