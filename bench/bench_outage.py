@@ -12,6 +12,7 @@
   (stroke sent → its ``update`` frame), p50 / p99, without and with the delay. ``--repo`` runs
   another checkout instead (the same figures before a change).
 
+    python -m bench.bench_outage                   # both, as measured in docs/STORAGE.md
     python -m bench.bench_outage outage --outage 30
     python -m bench.bench_outage slowdown --delay-ms 20 --tables 6 [--repo /path/to/checkout]
 """
@@ -256,20 +257,19 @@ def slowdown(delay_ms: float, tables: int, seconds: float, repo: Path) -> dict[s
     return figures
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("case", choices=["outage", "slowdown"])
+    parser.add_argument("case", nargs="?", choices=["outage", "slowdown", "both"], default="both")
     parser.add_argument("--outage", type=float, default=30.0, help="seconds PostgreSQL stays down")
     parser.add_argument("--delay-ms", type=float, default=20.0, help="added to every PostgreSQL round trip")
     parser.add_argument("--tables", type=int, default=6, help="busy tables beside the measured one")
-    parser.add_argument("--seconds", type=float, default=20.0, help="strokes measured per phase")
+    parser.add_argument("--seconds", type=float, default=15.0, help="strokes measured per phase")
     parser.add_argument("--repo", type=Path, default=REPO, help="the checkout to run (default: this one)")
-    args = parser.parse_args()
-    if args.case == "outage":
-        figures = outage(args.outage)
-    else:
-        figures = slowdown(args.delay_ms, args.tables, args.seconds, args.repo)
-    print(json.dumps(figures))
+    args = parser.parse_args(argv)
+    if args.case in ("outage", "both"):
+        print(json.dumps(outage(args.outage)))
+    if args.case in ("slowdown", "both"):
+        print(json.dumps(slowdown(args.delay_ms, args.tables, args.seconds, args.repo)))
 
 
 if __name__ == "__main__":

@@ -101,11 +101,11 @@ async def run(n: int, seconds: float, db: Path) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, nargs="*", default=[50, 200])
     parser.add_argument("--seconds", type=float, default=40.0, help="game time played before the stop")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     for n in args.games:
         with tempfile.TemporaryDirectory() as folder:
             figures = asyncio.run(run(n, args.seconds, Path(folder) / "griffon.db"))
