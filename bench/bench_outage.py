@@ -6,14 +6,17 @@
   is gone (stop → ``paused`` frame), and to resume once it is back (``pg_ctl start`` returned →
   ``resumed`` frame). Then a second outage, the server killed with SIGKILL during it, PostgreSQL
   started, a new server: both games must be back with every stroke the page was shown.
+- ``disk``: the SQLite file on a 4 MiB tmpfs (root only), filled to the last byte for
+  ``--outage`` seconds, then freed: pause and resumption times as above.
 - ``slowdown``: every PostgreSQL round trip delayed by ``--delay-ms`` (a TCP proxy between the
   server and the database), while ``--tables`` Pictomania tables of 5 AI players play; one more
   table's person draws a stroke every 0.25 s. Measured: that person's stroke acknowledgement
   (stroke sent → its ``update`` frame), p50 / p99, without and with the delay. ``--repo`` runs
   another checkout instead (the same figures before a change).
 
-    python -m bench.bench_outage                   # both, as measured in docs/STORAGE.md
+    python -m bench.bench_outage                   # all three, as measured in docs/STORAGE.md
     python -m bench.bench_outage outage --outage 30
+    python -m bench.bench_outage disk --outage 30    # root: SQLite on a tmpfs filled to the last byte
     python -m bench.bench_outage slowdown --delay-ms 20 --tables 6 [--repo /path/to/checkout]
 """
 
@@ -26,6 +29,8 @@ import json
 import os
 import signal
 import statistics
+import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -160,6 +165,47 @@ def outage(seconds: float) -> dict[str, Any]:
     return figures
 
 
+def fill(folder: Path) -> Path:
+    """Fill the file system of `folder` to the last byte; returns the filler file (delete it to free)."""
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as out:
+        for chunk in (1 << 20, 1 << 16, 1 << 12, 1 << 9, 1):
+            with contextlib.suppress(OSError):  # ENOSPC: the next, smaller chunk
+                while True:
+                    out.write(b"\0" * chunk)
+    return filler
+
+
+def disk_full(seconds: float) -> dict[str, Any]:
+    """SQLite on a 4 MiB tmpfs (root only) filled to the last byte for `seconds`, then freed."""
+    figures: dict[str, Any] = {"disk_full_s": seconds, "load_before": load()}
+    with tempfile.TemporaryDirectory() as folder:
+        disk = Path(folder) / "disk"
+        disk.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], check=True)
+        try:
+            with running_server({**ENV, "GRIFFON_DATA_DIR": str(disk)}) as server:
+                game = new_game(server, game="pictomania", opponents=2, level="easy", seed=5)
+                person = Client(server, game)
+                person.move(kind="stroke", points=stroke(0))
+                person.until(lambda f: len(person.shown) == 1)
+                full = time.monotonic()
+                filler = fill(disk)
+                person.move(kind="stroke", points=stroke(1))
+                person.until(lambda f: f["type"] == "paused")
+                figures["pause_after_full_s"] = round(time.monotonic() - full, 3)
+                time.sleep(max(0.0, seconds - (time.monotonic() - full)))
+                filler.unlink()
+                freed = time.monotonic()
+                resumed = person.until(lambda f: f["type"] == "resumed")
+                figures["resume_after_freed_s"] = round(time.monotonic() - freed, 3)
+                figures["paused_s"] = resumed["paused_s"]
+        finally:
+            subprocess.run(["umount", "-l", str(disk)], check=False)
+    figures["load_after"] = load()
+    return figures
+
+
 class DelayProxy:
     """A TCP proxy to PostgreSQL that holds every chunk from the server back for ``delay_s`` (so every
     round trip takes that much longer), in order, without limiting throughput."""
@@ -259,16 +305,18 @@ def slowdown(delay_ms: float, tables: int, seconds: float, repo: Path) -> dict[s
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("case", nargs="?", choices=["outage", "slowdown", "both"], default="both")
+    parser.add_argument("case", nargs="?", choices=["outage", "disk", "slowdown", "all"], default="all")
     parser.add_argument("--outage", type=float, default=30.0, help="seconds PostgreSQL stays down")
     parser.add_argument("--delay-ms", type=float, default=20.0, help="added to every PostgreSQL round trip")
     parser.add_argument("--tables", type=int, default=6, help="busy tables beside the measured one")
     parser.add_argument("--seconds", type=float, default=15.0, help="strokes measured per phase")
     parser.add_argument("--repo", type=Path, default=REPO, help="the checkout to run (default: this one)")
     args = parser.parse_args(argv)
-    if args.case in ("outage", "both"):
+    if args.case in ("outage", "all"):
         print(json.dumps(outage(args.outage)))
-    if args.case in ("slowdown", "both"):
+    if args.case in ("disk", "all"):
+        print(json.dumps(disk_full(args.outage)))
+    if args.case in ("slowdown", "all"):
         print(json.dumps(slowdown(args.delay_ms, args.tables, args.seconds, args.repo)))
 
 
