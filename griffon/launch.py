@@ -339,10 +339,35 @@ def _as_server_user() -> tuple[list[str], int | None]:
     return ["runuser", "-u", "postgres", "--"], uid
 
 
+@dataclass
+class Postgres:
+    """A throw-away PostgreSQL server (`postgres_server`): its URL, and `stop` / `start` to take it
+    away and bring it back (an outage, for the tests that check nothing is lost)."""
+
+    url: str
+    data: Path
+    log: Path
+    settings: str
+    bindir: Path
+    prefix: list[str]
+
+    def stop(self) -> None:
+        """Stop the server now (``pg_ctl stop -m fast``: connections are closed at once)."""
+        _run([*self.prefix, str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"],
+             "pg_ctl stop", Patience(30, "PostgreSQL did not stop"), self.log)
+
+    def start(self) -> None:
+        """Start it again on the same port and data (returns once it accepts connections)."""
+        started = Patience(30, "PostgreSQL was not ready")
+        wait = max(1, round(started.left()))  # pg_ctl waits this long itself, then says so
+        _run([*self.prefix, str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", self.settings, "-l",
+              str(self.log), "-w", "-t", str(wait), "start"], "pg_ctl start", started, self.log)
+
+
 @contextmanager
-def running_postgres(durable: bool = False) -> Iterator[str]:
-    """A fresh server; yields its URL. `durable=False` turns fsync off (tests); True keeps the
-    defaults (benchmarks measure real commits)."""
+def postgres_server(durable: bool = False) -> Iterator[Postgres]:
+    """A fresh server (`Postgres`: its URL, `stop`, `start`). `durable=False` turns fsync off
+    (tests); True keeps the defaults (benchmarks measure real commits)."""
     bindir = pg_bindir()
     prefix, uid = _as_server_user()
     root = Path(tempfile.mkdtemp(prefix="griffon-pg-"))
@@ -353,21 +378,26 @@ def running_postgres(durable: bool = False) -> Iterator[str]:
     settings = f"-p {port} -k {root} -c listen_addresses=127.0.0.1"
     if not durable:
         settings += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    server = Postgres(f"postgresql://{USER}@127.0.0.1:{port}/postgres", data, log, settings, bindir, prefix)
     try:
         initdb = Patience(120, "PostgreSQL's initdb had not finished")
         _run([*prefix, str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=trust", "-E", "UTF8",
               "--no-sync", "--no-instructions"], "initdb", initdb)
-        started = Patience(30, "PostgreSQL was not ready")
-        wait = max(1, round(started.left()))  # pg_ctl waits this long itself, then says so
-        _run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", settings, "-l", str(log), "-w",
-              "-t", str(wait), "start"], "pg_ctl start", started, log)
+        server.start()
         try:
-            yield f"postgresql://{USER}@127.0.0.1:{port}/postgres"
+            yield server
         finally:
             subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                            capture_output=True, timeout=60)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def running_postgres(durable: bool = False) -> Iterator[str]:
+    """A fresh server; yields its URL (`postgres_server` to stop and start it too)."""
+    with postgres_server(durable) as server:
+        yield server.url
 
 
 def _run(command: list[str], what: str, patience: Patience, log: Path | None = None) -> None:

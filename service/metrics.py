@@ -9,8 +9,9 @@ One :class:`Metrics` per app, on its own registry (several apps in one process s
 - ``griffon_inference_queue`` (drawings waiting or being classified) and
   ``griffon_inference_batch_size`` (drawings per forward pass);
 - latency histograms: ``griffon_stroke_ack_seconds{source}`` (a stroke frame received → its
-  answer queued for the socket), ``griffon_guess_seconds{source}`` (a recognition asked → its
-  probabilities back), ``griffon_store_write_seconds`` (one move stored);
+  answer queued for the socket; with a database, once the stroke is stored), ``griffon_guess_seconds{source}``
+  (a recognition asked → its probabilities back), ``griffon_store_write_seconds`` (a move applied →
+  reported committed by the store's writer thread);
 - ``griffon_refusals_total{reason}``: requests, games, rooms and frames refused (the error code:
   ``rate_limited``, ``overloaded``, ``server_full``, ``server_busy``, ``bad_key``...);
 - per API key of bot rooms (service/bot/keys.py), labelled by the key's name (never its secret):
@@ -62,7 +63,7 @@ class Metrics:
                                     "queued", ["source"], buckets=LATENCY_BUCKETS, registry=r)
         self.guess_time = Histogram("griffon_guess_seconds", "A recognition asked to its probabilities",
                                     ["source"], buckets=LATENCY_BUCKETS, registry=r)
-        self.store_write = Histogram("griffon_store_write_seconds", "One move stored",
+        self.store_write = Histogram("griffon_store_write_seconds", "A move applied to committed",
                                      buckets=LATENCY_BUCKETS, registry=r)
         self.refusals = Counter("griffon_refusals", "Requests, games, rooms and frames refused",
                                 ["reason"], registry=r)

@@ -3,28 +3,43 @@
 ``synchronous=NORMAL`` in WAL mode: a commit is in the log before `append_move` returns, so a killed
 process (``kill -9``) loses nothing; only a power cut may lose the last commits (``synchronous=full``
 in the URL makes every commit wait for the disk). The file is created on first start with its
-folder; at every start ``PRAGMA quick_check`` (or ``integrity_check``, or nothing: ``check=`` in the
-URL) makes a damaged file a clear error instead of a silent loss later.
+folder.
+
+An existing file is first opened **read-only** (`inspect`): not SQLite, someone else's tables, a
+newer Griffon's schema, or a failed ``PRAGMA quick_check`` (``integrity_check``, or nothing:
+``GRIFFON_DB_CHECK``) is refused with one line before anything is written — the file stays
+byte-identical (no switch to WAL, no migration). The check is bounded (`CHECK_LIMIT_S`): on a file
+too large to check in that time it stops, says so in the log, and the start goes on.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import time
+import urllib.parse
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from store.base import (
+    LATEST_VERSION,
+    SCHEMA_TABLE,
     CorruptDatabase,
+    ForeignDatabase,
     Retention,
+    SchemaTooNew,
     SqlStore,
     StoreUnavailable,
 )
+
+log = logging.getLogger("griffon.store")
 
 CHECKS = {"quick": "PRAGMA quick_check", "full": "PRAGMA integrity_check", "off": None}
 SYNCHRONOUS = ("normal", "full")
 BUSY_TIMEOUT_MS = 5_000
 CORRUPT = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+CHECK_LIMIT_S = 30.0  # the start-up check stops after this long (a very large file), with a warning
 
 
 class SQLiteStore(SqlStore):
@@ -42,6 +57,8 @@ class SQLiteStore(SqlStore):
             raise StoreUnavailable(f"unknown synchronous mode {synchronous!r} (use {', '.join(SYNCHRONOUS)})")
         self.path = Path(path)
         self.location = str(self.path.resolve())
+        if self.path.is_file() and self.path.stat().st_size > 0:
+            inspect(self.path, check)  # read-only: a file that is not ours is never written
         conn = _connect(self.path)
         super().__init__(conn, retention, busy_timeout_ms / 1000)
         try:
@@ -51,13 +68,6 @@ class SQLiteStore(SqlStore):
                 raise StoreUnavailable(f"{self.location}: write-ahead logging refused (journal mode {mode})")
             conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             conn.execute("PRAGMA foreign_keys = ON")
-            if CHECKS[check] is not None:
-                problems = [r[0] for r in conn.execute(CHECKS[check]).fetchall()]
-                if problems != ["ok"]:
-                    raise CorruptDatabase(
-                        f"{self.location} is damaged ({'; '.join(problems[:3])}); restore a backup or move "
-                        "the file away (Griffon never overwrites it)"
-                    )
             self.migrate()
         except (sqlite3.Error, StoreUnavailable) as error:
             conn.close()
@@ -100,6 +110,65 @@ class SQLiteStore(SqlStore):
         with self.lock:
             self.conn.execute("VACUUM")
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def inspect(path: Path, check: str = "quick", limit_s: float = CHECK_LIMIT_S) -> None:
+    """Look at an existing file read-only: `CorruptDatabase` (not SQLite, or the check fails),
+    `ForeignDatabase` (another application's tables), `SchemaTooNew`; nothing is written."""
+    location = str(path.resolve())
+    # without a write-ahead log beside it, the file is all there is: `immutable` reads it without a
+    # lock and without creating the -wal and -shm files SQLite makes for a read-only WAL reader
+    live = Path(f"{location}-wal").exists()
+    uri = f"file:{urllib.parse.quote(location)}?{'mode=ro' if live else 'immutable=1'}"
+    try:
+        with closing(sqlite3.connect(uri, uri=True)) as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables and SCHEMA_TABLE not in tables:
+                raise ForeignDatabase(
+                    f"{location} holds tables ({', '.join(sorted(tables)[:5])}) but no Griffon schema: "
+                    "it is not a Griffon database; point GRIFFON_DATABASE_URL elsewhere"
+                )
+            if tables:
+                version = conn.execute(f"SELECT COALESCE(MAX(version), 0) FROM {SCHEMA_TABLE}").fetchone()[0]
+                if int(version) > LATEST_VERSION:
+                    raise SchemaTooNew(
+                        f"{location} has schema version {version}, newer than this Griffon knows "
+                        f"({LATEST_VERSION}): upgrade Griffon, or restore a backup made for this version"
+                    )
+            if CHECKS[check] is not None:
+                _check(conn, location, CHECKS[check], limit_s)
+    except sqlite3.Error as error:
+        if getattr(error, "sqlite_errorname", "") in CORRUPT:
+            raise CorruptDatabase(
+                f"{location} is not a usable SQLite database ({error}); restore a backup or move "
+                "the file away (Griffon never overwrites it)"
+            ) from None
+        raise StoreUnavailable(f"cannot open the database {location}: {error}") from None
+
+
+def _check(conn: sqlite3.Connection, location: str, pragma: str, limit_s: float) -> None:
+    """Run SQLite's own check, at most `limit_s` seconds; `CorruptDatabase` with its first findings
+    on one line."""
+    deadline = time.monotonic() + limit_s
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    try:
+        found = [r[0] for r in conn.execute(pragma).fetchall()]
+    except sqlite3.OperationalError as error:
+        if "interrupt" not in str(error):
+            raise
+        log.warning("%s: %s stopped after %g s (a large file); the start goes on unchecked",
+                    location, pragma, limit_s)
+        return
+    finally:
+        conn.set_progress_handler(None, 0)
+    if found == ["ok"]:
+        return
+    lines = [line.strip() for text in found for line in str(text).splitlines()]
+    problems = [line for line in lines if line and not line.startswith("***")]
+    raise CorruptDatabase(
+        f"{location} is damaged ({'; '.join(problems[:2])}{'; …' if len(problems) > 2 else ''}); "
+        "restore a backup or move the file away (Griffon never overwrites it)"
+    )
 
 
 def _connect(path: Path) -> sqlite3.Connection:

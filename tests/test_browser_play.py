@@ -294,6 +294,44 @@ def test_a_lost_update_frame_makes_the_page_ask_for_the_whole_state(page, server
     assert [f for f in sent if f["type"] == "sync"], "the page did not ask for the state"
 
 
+def test_a_paused_table_shows_its_banner_stops_its_clock_and_clears_both(page, server) -> None:
+    """The server says the table waits for its database (the `paused` frame it sends when the store
+    fails, tests/test_service_outage.py; here put on the relayed socket, the server's own frames
+    held back meanwhile as they are during a real pause): the banner shows the French message, the
+    game is dimmed and out of reach, the countdown stands still; `resumed` takes them away and the
+    countdown goes on."""
+    from playwright.sync_api import expect
+
+    sockets, held = [], {"on": False}
+
+    def relay(ws) -> None:
+        upstream = ws.connect_to_server()
+        sockets.append(ws)
+        ws.on_message(upstream.send)
+        upstream.on_message(lambda message: None if held["on"] else ws.send(message))
+
+    page.route_web_socket(re.compile(r"/v1/play/"), relay)
+    start(page, server, "pictomania", opponents=2, level="easy", seed=4)
+    expect(page.locator(".card")).to_have_count(6)
+    banner, game, clock = page.locator("#pause"), page.locator("#game"), page.get_by_test_id("timer")
+    expect(banner).to_be_hidden()
+    held["on"] = True
+    sockets[-1].send(json.dumps({"type": "paused", "code": "store_unavailable", "now": 1.0, "time_left": 9.0,
+                                 "message": "Sauvegarde impossible — nouvel essai…"}))
+    expect(banner).to_have_text("Sauvegarde impossible — nouvel essai… "
+                                "La partie reprend dès que vos coups sont enregistrés.")
+    expect(game).to_have_class(re.compile(r"\bpaused\b"))
+    assert game.evaluate("node => getComputedStyle(node).pointerEvents") == "none"
+    frozen = clock.inner_text()
+    page.wait_for_timeout(2500)
+    assert clock.inner_text() == frozen, "the countdown ran during the pause"
+    held["on"] = False
+    sockets[-1].send(json.dumps({"type": "resumed", "paused_s": 2.5, "now": 1.0, "time_left": 9.0}))
+    expect(banner).to_be_hidden()
+    expect(game).not_to_have_class(re.compile(r"\bpaused\b"))
+    expect(clock).not_to_have_text(frozen, timeout=ms(5))  # it goes on
+
+
 def test_a_lost_sync_frame_is_sent_again(page, server) -> None:
     """The relay drops the server's third update AND the page's first sync: the page asks again
     once the sync has gone 2 s unanswered on its own clock (moved by the test), not before, and

@@ -76,6 +76,8 @@ def test_a_game_comes_back_from_its_move_log(kind: str, db_url: str) -> None:  #
         play_a_while(session, 45, human)
         before, moves, token = session.state, session.moves, session.token
         assert moves >= 8  # the person's moves, the AI players' and the timers'
+        await first.settle()  # the writer's thread has them all
+        assert not session.held and session.frame([])["seq"] == session.seq
         stored = store.load_game(session.id)
         assert stored is not None and [m.seq for m in stored.moves] == list(range(moves))
         assert stored.token_hash != token and token not in json.dumps(stored.setup)
@@ -94,6 +96,7 @@ def test_a_game_comes_back_from_its_move_log(kind: str, db_url: str) -> None:  #
         back.driver.cancel()
         play_a_while(back, 40, [])  # the AI players go on
         assert back.moves > moves
+        await second.settle()
         assert len(store.load_game(session.id).moves) == back.moves
         await second.aclose()
         store.close()
@@ -112,12 +115,14 @@ def test_finished_and_expired_games_are_not_resumed_and_a_bad_log_is_abandoned(t
             s.driver.cancel()
         play_a_while(over, 10, [])  # the only round times out: game over
         assert over.state.phase == "game_over"
+        await first.settle()
         done = store.load_game(over.id)
         assert done.status == "finished" and done.result["winners"] == list(over.state.winners)
         store.append_move(broken.id, broken.moves, 0.0, {"kind": "guess", "player": "nobody", "text": "x"})
         first.settings = Settings(idle_expiry_s=12)  # the games' clock stands at 10 s (one clock for all)
         idle.last_activity -= 5  # idle 15 s: the only one past the limit
         assert idle.id in await first.sweep()
+        await first.settle()
         assert store.load_game(idle.id).status == "expired"
         await first.aclose()
 
@@ -131,20 +136,32 @@ def test_finished_and_expired_games_are_not_resumed_and_a_bad_log_is_abandoned(t
     asyncio.run(run())
 
 
-def test_a_move_the_database_refuses_abandons_the_stored_game_and_the_game_goes_on(tmp_path: Path) -> None:
+def test_a_move_the_database_refuses_for_good_closes_the_table_with_a_message(tmp_path: Path) -> None:
+    """Another writer took the game's next number (two servers on one database): the move cannot
+    be kept, so it is never shown; the person is told and the table closes (the game is not
+    marked abandoned behind their back: the other writer has it)."""
+
     async def run() -> None:
         store = open_store(f"sqlite:///{tmp_path / 'g.db'}")
         games = manager(store)
         session = games.create("pictomania", opponents=2, level="easy", name="Ana", seed=6)
         session.driver.cancel()
+        socket = session.attach()
         assert handle_text(session, line(0)) is None
-        # another writer took the next number (two servers on one database): this one's log stops
+        await games.settle()
         store.append_move(session.id, session.moves, session.now(), {"kind": "tick"})
-        assert handle_text(session, line(1)) is None  # the person's move is still played
-        assert len(session.state.round.drawings[HUMAN]) == 2
-        assert store.load_game(session.id).status == "abandoned"  # never resumed short of moves
+        assert handle_text(session, line(1)) is None
+        await games.settle()
+        frames = []
+        while not socket.empty():
+            frames.append(socket.get_nowait())
+        strokes = [e for f in frames if f and f["type"] == "update" for e in f["events"]
+                   if e["kind"] == "stroke_drawn"]
+        assert len(strokes) == 1  # the first line only: the second was never stored
+        assert {"type": "error", "code": "not_stored"}.items() <= frames[-2].items() and frames[-1] is None
+        assert session.id not in games.games
+        assert store.load_game(session.id).status == "playing"
         await games.aclose()
-        assert manager(store).resume() == (0, 0)
         store.close()
 
     asyncio.run(run())
@@ -245,14 +262,21 @@ def test_the_service_prunes_at_start_and_then_every_period(tmp_path: Path) -> No
     asyncio.run(run())
 
 
-def test_a_stalled_database_abandons_the_game_quickly_and_marks_it_once_free(tmp_path: Path) -> None:
-    """Another process holds the write lock (``griffon db vacuum`` on the live file): the move's
-    write fails after ``GRIFFON_DB_TIMEOUT_MS``, the game goes on in memory, and the end mark that
-    could not be written then is written at a later move, once the database is free: the game is
-    never resumed short of moves."""
+def test_a_stalled_database_pauses_the_table_and_every_move_is_kept(tmp_path: Path) -> None:
+    """Another process holds the write lock (``griffon db vacuum`` on the live file): the move is
+    held, not shown; the table pauses (the person is told, their moves refused, the game clock and
+    the AI players stop); once the lock is free the writer's retry stores the move, the page gets
+    it and the table resumes by itself. Nothing is marked abandoned."""
     import sqlite3
 
     from store import StoreSettings
+
+    async def wait_for(test: Any, what: str) -> None:
+        patience = Patience(10, what)
+        while not test():
+            if patience.expired():
+                raise patience.failure()
+            await asyncio.sleep(0.01)
 
     async def run() -> None:
         path = tmp_path / "g.db"
@@ -260,18 +284,31 @@ def test_a_stalled_database_abandons_the_game_quickly_and_marks_it_once_free(tmp
         games = manager(store)
         session = games.create("pictomania", opponents=2, level="easy", name="Ana", seed=6)
         session.driver.cancel()
+        socket = session.attach()
+        assert socket.get_nowait()["type"] == "state"
         other = sqlite3.connect(path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")
-        assert handle_text(session, line(0)) is None  # played, not stored, the end not marked either
+        assert handle_text(session, line(0)) is None  # applied, held: not shown
+        await wait_for(lambda: games.writer.failing is not None, "the writer did not see the lock")
+        session.tick()
+        assert session.paused_at is not None and socket.get_nowait()["type"] == "paused"
+        assert socket.empty()  # the stroke is not shown
+        stopped = session.now()
+        session.clock.advance(30.0)  # the round's whole timer: it does not run out during a pause
+        session.tick()
+        assert session.now() == stopped and session.state.phase == "playing"
+        assert handle_text(session, line(1))["code"] == "paused"
         other.execute("ROLLBACK")
         other.close()
-        assert store.load_game(session.id).status == "playing"
-        store.stalled_until = 0.0  # the 2 s back-off is over
-        assert handle_text(session, line(1)) is None
-        assert len(session.state.round.drawings[HUMAN]) == 2
-        assert store.load_game(session.id).status == "abandoned"
+        await wait_for(lambda: session.paused_at is None, "the table did not resume")
+        frames = [socket.get_nowait() for _ in range(socket.qsize())]
+        assert [f["type"] for f in frames] == ["update", "resumed"]
+        assert frames[0]["events"][0]["kind"] == "stroke_drawn"
+        assert session.now() == stopped and frames[1]["paused_s"] == 30.0
+        stored = store.load_game(session.id)
+        assert stored.status == "playing" and len(stored.moves) == session.moves == 1
         await games.aclose()
-        assert manager(store).resume() == (0, 0)
+        assert manager(store).resume() == (1, 0)
         store.close()
 
     asyncio.run(run())

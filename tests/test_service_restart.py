@@ -35,6 +35,7 @@ from service.settings import Settings
 from store import open_store
 from tests.play_helpers import FAST, HOUSE, Player, model_env, new_game
 from tests.test_service_bot import WORDS, Room, square
+from tests.test_store import damaged_last_page
 
 
 async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
@@ -234,16 +235,25 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
     assert len(lines) == 1 and len(json.loads(lines[0])["drawing"]) == 3
 
 
-def test_a_corrupt_database_stops_griffon_serve_with_its_message(tmp_path: Path) -> None:
-    garbage = os.urandom(4096)
-    (tmp_path / "griffon.db").write_bytes(garbage)
+@pytest.mark.parametrize("damage", ["garbage", "last page"])
+def test_a_corrupt_database_stops_griffon_serve_with_one_line(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "griffon.db"
+    if damage == "garbage":
+        path.write_bytes(os.urandom(4096))
+        said = "is not a usable SQLite database"
+    else:
+        damaged_last_page(path)  # a real database, its last page scribbled over
+        said = "is damaged (On tree page"
+    before = path.read_bytes()
     griffon = str(Path(sys.executable).parent / "griffon")
     done = subprocess.run([griffon, "serve", "--port", "1"], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path)}, timeout=patient(60))
     assert done.returncode == 1
-    assert "is not a usable SQLite database" in done.stderr and "move the file away" in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0] and "move the file away" in lines[0], done.stderr
     assert "Traceback" not in done.stderr + done.stdout
-    assert (tmp_path / "griffon.db").read_bytes() == garbage  # never overwritten
+    assert path.read_bytes() == before  # never written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["griffon.db"]
 
 
 BAD = [("GRIFFON_MAX_POINTS", "abc"), ("GRIFFON_PLAY_TICK_S", "-1")]

@@ -8,6 +8,7 @@ new PostgreSQL schema).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -51,7 +53,7 @@ from store import (
 from store.background import BackgroundWriter, shared_writer
 from store.background import WriterClosed as BackgroundClosed
 from store.export import export_quickdraw
-from store.group_commit import MoveWriter, WriterClosed, WriterOverloaded
+from store.group_commit import Job, MoveWriter, WriterClosed, WriterOverloaded
 from store.transcripts import TranscriptArchive
 from tests.conftest import write_fixture_folder
 from training.data import load_dataset, read_categories, read_ndjson
@@ -435,6 +437,46 @@ def test_a_damaged_database_is_found_at_start_not_later(tmp_path):
         open_store(f"sqlite:///{path}")
 
 
+def damaged_last_page(path: Path) -> bytes:
+    """A real Griffon database whose last page has its cell pointers scribbled over; its bytes."""
+    with open_store(f"sqlite:///{path}") as db:
+        for g in range(20):
+            db.create_game(f"g{g}", "kontour", {"seed": g, "pad": "x" * 300}, hash_token("t"))
+            db.append_moves(f"g{g}", 0, [(i / 2, {"kind": "stroke", "points": [[i, i + 1]] * 5})
+                                         for i in range(30)])
+    data = bytearray(path.read_bytes())
+    assert not Path(f"{path}-wal").exists() and len(data) % 4096 == 0
+    last = len(data) - 4096
+    data[last + 8: last + 72] = bytes((37 * k + 11) % 256 for k in range(64))
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def test_damage_in_the_last_page_is_refused_at_start_in_one_line_and_left_untouched(tmp_path):
+    path = tmp_path / "griffon.db"
+    damaged = damaged_last_page(path)
+    with pytest.raises(CorruptDatabase) as refused:
+        open_store(f"sqlite:///{path}")
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{path} is damaged (On tree page")
+    assert message.endswith("restore a backup or move the file away (Griffon never overwrites it)")
+    assert path.read_bytes() == damaged and not Path(f"{path}-wal").exists()
+
+
+def test_a_foreign_sqlite_file_is_refused_byte_identical(tmp_path):
+    path = tmp_path / "griffon.db"
+    with contextlib.closing(sqlite3.connect(path)) as other:  # another application's file (rollback journal)
+        other.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+        other.executemany("INSERT INTO invoices (total) VALUES (?)", [(i * 1.5,) for i in range(100)])
+        other.commit()
+    before = path.read_bytes()
+    for check in ("quick", "off"):
+        with pytest.raises(ForeignDatabase, match="invoices.*not a Griffon database"):
+            open_store(StoreSettings(database_url=f"sqlite:///{path}", db_check=check))
+    assert path.read_bytes() == before  # still in rollback-journal mode: never switched to WAL
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["griffon.db"]
+
+
 def test_a_truncated_database_is_a_clear_error(tmp_path):
     path = tmp_path / "griffon.db"
     with open_store(f"sqlite:///{path}") as db:
@@ -489,6 +531,44 @@ def test_the_move_writer_commits_every_game_in_order_and_isolates_a_refused_move
     writer.close()
     with pytest.raises(WriterClosed):
         writer.submit("a", 200, 1.0, {})
+
+
+def test_the_move_writer_holds_moves_while_the_database_cannot_write_and_keeps_the_order(tmp_path):
+    """Another connection holds SQLite's write lock (a long ``griffon db vacuum``): the writer keeps
+    the moves and the game's end, says it is failing, tries again, and writes them all in order."""
+    path = tmp_path / "g.db"
+    with open_store(StoreSettings(database_url=f"sqlite:///{path}", db_timeout_ms=20)) as db:
+        db.create_game("a", "kontour", {}, hash_token("a"))
+        writer = MoveWriter(db)
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        futures = [writer.submit("a", i, float(i), {"kind": "stroke", "n": i}) for i in range(5)]
+        end = writer.submit_end("a", "finished", {"winners": []})
+        eventually(lambda: writer.failing is not None, 10, "the writer did not see the lock")
+        assert not any(f.done() for f in [*futures, end]) and writer.retries >= 1
+        other.execute("ROLLBACK")
+        other.close()
+        writer.flush(timeout=patient(30))
+        assert all(f.exception() is None for f in [*futures, end]) and writer.failing is None
+        game = db.load_game("a")
+        assert game.status == "finished" and [m.move["n"] for m in game.moves] == list(range(5))
+        writer.close()
+
+
+def test_a_move_refused_after_a_lost_answer_counts_as_written_when_it_is_in_the_log(db):
+    """The COMMIT went through but its answer was lost (a dropped connection): the retry is refused
+    (the game has moved on), and the writer finds the very move in the log."""
+    db.create_game("a", "kontour", {}, hash_token("a"))
+    writer = MoveWriter(db)
+    writer.flush(timeout=patient(10))
+    db.append_move("a", 0, 0.5, {"kind": "stroke", "n": 0})  # what the lost attempt wrote
+    job = Job(Future(), entry=("a", 0, 0.5, {"kind": "stroke", "n": 0}), tried=True)
+    writer._write([job])
+    assert job.future.exception() is None and writer.refused == 0
+    other = Job(Future(), entry=("a", 0, 0.5, {"kind": "stroke", "n": 1}), tried=True)  # not what is there
+    writer._write([other])
+    assert isinstance(other.future.exception(), MoveRejected)
+    writer.close()
 
 
 def test_the_move_writer_queue_is_bounded(db):

@@ -3,15 +3,20 @@
 A game is stored as what it was set up with (players, names, seed, the dealt deck, the rules
 config, the AI level, the consent switch) and its move log; the engines are pure, so replaying the
 log through the same rules gives back the very same state (`games.core`). The session calls
-`Journal.record` in its one update path (`GameSession.apply`), after the rules accepted a move and
-before anyone is sent the result: every move is logged, the person's, the AI players' and the
-timer's (`Tick`). SQLite commits a move in ~0.075 ms (p50, p99 0.36 ms, measured in the service:
-docs/STORAGE.md), so the write is done right there, synchronously: a move is never shown before
-it is committed. The wait is bounded (``GRIFFON_DB_TIMEOUT_MS``, 500 ms: the store's lock, the
-SQLite busy wait, PostgreSQL's ``statement_timeout``): a database that stalls costs the game its
-persistence (marked ``abandoned``, logged; it goes on in memory), never a frozen server.
+`Journal.record` in its one update path (`GameSession.apply`), after the rules accepted a move:
+every move is logged, the person's, the AI players' and the timer's (`Tick`).
 
-`rebuild` brings a stored game back: the session is built from the setup exactly as a new one is,
+**Stored before shown.** `record` hands the move to the store's one writer thread
+(`store.group_commit.MoveWriter`: group commit, off the event loop, whatever the backend) and
+returns its future; the session holds the move's frame until the future is done
+(`GameSession.release`), so nobody sees a move the database does not have. When the database
+cannot write (disk full, PostgreSQL down), the writer keeps every move and tries again with
+back-off; the table pauses (`GameSession.pause`: the person is told, the AI players and the timers
+wait) and goes on by itself once its moves are written. Nothing is dropped and no game is marked
+abandoned for a failed write. A move the database refuses for good (`MoveRejected`: another server
+writes the game) closes the table with a message: it can no longer be kept.
+
+`replay_into` brings a stored game back: the session is built from the setup exactly as a new one is,
 every logged move is applied again at its logged time (the AI driver hears every event, as live),
 the game clock goes on from the last move (timers pause while the server is down) and the AI
 players resume (`driver.resume`). The page reconnects with the same id and token (only the
@@ -26,12 +31,14 @@ loop (the shared `store.background.BackgroundWriter`).
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future
 from typing import Any
 
 from games.core import Event, Move
 from service.play.session import HUMAN
-from store import DrawingRecord, Store, StoredGame, StoreError
+from store import DrawingRecord, StoredGame, StoreError
 from store.background import BackgroundWriter
+from store.group_commit import MoveWriter
 
 log = logging.getLogger("griffon.play")
 
@@ -41,52 +48,46 @@ class Journal:
     person's consent) the drawings they finish."""
 
     def __init__(
-        self, store: Store, game_id: str, kind: str, setup: dict[str, Any],
+        self, writer: MoveWriter, game_id: str, kind: str, setup: dict[str, Any],
         drawings: BackgroundWriter | None,
     ) -> None:
-        self.store, self.id, self.kind, self.setup, self.drawings = store, game_id, kind, setup, drawings
+        self.writer, self.id, self.kind, self.setup, self.drawings = writer, game_id, kind, setup, drawings
         self.learn = bool(setup.get("learn")) and drawings is not None
-        self.writing = True  # False while a stored game is replayed, and after a failed write
+        self.writing = True  # False while a stored game is replayed
         self.ended = False
-        self.unmarked: tuple[str, dict[str, Any] | None] | None = None  # an end the database refused
         self.strokes: list[tuple[float, Any]] = []  # the person's strokes being drawn: (time, points)
 
-    def record(self, session: Any, move: Move, now: float, events: list[Event]) -> None:
-        """A move the rules accepted (its number: ``session.moves``): log it, follow the person's
-        drawing, close the game when it is over."""
-        if self.unmarked is not None:  # the database was stalled when the game ended: try again
-            self._mark(*self.unmarked)
+    def record(self, session: Any, move: Move, now: float, events: list[Event]) -> Future[None] | None:
+        """A move the rules accepted (its number: ``session.moves``): hand it to the writer, follow
+        the person's drawing, close the game when it is over. Returns the write's future (None
+        when nothing is written: a replay, a game already ended)."""
+        stored = None
         if self.writing and not self.ended:
-            try:
-                self.store.append_move(self.id, session.moves, now, move.to_dict())
-            except StoreError as error:
-                self.writing = False
-                log.error("game %s: move %d could not be stored (%s); the game goes on but will "
-                          "not survive a restart", self.id, session.moves, error)
-                self.end("abandoned")  # if the database takes it: never resumed short of moves
+            stored = self.writer.submit(self.id, session.moves, now, move.to_dict())
         self.follow(session, move, now, events)
         if session.state.phase == "game_over" and self.writing:
             self.end("finished", result(session.state))
+        return stored
+
+    def full(self) -> bool:
+        """Whether the writer's queue is full (a move applied now could not be handed over)."""
+        return self.writer.pending >= self.writer.queue.maxsize - 1
+
+    def failing(self) -> StoreError | None:
+        """The database's last error while it cannot write (the writer is trying again), else None."""
+        return self.writer.failing
 
     def end(self, status: str, outcome: dict[str, Any] | None = None) -> None:
         """The game is over (``finished``) or was closed (``expired``): it is not resumed again.
-        Shutting the server down does not end games."""
+        Written after its moves (the writer keeps the order, and tries again while the database
+        cannot write). Shutting the server down does not end games."""
         if self.ended:
             return
         self.ended = True
-        self._mark(status, outcome)
-
-    def _mark(self, status: str, outcome: dict[str, Any] | None) -> None:
-        """Write the game's end; if the database refuses it (stalled), try again at the next move,
-        so that a game abandoned during a stall is not resumed short of moves later."""
         try:
-            self.store.finish_game(self.id, status, outcome)
-            self.unmarked = None
-        except StoreError as error:
-            if self.unmarked is None:
-                log.error("game %s: could not be marked %s (tried again at its next move): %s",
-                          self.id, status, error)
-            self.unmarked = (status, outcome)
+            self.writer.submit_end(self.id, status, outcome)
+        except StoreError as error:  # the writer is closed (shutting down): the game stays `playing`
+            log.warning("game %s: its end (%s) was not stored: %s", self.id, status, error)
 
     # -- the person's drawings (consent only) -------------------------------------------------------
     def follow(self, session: Any, move: Move, now: float, events: list[Event]) -> None:

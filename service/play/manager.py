@@ -13,7 +13,10 @@ does not read its frames is closed with 1013 (the page reconnects); 4410 means t
 With a database (``store``), every game is stored as its setup and its move log
 (:mod:`service.play.journal`): `resume` brings the unfinished ones back when the server starts, with
 the same id and token. A game the sweeper closes or a new game replaces is marked ``expired``;
-shutting the server down leaves games ``playing``, to be resumed.
+shutting the server down leaves games ``playing``, to be resumed. Moves and ends go through the
+store's one writer thread (`store.group_commit.MoveWriter`); a game's creation runs in a thread
+too (`open_game`): the event loop never waits on the database. A paused table (the database cannot
+write) never expires.
 """
 
 from __future__ import annotations
@@ -56,10 +59,12 @@ from service.shared import client_of
 from service.workers import Workers
 from store import Store, StoreError, hash_token
 from store.background import shared_writer
+from store.group_commit import shared_move_writer
 from vocab.decks import PictomaniaDeckCard
 
 log = logging.getLogger("griffon.play")
 SWEEP_EVERY_S = 5.0
+SHUTDOWN_FLUSH_S = 10.0  # at shutdown, how long the held moves may take to be written
 CLOSE_UNKNOWN_GAME = 4404
 CLOSE_BAD_TOKEN = 4403
 CLOSE_EXPIRED = 4410
@@ -97,6 +102,7 @@ class GameManager:
         self.capacity: Capacity | None = None  # set by the app: the CPU budget shared with bot rooms
         self.workers = workers
         self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
+        self.writer = shared_move_writer(store) if store is not None else None  # moves and ends, in order
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
         self.owners: dict[str, str] = {}  # game id -> client that created it
@@ -116,6 +122,12 @@ class GameManager:
             self.sweeper.cancel()
         for game_id in list(self.games):
             await self.remove(game_id)
+        if self.writer is not None:  # what the games applied is written (unless the database is down)
+            try:
+                await asyncio.to_thread(self.writer.flush, SHUTDOWN_FLUSH_S)
+            except (TimeoutError, StoreError) as error:
+                log.error("moves not written at shutdown (never shown; the games resume without them): %s",
+                          error)
         if self.drawings is not None:  # shared: the app closes it; the drawings so far are written
             await asyncio.to_thread(self.drawings.flush)
 
@@ -134,7 +146,30 @@ class GameManager:
 
         Raises `TooManyGames` (every slot taken), `RateLimited` (the client's budget),
         `service.errors.Unavailable` (``server_busy``: the CPU budget is held by open tables and rooms),
-        `DeckSetupError`, `store.StoreError` (the database refused the new game)."""
+        `DeckSetupError`, `store.StoreError` (the database refused the new game). The database
+        write runs here, on the caller's thread: the service calls `open_game`."""
+        session, setup, replaced = self._deal(game, opponents, level, name, seed, client, learn)
+        if self.store is not None:
+            self.store.create_game(session.id, game, setup, hash_token(session.token))
+        return self._open(session, replaced, client, opponents, level)
+
+    async def open_game(
+        self, game: Literal["kontour", "pictomania"], opponents: int, level: str, name: str,
+        seed: int | None = None, client: str = "?", learn: bool = False,
+    ) -> GameSession:
+        """`create`, the database write in a thread (the event loop and the other tables go on)."""
+        session, setup, replaced = self._deal(game, opponents, level, name, seed, client, learn)
+        if self.store is not None:
+            token_hash = hash_token(session.token)
+            await asyncio.to_thread(self.store.create_game, session.id, game, setup, token_hash)
+        if replaced is not None and replaced not in self.games:
+            replaced = None  # it went meanwhile
+        return self._open(session, replaced, client, opponents, level)
+
+    def _deal(
+        self, game: str, opponents: int, level: str, name: str, seed: int | None, client: str, learn: bool,
+    ) -> tuple[GameSession, dict[str, Any], str | None]:
+        """A new game's session and setup, not stored nor started; and the game it replaces."""
         if len(self.games) >= self.settings.max_sessions:
             raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
         replaced = self._check_client(client)
@@ -148,16 +183,19 @@ class GameManager:
         game_id, token = self.new_id(), secrets.token_urlsafe(18)
         deal = self._kontour_setup if game == "kontour" else self._pictomania_setup
         setup = deal(names, seed) | {"level": level, "learn": learn}
-        session = self._build(game_id, game, setup, token)
-        if self.store is not None:
-            self.store.create_game(game_id, game, setup, hash_token(token))
+        return self._build(game_id, game, setup, token), setup, replaced
+
+    def _open(self, session: GameSession, replaced: str | None, client: str, opponents: int,
+              level: str) -> GameSession:
+        """A new game, stored, joins the table: started, its owner counted."""
         if replaced is not None:  # only once the new game is stored: a refused write costs nothing
             self._evict(replaced)
         self._add(session)
         self.owners[session.id] = client
         self.created[client].allow()
         session.start()
-        log.info("game %s: %s with %d AI (%s), seed %d", session.id, game, opponents, level, seed)
+        log.info("game %s: %s with %d AI (%s), seed %d", session.id, session.kind, opponents, level,
+                 session.seed)
         return session
 
     def new_id(self) -> str:
@@ -213,8 +251,9 @@ class GameManager:
             session = PictomaniaSession(picto, state, **common)
         else:
             raise ValueError(f"unknown game kind {kind!r}")
-        if self.store is not None:
-            session.journal = Journal(self.store, game_id, kind, setup, self.drawings)
+        if self.writer is not None:
+            session.journal = Journal(self.writer, game_id, kind, setup, self.drawings)
+            session.on_lost = self._lost
         session.metrics = self.metrics
         return session
 
@@ -318,6 +357,22 @@ class GameManager:
         except KeyError:
             raise UnknownGame(game_id) from None
 
+    def _lost(self, session: GameSession) -> None:
+        """A game the database refuses for good (`GameSession.lose`): closed, its sockets told."""
+        if self.games.get(session.id) is session:
+            task = asyncio.create_task(self.remove(session.id))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    async def settle(self, timeout: float = 30.0) -> None:
+        """Wait until every move applied so far is written and shown (tests, benchmarks)."""
+        if self.writer is not None:
+            await asyncio.to_thread(self.writer.flush, timeout)
+        for _ in range(100):  # the writer's answers reach the games through the event loop
+            if not any(game.held for game in self.games.values()):
+                return
+            await asyncio.sleep(0.001)
+
     async def remove(self, game_id: str) -> None:
         """Close and forget a game."""
         session = self.games.pop(game_id, None)
@@ -332,8 +387,8 @@ class GameManager:
         within ``game_idle_timeout_s``; returns their ids."""
         now = self.clock()
         limit, unjoined = now - self.settings.idle_expiry_s, now - self.settings.game_idle_timeout_s
-        expired = [gid for gid, g in self.games.items()
-                   if g.last_activity < limit or (gid not in self.joined and g.t0 < unjoined)]
+        expired = [gid for gid, g in self.games.items() if g.paused_at is None
+                   and (g.last_activity < limit or (gid not in self.joined and g.t0 < unjoined))]
         for game_id in expired:
             log.info("game %s: expired (idle)", game_id)
             self._end(self.games[game_id], "expired")
@@ -375,7 +430,7 @@ def game_configs(play: PlaySettings) -> tuple[KontourConfig, PictomaniaConfig]:
 
 
 BAD_FRAME = "bad_frame"  # the code of a games frame the server cannot read
-STROKES = ("stroke",)  # the move kinds timed as a stroke's acknowledgement (both games)
+STROKES = ("stroke",)  # timed as a stroke's acknowledgement here without a database, else when written
 
 
 def read_frame(text: str) -> dict[str, Any]:
@@ -416,7 +471,7 @@ def handle_text(
         if spend is not None and isinstance(move, dict) and isinstance(move.get("points"), list):
             spend(len(move["points"]))
         session.human_move(move)
-        if session.metrics is not None and move.get("kind") in STROKES:
+        if session.metrics is not None and move.get("kind") in STROKES and session.journal is None:
             session.metrics.stroke_ack.labels(source="play").observe(time.perf_counter() - started)
     except RuleError as error:
         return {"type": "error", **error.to_dict()}

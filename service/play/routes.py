@@ -150,8 +150,8 @@ async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCre
         raise ServiceError(f"{body.game} takes {limits['min']}-{limits['max']} AI opponents, "
                            f"got {body.opponents}", code="invalid_request")
     try:
-        game = games.create(body.game, body.opponents, body.level, body.name, body.seed, client=client,
-                            learn=body.learn)
+        game = await games.open_game(body.game, body.opponents, body.level, body.name, body.seed,
+                                     client=client, learn=body.learn)
     except TooManyGames as error:
         raise Unavailable(str(error), code="too_many_games", retry_after=30) from None
     except DeckSetupError as error:

@@ -20,17 +20,28 @@ bet, take a token) through `apply`. The recognitions the driver asks for (`ai.lo
 other tasks (`_spawn`) through the shared batched inference and come back with `ai.seen`, so
 neither the driver nor the event loop ever waits on the model. Everything that touches the state is
 synchronous code between two awaits, so no lock is needed.
+
+Stored before shown: with a database, a move's frame is held (`held`) until the store's writer
+says it is written (`release`); the state runs ahead, what the sockets see (`shown`) follows the
+database. While the database cannot write, the table pauses (`pause`): the person is told
+(a ``paused`` frame), their moves are refused (``paused``), the AI players and the timers wait,
+and the game clock stops — a pause never eats a turn's or a round's time; the rules see a clock
+that did not count it. Once the held moves are written the table resumes by itself (``resumed``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from games.ai.driver import KontourDriver, Look, PictomaniaDriver
@@ -73,6 +84,28 @@ MAX_GUESS_CHARS = 80
 MAX_OPPONENTS = 5  # what `POST /v1/play` accepts
 SEND_QUEUE = 64  # frames waiting for a slow socket; beyond, the socket is dropped
 DRAWING_EVENTS = ("stroke_drawn", "stroke_undone", "drawing_cleared")  # Pictomania drawings change only so
+PAUSE_AFTER_S = 2.0  # a move not written after this long pauses the table (a database that hangs)
+PAUSED_MESSAGE = "Sauvegarde impossible — nouvel essai…"  # what the page shows while the table waits
+LOST_MESSAGE = "Cette partie ne peut plus être enregistrée : elle s'arrête ici."
+
+
+class TablePaused(RuleError):
+    """The table waits for the database: no move until its held moves are written."""
+
+    code = "paused"
+
+
+@dataclass
+class Held:
+    """A move applied but not yet written: its frame waits (`GameSession.release`)."""
+
+    seq: int
+    state: Any  # the state after the move
+    frame: dict[str, Any] | None  # its update frame (None: no socket then; a full frame is sent)
+    events: list[Event]  # the events the person may see
+    stored: Future[None] | None  # the write (None: nothing to write, e.g. after the game's end)
+    since: float  # time.monotonic() when it was applied
+    stroke: bool  # the person's stroke: its acknowledgement is timed
 
 
 class GameTooLong(RuleError):
@@ -142,6 +175,12 @@ class GameSession:
         self.fr_sent: set[str] = set()  # French words sent so far (a full frame sends them all)
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
         self.metrics: Metrics | None = None  # set by the manager: strokes, recognitions, store writes
+        self.held: deque[Held] = deque()  # moves applied, waiting for the database (stored before shown)
+        self.shown: tuple[Any, int] | None = None  # (state, seq) the sockets have while moves are held
+        self.paused_at: float | None = None  # clock() when the table paused (the database cannot write)
+        self.pauses = 0  # how many times the table paused
+        self.lost = False  # the database refused a move for good: the game is being closed
+        self.on_lost: Callable[[GameSession], None] | None = None  # the manager closes a game not storable
 
     def check_token(self, token: str) -> bool:
         """Whether `token` is this game's player token (constant-time comparison)."""
@@ -149,8 +188,9 @@ class GameSession:
 
     # -- clock, tasks, lifetime -------------------------------------------------------------------
     def now(self) -> float:
-        """Seconds since the game was created (monotonic)."""
-        return self.clock() - self.t0
+        """Seconds since the game was created (monotonic), not counting the pauses: the game
+        clock stands still while the table is paused."""
+        return (self.clock() if self.paused_at is None else self.paused_at) - self.t0
 
     def start(self) -> None:
         """Start the driver task."""
@@ -175,8 +215,11 @@ class GameSession:
             self.tick()
 
     def tick(self) -> None:
-        """One period of the driver: the timers and the AI decisions due now. A move the rules
-        refuse, or a bug, is logged and the game goes on."""
+        """One period of the driver: the timers and the AI decisions due now (none while the
+        table is paused). A move the rules refuse, or a bug, is logged and the game goes on."""
+        self.check_store()
+        if self.paused_at is not None or self.lost:
+            return
         try:
             self.step(self.now())
         except RuleError as error:  # an AI move the rules refused: log it, play on
@@ -190,27 +233,125 @@ class GameSession:
 
     # -- the one update path -----------------------------------------------------------------------
     def apply(self, move: Move) -> list[Event]:
-        """Apply a move now (the rules check it), store the state, let the AIs react, send the
-        human what changed in their view."""
+        """Apply a move now (the rules check it), hand it to the database, let the AIs react, send
+        the human what changed in their view once the database has it. `TablePaused` while the
+        table waits for the database."""
+        if self.paused_at is not None or self.lost or (self.journal is not None and self.journal.full()):
+            raise TablePaused("the game is paused until the database can store its moves again")
         now = self.now()
         before = self.state
         self.state, events = self.rules.apply(before, move, now)
+        stored = None
         if self.journal is not None:  # stored before anyone sees it (service.play.journal)
-            started = time.perf_counter()
-            self.journal.record(self, move, now, events)
-            if self.metrics is not None:
-                self.metrics.store_write.observe(time.perf_counter() - started)
+            stored = self.journal.record(self, move, now, events)
         if self.metrics is not None and move.kind == "stroke":
             self.metrics.strokes.labels(source="play" if move.player == HUMAN else "ai").inc()
         self.moves += 1
         self.log_bytes += move_bytes(move)
         self.seq += 1
         self.on_events(events, now)
-        self.broadcast(before, events)
+        if stored is None and not self.held:
+            self.broadcast(before, events)
+        else:
+            self.hold(before, events, stored, move.kind == "stroke" and move.player == HUMAN)
         return events
+
+    # -- stored before shown ---------------------------------------------------------------------
+    def hold(self, before: Any, events: list[Event], stored: Future[None] | None, stroke: bool) -> None:
+        """Keep the move's frame until the database has the move (`release`, called from the
+        writer's thread through the event loop)."""
+        mine = events_for(events, HUMAN)
+        frame = self.update(before, mine) if self.listeners else None
+        if not self.held:
+            self.shown = (before, self.seq - 1)
+        self.held.append(Held(self.seq, self.state, frame, mine, stored, time.monotonic(), stroke))
+        if stored is None:
+            self.release()
+            return
+        loop = asyncio.get_running_loop()
+
+        def written(_: Future[None]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the server is gone
+                loop.call_soon_threadsafe(self.release)
+
+        stored.add_done_callback(written)
+
+    def release(self) -> None:
+        """Send the frames of the moves written so far, in order; resume a paused table once
+        nothing is held. A move the database refused for good closes the game (`lose`)."""
+        if self.lost:
+            return
+        while self.held and (self.held[0].stored is None or self.held[0].stored.done()):
+            held = self.held.popleft()
+            error = held.stored.exception() if held.stored is not None else None
+            if error is not None:
+                self.lose(error)
+                return
+            self.shown = (held.state, held.seq)
+            waited = time.monotonic() - held.since
+            if self.metrics is not None:
+                self.metrics.store_write.observe(waited)
+                if held.stroke:
+                    self.metrics.stroke_ack.labels(source="play").observe(waited)
+            if held.frame is not None:
+                self.send(held.frame)
+            elif self.listeners:  # a socket joined after the move: it gets the whole state
+                self.send(self.frame(held.events, held.state, held.seq))
+        if not self.held:
+            self.shown = None
+            if self.paused_at is not None:
+                self.unpause()
+
+    def check_store(self) -> None:
+        """Pause the table when a held move waits on a database that cannot write (or hangs)."""
+        if self.paused_at is not None or not self.held or self.journal is None:
+            return
+        error = self.journal.failing()
+        if error is not None or time.monotonic() - self.held[0].since > PAUSE_AFTER_S:
+            self.pause(str(error) if error is not None else f"a write waits for over {PAUSE_AFTER_S:g} s")
+
+    def pause(self, why: str) -> None:
+        """The database cannot write: stop the game clock, the AI players and the person's moves,
+        and tell the person. The held moves are written when the database is back (`release`)."""
+        self.paused_at = self.clock()
+        self.pauses += 1
+        log.warning("game %s: paused, %d moves waiting for the database (%s)", self.id, len(self.held), why)
+        self.send(self.pause_frame())
+
+    def pause_frame(self) -> dict[str, Any]:
+        """What a socket is told while the table is paused."""
+        return {"type": "paused", "code": "store_unavailable", "message": PAUSED_MESSAGE,
+                "now": round(self.now(), 3), "time_left": round(self.time_left(), 3)}
+
+    def unpause(self) -> None:
+        """The held moves are written: the game clock goes on where it stopped."""
+        assert self.paused_at is not None
+        stopped_at = self.now()  # the game clock where it stopped
+        time_left = self.time_left()
+        now = self.clock()
+        paused = now - self.paused_at
+        self.t0 += paused
+        self.paused_at = None
+        self.last_activity = now
+        log.warning("game %s: resumed after %.1f s", self.id, paused)
+        self.send({"type": "resumed", "paused_s": round(paused, 3), "now": round(stopped_at, 3),
+                   "time_left": round(time_left, 3)})
+
+    def lose(self, error: BaseException) -> None:
+        """A move the database refuses for good (another server writes this game): the game can
+        no longer be kept; the person is told and the game is closed."""
+        log.error("game %s: move %d refused by the database (%s); the game is closed", self.id,
+                  self.held[0].seq if self.held else self.seq, error)
+        self.lost = True
+        self.held.clear()
+        self.send({"type": "error", "code": "not_stored", "message": LOST_MESSAGE})
+        if self.on_lost is not None:
+            self.on_lost(self)
 
     def human_move(self, data: Any) -> None:
         """A move from the human's socket (``player`` is set here); raises `RuleError`."""
+        if self.paused_at is not None or self.lost:
+            raise TablePaused("the game is paused until the database can store its moves again")
         if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
             raise InvalidMove("'move' must be an object with a 'kind'")
         self.last_activity = self.clock()
@@ -273,6 +414,8 @@ class GameSession:
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(SEND_QUEUE)
         self.listeners.add(queue)
         _offer(queue, self.frame([]))
+        if self.paused_at is not None:
+            _offer(queue, self.pause_frame())
         return queue
 
     def detach(self, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
@@ -280,28 +423,33 @@ class GameSession:
 
     def broadcast(self, before: Any, events: list[Event]) -> None:
         """Send what the last move changed (from state `before`) to every socket of the game."""
-        if not self.listeners:
-            return
-        frame = self.update(before, events_for(events, HUMAN))
+        if self.listeners:
+            self.send(self.update(before, events_for(events, HUMAN)))
+
+    def send(self, frame: dict[str, Any]) -> None:
+        """One frame to every socket of the game (a socket that does not read is dropped)."""
         for queue in list(self.listeners):
             if not _offer(queue, frame):
                 self.listeners.discard(queue)
                 _offer(queue, None, force=True)
 
-    def frame(self, events: list[Event]) -> dict[str, Any]:
-        """The full state frame: the human's view, the events, the time left, French words."""
-        view = self.rules.view(self.state, HUMAN)
+    def frame(self, events: list[Event], state: Any = None, seq: int | None = None) -> dict[str, Any]:
+        """The full state frame: the human's view, the events, the time left, French words; of
+        the state the sockets may see (`shown`: the database has it) unless `state` and `seq` are given."""
+        if state is None:
+            state, seq = self.shown if self.shown is not None else (self.state, self.seq)
+        view = self.rules.view(state, HUMAN)
         self.fr_sent |= self.keys_shown(view, events)  # every word shown so far: sockets share updates
         return {
             "type": "state",
-            "seq": self.seq,
+            "seq": seq,
             "game": self.kind,
             "id": self.id,
             "you": HUMAN,
             "names": self.names,
             "level": self.level.name,
             "now": round(self.now(), 3),
-            "time_left": round(self.time_left(), 3),
+            "time_left": round(self.time_left(state), 3),
             "config": self.client_config(),
             "state": view.to_dict(),
             "events": [self.event_dict(e) for e in events],
@@ -335,7 +483,8 @@ class GameSession:
         """An event as sent to the page."""
         return event.to_dict()
 
-    def time_left(self) -> float:
+    def time_left(self, state: Any = None) -> float:
+        """Seconds left on the running timer of `state` (default: the current state)."""
         raise NotImplementedError
 
     def client_config(self) -> dict[str, Any]:
@@ -386,8 +535,8 @@ class KontourSession(GameSession):
             between_turns_s=self.play.between_turns_s, card_s=self.play.ai_think_s,
         )
 
-    def time_left(self) -> float:
-        turn = self.state.turn
+    def time_left(self, state: Any = None) -> float:
+        turn = (self.state if state is None else state).turn
         if turn is None:
             return 0.0
         return max(0.0, turn.ends_at(self.rules.config.tie_window_s) - self.now())
@@ -430,10 +579,11 @@ class PictomaniaSession(GameSession):
             labels=self.labels, human_done_after_s=self.play.human_done_after_s,
         )
 
-    def time_left(self) -> float:
-        if self.state.phase != "playing":
+    def time_left(self, state: Any = None) -> float:
+        state = self.state if state is None else state
+        if state.phase != "playing":
             return 0.0
-        return max(0.0, self.state.round.deadline - self.now())
+        return max(0.0, state.round.deadline - self.now())
 
     def client_config(self) -> dict[str, Any]:
         cfg = self.rules.config

@@ -152,7 +152,18 @@ function opponentLimits() {
 let connection = null;
 let view = null;
 
+// The table waits for the server's database (« Sauvegarde impossible — nouvel essai… »): the game
+// stays on screen, dimmed, its clock stopped and no move sent; `null` takes the banner away.
+function pause(message) {
+  const banner = $("pause");
+  banner.hidden = !message;
+  banner.textContent = message ? `${message} La partie reprend dès que vos coups sont enregistrés.` : "";
+  $("game").classList.toggle("paused", Boolean(message));
+  if (view && view.timer) view.timer.pause(Boolean(message));
+}
+
 function showSetup(message) {
+  pause(null);
   if (connection) connection.close();
   connection = null;
   if (view) view.close();
@@ -186,6 +197,8 @@ function play(game) {
           view = new View(root, (move) => connection.move(move), () => { forget(); showSetup(); });
         }
         view.update(frame);
+      } else if (frame.type === "paused" || frame.type === "resumed") {
+        pause(frame.type === "paused" ? frame.message : null);
       } else if (frame.type === "error") {
         if (frame.code === "unknown_game" || frame.code === "bad_token") return;
         if (view) view.error(frame);
@@ -193,6 +206,7 @@ function play(game) {
       }
     },
     status: (s) => {
+      if (s !== "ok") pause(null); // a new socket is told again if the table is still paused
       const badge = $("conn");
       badge.hidden = s === "ok";
       badge.textContent = "Reconnexion…";
@@ -243,6 +257,7 @@ function refusal(status, data) {
   if (status === 429) return "trop de parties créées, patientez un peu avant d'en lancer une autre.";
   if (data.error === "too_many_games") return "le serveur est complet, réessayez dans un moment.";
   if (data.error === "server_busy") return "le serveur est complet pour l'instant : réessayez dans une minute.";
+  if (data.error === "database_unavailable") return "les parties ne peuvent pas être enregistrées pour l'instant : réessayez dans un moment.";
   if (data.error === "no_deck") return "aucun paquet de cartes n'est disponible sur ce serveur.";
   if (status === 422) {
     const message = String(data.message || "");

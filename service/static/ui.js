@@ -33,6 +33,8 @@ const ERRORS = {
   bad_frame: "Message illisible.",
   rate_limited: "Doucement ! Trop de messages.",
   frame_too_large: "Dessin trop lourd.",
+  paused: "Partie en pause : vos coups ne peuvent pas être enregistrés pour l'instant.",
+  not_stored: "Cette partie ne peut plus être enregistrée : elle s'arrête ici.",
 };
 
 export function frenchError(frame) {
@@ -69,14 +71,26 @@ export function once(attrs, send, ...children) {
   return button;
 }
 
-// A countdown that follows the server: `time_left` seconds at reception.
+// A countdown that follows the server: `time_left` seconds at reception. It stands still while
+// the table is paused (the server's game clock does too).
 export class Countdown {
-  constructor() { this.until = 0; this.total = 1; }
+  constructor() { this.until = 0; this.total = 1; this.frozen = null; }
   set(timeLeft, total) {
     this.until = performance.now() + timeLeft * 1000;
     this.total = total || 1;
+    if (this.frozen !== null) this.frozen = Math.max(0, timeLeft);
   }
-  left() { return Math.max(0, (this.until - performance.now()) / 1000); }
+  pause(on) {
+    if (on && this.frozen === null) this.frozen = this.left();
+    else if (!on && this.frozen !== null) {
+      this.until = performance.now() + this.frozen * 1000;
+      this.frozen = null;
+    }
+  }
+  left() {
+    if (this.frozen !== null) return this.frozen;
+    return Math.max(0, (this.until - performance.now()) / 1000);
+  }
   share() { return Math.min(1, this.left() / this.total); }
 }
 
