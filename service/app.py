@@ -25,10 +25,11 @@ failed half-way: everything started is released, in reverse order).
 Errors: every failure is JSON ``{"error": code, "message": text}``. Routes raise the typed
 :class:`service.errors.ServiceError` family (its status and code; ``Retry-After`` when set);
 ``DrawingError`` → 422 ``bad_drawing``; request validation → 422 ``invalid_request``; unknown
-route → 404 ``not_found``; ``Overloaded`` → 503 ``overloaded``; ``InferenceClosed`` → 503
-``shutting_down``; body above ``max_body_bytes`` → 413 ``too_large``; a body that stalls for
-``body_timeout_s`` → 408 ``timeout``. Anything else is a bug: 500 ``internal_error``, logged with
-its traceback, no detail to the client.
+route → 404 ``not_found``; ``Overloaded`` → 503 ``overloaded``; a `store.StoreError` → 503
+``database_unavailable`` with a generic message (the path, host or user only in the server
+log); ``InferenceClosed`` → 503 ``shutting_down``; body above ``max_body_bytes`` → 413
+``too_large``; a body that stalls for ``body_timeout_s`` → 408 ``timeout``. Anything else is a
+bug: 500 ``internal_error``, logged with its traceback, no detail to the client.
 
 Browsers: every response carries ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY``,
 ``Referrer-Policy: no-referrer`` and a Content-Security-Policy that allows only this origin's
@@ -60,7 +61,7 @@ from model.strokes import DrawingError
 from service import api
 from service.bot import routes as bot
 from service.capacity import Capacity
-from service.errors import ServiceError
+from service.errors import STORE_DOWN, ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.metrics import Metrics
 from service.play import routes as play
@@ -273,6 +274,12 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def overloaded(request: Request, exc: Overloaded) -> JSONResponse:
         _refused(request, "overloaded")
         return _error(503, "overloaded", str(exc), {"Retry-After": "1"})
+
+    @app.exception_handler(StoreError)
+    async def store_down(request: Request, exc: StoreError) -> JSONResponse:
+        log.warning("%s %s: the database failed: %s", request.method, request.url.path, exc)
+        _refused(request, "database_unavailable")
+        return _error(503, "database_unavailable", STORE_DOWN, {"Retry-After": "30"})
 
     @app.exception_handler(InferenceClosed)
     async def closed(request: Request, exc: InferenceClosed) -> JSONResponse:

@@ -39,8 +39,9 @@ class GuessRequest(_Strict):
     top_k: int = Field(default=5, ge=1, le=345)
     candidates: list[Text] | None = Field(
         default=None,
+        min_length=1,
         max_length=345,
-        description="restrict guesses to these words (category keys or French words)",
+        description="restrict guesses to these words (category keys or French words); omit for all",
     )
 
 
@@ -49,7 +50,7 @@ class BatchRequest(_Strict):
 
     drawings: list[Drawing] = Field(min_length=1, max_length=512)
     top_k: int = Field(default=5, ge=1, le=345)
-    candidates: list[Text] | None = Field(default=None, max_length=345)
+    candidates: list[Text] | None = Field(default=None, min_length=1, max_length=345)
 
 
 class GuessOut(BaseModel):

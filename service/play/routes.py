@@ -7,17 +7,18 @@ shared model). The game logic lives in `service.games_*`; the routes only transl
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, WebSocket
 from fastapi.responses import FileResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.requests import HTTPConnection
 
 from games.ai import level_names
-from service.errors import NotFound, ServiceError, Unavailable
+from service.errors import STORE_DOWN, NotFound, ServiceError, Unavailable
 from service.frames import error_frame
 from service.play.manager import (
     CLOSE_BAD_TOKEN,
@@ -35,6 +36,8 @@ from service.shared import ClientDep, Shared, client_of
 from service.workers import relay
 from store import StoreError
 
+log = logging.getLogger("griffon.play")
+
 STATIC = Path(__file__).parent.parent / "static"
 MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
 MAX_STATIC_NAME = 100
@@ -51,8 +54,9 @@ class NewGame(BaseModel):
     level: Literal["easy", "normal", "hard"] = "normal"
     name: str = Field(default="Vous", min_length=1, max_length=24, pattern=r"^[^<>&\"]+$")
     seed: int | None = Field(default=None, ge=0, le=2**31, description="same seed, same deal")
-    learn: bool = Field(default=False, description="the person agrees that their finished drawings be "
-                        "kept (word, strokes, game conditions; nothing about them) to train the model")
+    learn: StrictBool = Field(default=False, description="the person agrees that their finished drawings "
+                              "be kept (word, strokes, game conditions; nothing about them) to train the "
+                              "model: JSON true only")
 
 
 class GameCreated(BaseModel):
@@ -156,9 +160,9 @@ async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCre
         raise Unavailable(str(error), code="too_many_games", retry_after=30) from None
     except DeckSetupError as error:
         raise Unavailable(str(error), code="no_deck") from None
-    except StoreError as error:
-        raise Unavailable(f"the game could not be stored: {error}", code="database_unavailable",
-                          retry_after=30) from None
+    except StoreError as error:  # the details (a file path, a host) go to the server log only
+        log.warning("a new game could not be stored: %s", error)
+        raise Unavailable(STORE_DOWN, code="database_unavailable", retry_after=30) from None
     ws = f"/v1/play/{game.id}?token={game.token}"
     return GameCreated(game_id=game.id, token=game.token, player=HUMAN, game=body.game, ws=ws)
 
