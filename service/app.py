@@ -333,6 +333,7 @@ async def start_shared(settings: Settings) -> Shared:
         cpu_share=settings.client_cpu_share,
         cpu_burst_s=settings.client_cpu_burst_s,
         on_batch=metrics.batch.observe,
+        http_share=settings.http_share,
     )
     inference.start()
     metrics.watch(metrics.queue, lambda: inference.pending)

@@ -116,6 +116,11 @@ class Settings(BaseModel):
     preprocess_threads: int = Field(
         default=2, ge=1, le=64, description="threads that turn drawings into images (about one per core)"
     )
+    http_share: float = Field(
+        default=0.25, gt=0, lt=1,
+        description="share of the recognizer that all anonymous HTTP guess clients together get while "
+        "tables or bot rooms wait for it (service/scheduler.py)",
+    )
     # -- capacity: the share of a core each table or room holds (bench.bench_capacity) ----------
     # Each share is 1.6 cores (0.8 of 2) over what 2 workers held at stroke-ack p99 < 100 ms on a quiet
     # 2-core host (python -m bench.bench_capacity --workers 2; docs/BENCHMARKS.md): 16 Pictomania tables
