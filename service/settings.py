@@ -121,6 +121,14 @@ class Settings(BaseModel):
         description="share of the recognizer that all anonymous HTTP guess clients together get while "
         "tables or bot rooms wait for it (service/scheduler.py)",
     )
+    table_loop_share: float = Field(
+        default=0.25, gt=0, le=1,
+        description="seconds of the event loop per second one table may take (its frames, its AI players); "
+        "beyond, they wait (a Pictomania table with 5 AI players takes about 0.1)",
+    )
+    table_loop_burst_s: float = Field(
+        default=2.0, gt=0, le=60, description="seconds of the event loop one table may take at once"
+    )
     # -- capacity: the share of a core each table or room holds (bench.bench_capacity) ----------
     # Each share is 1.6 cores (0.8 of 2) over what 2 workers held at stroke-ack p99 < 100 ms on a quiet
     # 2-core host (python -m bench.bench_capacity --workers 2; docs/BENCHMARKS.md): 16 Pictomania tables

@@ -6,7 +6,8 @@ created per client; a game nobody has moved in for
 ``settings.idle_expiry_s`` (or that no socket joined within ``game_idle_timeout_s``) is closed by a
 sweeper task. `serve_socket` runs one WebSocket: it sends the game's frames and turns each
 incoming frame into a move (bounded size, rate-limited, guesses at a human pace, NaN, deep nesting
-and lone surrogates refused); anything wrong gets a typed error frame and the socket stays open.
+and lone surrogates refused; a table whose frames took more than ``table_loop_share`` of the event
+loop waits before its next one is read); anything wrong gets a typed error frame and the socket stays open.
 A socket silent for ``game_idle_timeout_s`` is closed (4408; the page pings every 20 s), one that
 does not read its frames is closed with 1013 (the page reconnects); 4410 means the game is over.
 
@@ -183,6 +184,8 @@ class GameManager:
     def _add(self, session: GameSession) -> None:
         self.games[session.id] = session
         self.guesses[session.id] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
+        settings = self.settings
+        session.loop_budget = RateLimit(settings.table_loop_share, settings.table_loop_burst_s)
 
     def _build(self, game_id: str, kind: str, setup: dict[str, Any], token: str) -> GameSession:
         """The session of a game from its setup (the same code for a new and a resumed game)."""
@@ -445,7 +448,10 @@ async def _send_loop(
             else:
                 await websocket.close(CLOSE_EXPIRED, "game closed")
             return
-        await websocket.send_json(frame)
+        started = time.perf_counter()
+        text = json.dumps(frame, separators=(",", ":"), ensure_ascii=False)  # the table's loop time too
+        await session.take_turn(time.perf_counter() - started)
+        await websocket.send_text(text)
 
 
 def _reply(
@@ -490,7 +496,9 @@ async def serve_socket(websocket: WebSocket, session: GameSession, manager: Game
             text = message.get("text")
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
+            started = time.perf_counter()
             reply = _reply(session, text, settings, limit, manager.guesses.get(session.id), spend)
+            await session.take_turn(time.perf_counter() - started)
             if reply is not None:
                 await queue.put(reply)  # a client that does not read is slowed down, not buffered
     except (WebSocketDisconnect, RuntimeError):
