@@ -124,7 +124,7 @@ class Settings(BaseModel):
     table_loop_share: float = Field(
         default=0.25, gt=0, le=1,
         description="seconds of the event loop per second one table may take (its frames, its AI players); "
-        "beyond, they wait (a Pictomania table with 5 AI players takes about 0.1)",
+        "beyond, they wait (a whole Pictomania table with 5 AI players holds about 0.1 core in all)",
     )
     table_loop_burst_s: float = Field(
         default=2.0, gt=0, le=60, description="seconds of the event loop one table may take at once"

@@ -120,6 +120,21 @@ class GameManager:
         if self.drawings is not None:  # shared: the app closes it; the drawings so far are written
             await asyncio.to_thread(self.drawings.flush)
 
+    async def withdraw(self, withdraw_key: str) -> int:
+        """The person takes their consent back: the games they play keep no more drawings, and
+        every drawing given under ``withdraw_key`` is deleted (those still queued too); returns
+        how many were deleted."""
+        owner = hash_token(withdraw_key)
+        for session in self.games.values():
+            journal = session.journal
+            if journal is not None and journal.setup.get("owner") == owner:
+                journal.learn = False
+        if self.store is None:
+            return 0
+        if self.drawings is not None:
+            await asyncio.to_thread(self.drawings.flush)  # the ones queued are written, then deleted
+        return await asyncio.to_thread(self.store.withdraw_drawings, owner)
+
     def create(
         self,
         game: Literal["kontour", "pictomania"],
@@ -129,9 +144,11 @@ class GameManager:
         seed: int | None = None,
         client: str = "?",
         learn: bool = False,
+        withdraw_key: str | None = None,
     ) -> GameSession:
         """A new game against `opponents` AI players for `client` (`learn`: the person agreed
-        that their drawings be kept).
+        that their drawings be kept; `withdraw_key`: the key their page holds to withdraw them,
+        only its hash is kept: `withdraw`).
 
         Raises `TooManyGames` (every slot taken), `RateLimited` (the client's budget),
         `service.errors.Unavailable` (``server_busy``: the CPU budget is held by open tables and rooms),
@@ -149,6 +166,8 @@ class GameManager:
         game_id, token = self.new_id(), secrets.token_urlsafe(18)
         deal = self._kontour_setup if game == "kontour" else self._pictomania_setup
         setup = deal(names, seed) | {"level": level, "learn": learn}
+        if learn and withdraw_key:
+            setup["owner"] = hash_token(withdraw_key)
         session = self._build(game_id, game, setup, token)
         if self.store is not None:
             self.store.create_game(game_id, game, setup, hash_token(token))

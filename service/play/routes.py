@@ -44,6 +44,9 @@ MAX_STATIC_NAME = 100
 router = APIRouter()
 
 
+WithdrawKey = Annotated[str, Field(min_length=16, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
+
+
 class NewGame(BaseModel):
     """A solo game against the AI."""
 
@@ -57,6 +60,23 @@ class NewGame(BaseModel):
     learn: StrictBool = Field(default=False, description="the person agrees that their finished drawings "
                               "be kept (word, strokes, game conditions; nothing about them) to train the "
                               "model: JSON true only")
+    withdraw_key: WithdrawKey | None = Field(
+        default=None, description="a secret the page keeps (16-128 URL-safe characters): "
+        "POST /v1/drawings/withdraw with it deletes the drawings given with it (only its hash is stored)")
+
+
+class Withdrawal(BaseModel):
+    """Take back the consent: delete the drawings given with this withdrawal key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: WithdrawKey
+
+
+class Withdrawn(BaseModel):
+    """How many drawings were deleted."""
+
+    deleted: int
 
 
 class GameCreated(BaseModel):
@@ -139,9 +159,12 @@ async def static(name: str) -> FileResponse:
 
 
 @router.get("/v1/play/options", tags=["solo games"])
-async def play_options() -> dict[str, Any]:
-    """What a new game accepts: AI opponents per game (from the rules files) and the AI levels."""
-    return {"opponents": accepted_opponents(), "levels": level_names()}
+async def play_options(games: GamesDep) -> dict[str, Any]:
+    """What a new game accepts: AI opponents per game (from the rules files) and the AI levels; how
+    many days given drawings are kept (``GRIFFON_RETAIN_DRAWINGS_DAYS``; 0: until withdrawn)."""
+    retention = getattr(games.store, "retention", None)
+    kept = retention.drawings_days if retention is not None else 0.0
+    return {"opponents": accepted_opponents(), "levels": level_names(), "drawings_kept_days": kept}
 
 
 @router.post("/v1/play", response_model=GameCreated, status_code=201, tags=["solo games"])
@@ -155,7 +178,7 @@ async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCre
                            f"got {body.opponents}", code="invalid_request")
     try:
         game = games.create(body.game, body.opponents, body.level, body.name, body.seed, client=client,
-                            learn=body.learn)
+                            learn=body.learn, withdraw_key=body.withdraw_key)
     except TooManyGames as error:
         raise Unavailable(str(error), code="too_many_games", retry_after=30) from None
     except DeckSetupError as error:
@@ -165,6 +188,13 @@ async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCre
         raise Unavailable(STORE_DOWN, code="database_unavailable", retry_after=30) from None
     ws = f"/v1/play/{game.id}?token={game.token}"
     return GameCreated(game_id=game.id, token=game.token, player=HUMAN, game=body.game, ws=ws)
+
+
+@router.post("/v1/drawings/withdraw", response_model=Withdrawn, tags=["solo games"])
+async def withdraw_drawings(body: Withdrawal, games: GamesDep) -> Withdrawn:
+    """Withdraw the consent to keep drawings: every drawing given with this key is deleted, and the
+    games in progress with it keep no more (the key travels in the body, never in a URL)."""
+    return Withdrawn(deleted=await games.withdraw(body.key))
 
 
 @router.websocket("/v1/play/{game_id}")
