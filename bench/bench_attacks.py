@@ -340,8 +340,10 @@ def load_scenario(server: Server, kind: str, seconds: float, repeat: int = 1) ->
         if attack.is_alive():
             attack.kill()
         ratio = attacked["p99_ms"] / alone["p99_ms"] if alone["p99_ms"] > 0 else math.nan
+        inference = httpx.get(server.url + "/healthz", timeout=30).json()["inference"]  # batches so far
         return {"alone": alone, "attacked": attacked, "p99_ratio": round(ratio, 2), "attacker": counts,
-                "load_before": load_before, "load_attacked": load_during}
+                "load_before": load_before, "load_attacked": load_during,
+                "batches": {k: inference[k] for k in ("images", "batches", "mean_batch", "largest_batch")}}
 
     runs = [one(1000 * i) for i in range(repeat)]
     return {"runs": runs, "p99_ratios": [r["p99_ratio"] for r in runs], "per_stroke": per_stroke,

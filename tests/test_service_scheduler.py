@@ -142,3 +142,40 @@ def test_a_forward_pass_carries_a_bounded_share_of_http_drawings() -> None:
     assert all(sum(v.startswith("http") for v in p) <= 2 for p in model.passes[1:])
     assert sorted(v for p in model.passes for v in p) == sorted(
         ["first", *(f"http{i}" for i in range(12)), *(f"live{i}" for i in range(4))])
+
+
+# -- the event loop: each table's share ---------------------------------------------------------------
+def test_a_table_over_its_share_of_the_event_loop_waits_and_one_under_it_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bench.bench_play_frames import pictomania_session
+    from service.play import session as session_module
+    from service.ratelimit import RateLimit
+
+    now = [0.0]
+    waits: list[float] = []
+
+    async def recorded_sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    monkeypatch.setattr(session_module.asyncio, "sleep", recorded_sleep)
+    table = pictomania_session()
+    table.loop_budget = RateLimit(0.25, 2.0, clock=lambda: now[0])
+
+    async def scenario() -> None:
+        await table.take_turn(0.01)  # a person's stroke: a few milliseconds
+        assert waits == []
+        await table.take_turn(2.5)  # past the 2-second burst: the debt is paid at 0.25 s a second
+        assert waits == [pytest.approx((0.01 + 2.5 - 2.0) / 0.25)]
+
+    asyncio.run(scenario())
+
+
+def test_every_table_gets_its_share_of_the_loop(tiny_checkpoint) -> None:
+    from tests.service_server import in_process
+
+    with in_process(model=tiny_checkpoint, table_loop_share=0.2, table_loop_burst_s=1.5) as app:
+        created = app.post("/v1/play", json={"game": "kontour"}).json()
+        budget = app.app.state.play.games[created["game_id"]].loop_budget
+        assert (budget.rate, budget.burst) == (0.2, 1.5)
