@@ -390,6 +390,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             # milliseconds instead of pausing every table for a hundred or more.
             gc.collect()
             gc.freeze()
+            release.callback(gc.unfreeze)  # an app stopped in a longer process (tests) is collectable
             log.info("griffon service ready in %.1f s", time.perf_counter() - started)
             yield
 
