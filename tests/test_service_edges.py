@@ -166,3 +166,14 @@ def test_no_token_or_key_reaches_a_log_line(chatty_server: Server) -> None:
     assert f'"WebSocket /v1/play/{game_id}" [accepted]' in log  # the handshake lines are there...
     assert '"GET /v1/bot/sessions/abc HTTP/1.1" 404' in log  # ...and the access lines
     assert [s for s in secrets if s in log] == []  # ...without their query strings
+
+
+def test_a_room_consents_with_json_true_only(app: Any) -> None:
+    with app.websocket_connect("/v1/bot") as ws:
+        ws.send_json({"type": "hello", "versions": [1]})
+        assert ws.receive_json()["type"] == "welcome"
+        ws.send_json({"type": "round_start", "round": 1})
+        ws.receive_json()
+        ws.send_json({"type": "round_end", "answer": "cat", "drawing_consent": "yes"})
+        refused = ws.receive_json()
+        assert refused["type"] == "error" and "drawing_consent" in refused["message"]
