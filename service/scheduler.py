@@ -15,7 +15,8 @@ address). Waiting work is served by start-time fair queuing on two levels (:clas
 
 Work is charged by its cost (CPU seconds of preparation, drawings in a forward pass), an estimate
 when it starts, corrected when it ends: a client of heavy drawings is served less often than one
-of light drawings. The queue is work-conserving: a class alone gets everything.
+of light drawings. The queue is work-conserving: a class alone gets everything its owner lets it
+take (``pop(eligible)``: :mod:`service.inference` caps the http class's threads and places in a pass).
 
 >>> queue = FairQueue({"live": 0.75, "http": 0.25})
 >>> queue.push("http", "10.0.0.1", "job a")
