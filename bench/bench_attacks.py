@@ -1,13 +1,21 @@
-"""The attacks of the security report, at scale, against a real server (127.0.0.1 only, bounded).
+"""The attacks of the security reports, at scale, against a real server (127.0.0.1 only, bounded).
 
-One anonymous client must not slow down or lock out the others. Each scenario starts a fresh
-server (default settings, the shipped model), plays the attack from 127.0.0.2 (another loopback
-address, so per-client budgets see another client) while a victim on 127.0.0.1 measures:
+One anonymous client must not slow down or lock out the others, however many addresses it uses.
+Each scenario starts a fresh server (default settings, the shipped model); the attack comes from
+other loopback addresses (Linux routes all of 127/8 to lo: other clients, same machine) while a
+victim on 127.0.0.1 measures. The load scenarios time the victim alone and then under attack,
+back to back on the same server, ``--repeat`` times, and print both p99s and their ratio (the
+target: at most 3) with the load average (``uptime``) beside them:
 
-- ``http`` / ``bots``: a victim bot room sends a stroke every 0.3 s and times stroke→analysis,
-  alone, then while 30 HTTP clients post the heaviest drawings allowed (zigzags of
-  ``max_stroke_points`` per stroke up to ``max_points``), or while 6 rooms send the heaviest
-  strokes allowed. Figures: victim p50/p99, strokes unanswered.
+- ``http``: a victim bot room sends a stroke every 0.3 s and times stroke→analysis while 30 HTTP
+  clients, each from its own address (127.0.0.2-31), post the heaviest drawings allowed (zigzags
+  of ``max_stroke_points`` per stroke up to ``max_points``) without pause.
+- ``bots``: the same victim while 6 rooms send the heaviest strokes allowed.
+- ``table``: three victim Pictomania tables (5 AI players each; the person draws a real
+  drawing's 25-point strokes, one a second: ``bench.bench_capacity``'s) time stroke→update while
+  one client plays a Pictomania table at the maxima: 5 AI players, 1,000-point zigzag strokes
+  sent 50 times a second (the per-client point budget and the frame rate cut in), a new game when
+  one is full.
 - ``slowloris``: 1,100 connections send half a request head; figures: still open after
   ``header_timeout_s`` + 2 s, ``/healthz`` latency meanwhile.
 - ``bigframes``: 10 sockets each start a 15 MiB WebSocket message; figures: server RSS before,
@@ -16,8 +24,9 @@ address, so per-client budgets see another client) while a victim on 127.0.0.1 m
 - ``games``: 100 ``POST /v1/play`` from one client; figures: created, then whether another
   client still gets a game.
 
-``python -m bench.bench_attacks [--only http,bots,...] [--seconds 8] [--repo PATH]``: ``--repo``
-runs another checkout (e.g. the code before the fixes) under the same attacks.
+``nice -n 10 python -m bench.bench_attacks [--only http,table,...] [--seconds 8] [--repeat 3]
+[--repo PATH]``: ``--repo`` runs another checkout (e.g. the code before the fixes) under the same
+attacks.
 """
 
 from __future__ import annotations
@@ -26,11 +35,18 @@ import argparse
 import asyncio
 import json
 import math
+import multiprocessing
+import os
+import queue
+import random
 import resource
 import socket
 import statistics
 import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -39,7 +55,16 @@ import websockets
 from griffon.launch import REPO, Server, running_server
 
 ATTACKER = "127.0.0.2"
-SCENARIOS = ("http", "bots", "slowloris", "bigframes", "sockets", "games")
+HTTP_ATTACKERS = [f"127.0.0.{i}" for i in range(2, 32)]  # 30 addresses, one client each
+SCENARIOS = ("http", "bots", "table", "slowloris", "bigframes", "sockets", "games")
+LOAD_SCENARIOS = ("http", "bots", "table")
+VICTIM_TABLES = 3
+TABLE_POINTS = 1_000  # service.play.settings.PlaySettings.max_points_per_stroke
+TABLE_RATE = 50.0  # stroke frames a second from the table at the maxima (the frame limit is 60)
+# ``table``: the victims start new games for each run and the attacker when one is full; games left
+# behind expire within seconds (their AI players would otherwise go on playing for 15 minutes)
+SCENARIO_ENV = {"table": {"GRIFFON_GAMES_PER_CLIENT": "40", "GRIFFON_GAMES_PER_CLIENT_HOUR": "1000",
+                          "GRIFFON_PICTOMANIA_TABLE_COST": "0", "GRIFFON_IDLE_EXPIRY_S": "3"}}
 
 
 def zigzag(points: int, strokes: int = 1) -> list:
@@ -124,8 +149,11 @@ async def _one_stroke(ws: websockets.ClientConnection, stroke: list, stop: float
         return None
 
 
-async def http_attacker(server: Server, drawing: list, stop: float, counts: dict) -> None:
-    transport = httpx.AsyncHTTPTransport(local_address=ATTACKER)
+async def http_attacker(
+    server: Server | Target, drawing: list, stop: float, counts: dict, address: str,
+) -> None:
+    """One anonymous client from ``address``: the heaviest drawing, again as soon as answered."""
+    transport = httpx.AsyncHTTPTransport(local_address=address)
     async with httpx.AsyncClient(transport=transport, base_url=server.url, timeout=30) as client:
         while time.monotonic() < stop:
             try:
@@ -137,7 +165,7 @@ async def http_attacker(server: Server, drawing: list, stop: float, counts: dict
                 counts["error"] = counts.get("error", 0) + 1
 
 
-async def bot_attacker(server: Server, stroke: list, stop: float, counts: dict) -> None:
+async def bot_attacker(server: Server | Target, stroke: list, stop: float, counts: dict) -> None:
     sock = socket.socket()
     sock.bind((ATTACKER, 0))
     sock.connect(("127.0.0.1", int(server.url.rsplit(":", 1)[1])))
@@ -160,30 +188,165 @@ async def bot_attacker(server: Server, stroke: list, stop: float, counts: dict) 
                 await asyncio.sleep(0.5)
 
 
-def load_scenario(server: Server, kind: str, seconds: float) -> dict:
-    url = server.ws_url + "/v1/bot"
-    per_stroke, total = limits(server)
+# -- tables ------------------------------------------------------------------------------------------
+def table_stroke(rng: random.Random, points: int = TABLE_POINTS) -> list[list[float]]:
+    """The costliest stroke a person may send: ``points`` points zigzagging across the canvas."""
+    return [[round(rng.uniform(0, 255), 1), round(rng.uniform(0, 255), 1)] for _ in range(points)]
 
-    async def run() -> tuple[dict, dict, dict]:
-        alone = await victim(url, seconds)
-        counts: dict = {}
-        stop = time.monotonic() + seconds + 1
+
+async def victim_tables(server: Server, seconds: float, drawings: list[list], seed: int) -> dict:
+    """``VICTIM_TABLES`` Pictomania tables from 127.0.0.1 (``bench.bench_capacity``'s scripted
+    person): stroke→update latency."""
+    from bench.bench_capacity import Start, Tally, percentiles_ms, person_table
+
+    tally, start = Tally(), Start(VICTIM_TABLES)
+    async with httpx.AsyncClient() as http:
+        tables = [asyncio.create_task(person_table(server, http, "pictomania", tally, start, seed + i,
+                                                   drawings)) for i in range(VICTIM_TABLES)]
+        await asyncio.wait_for(start.all_ready.wait(), 120)
+        start.stop_at = time.monotonic() + seconds
+        start.go.set()
+        await asyncio.gather(*tables, return_exceptions=True)
+    p50, p99, _ = percentiles_ms(tally.acks)
+    return {"sent": tally.sent, "answered": len(tally.acks), "p50_ms": round(p50, 1), "p99_ms": round(p99, 1),
+            "errors": dict(tally.errors), "failures": dict(tally.failures)}
+
+
+async def table_attacker(server: Server | Target, stop: float, counts: Counter[str]) -> None:
+    """One client from ATTACKER playing Pictomania at the maxima: 5 AI players, the heaviest strokes
+    as fast as the frame limit lets through, the next round at once, a new game when one is full."""
+    rng = random.Random(7)
+    strokes = [json.dumps({"type": "move", "move": {"kind": "stroke", "points": table_stroke(rng)}})
+               for _ in range(20)]  # made once: the attacker's own CPU goes to sending
+    transport = httpx.AsyncHTTPTransport(local_address=ATTACKER)
+    async with httpx.AsyncClient(transport=transport, base_url=server.url, timeout=30) as http:
+        while time.monotonic() < stop:
+            created = await http.post("/v1/play", json={"game": "pictomania", "opponents": 5})
+            counts[f"new game {created.status_code}"] += 1
+            if created.status_code != 201:
+                await asyncio.sleep(1.0)
+                continue
+            sock = socket.socket()
+            sock.bind((ATTACKER, 0))
+            sock.connect(("127.0.0.1", int(server.url.rsplit(":", 1)[1])))
+            async with websockets.connect(server.ws_url + created.json()["ws"], sock=sock,
+                                          max_size=None, max_queue=None) as ws:
+                await _flood_table(ws, stop, counts, strokes)
+
+
+async def _flood_table(ws: Any, stop: float, counts: Counter[str], strokes: list[str]) -> None:
+    phase, full = ["playing"], asyncio.Event()
+
+    async def read() -> None:
+        async for raw in ws:
+            frame = json.loads(raw)
+            if frame["type"] == "state":
+                phase[0] = frame["state"].get("phase", phase[0])
+            elif frame["type"] == "update":
+                phase[0] = frame["set"].get("phase", phase[0])
+            elif frame["type"] == "error":
+                counts[frame.get("code", "?")] += 1
+                if frame.get("code") == "game_too_long":
+                    full.set()
+
+    reader = asyncio.create_task(read())
+    try:
+        while time.monotonic() < stop and not full.is_set() and not reader.done():
+            if phase[0] == "game_over":
+                return
+            if phase[0] == "scored":
+                await ws.send(json.dumps({"type": "move", "move": {"kind": "next_round"}}))
+            else:
+                await ws.send(strokes[counts["frames"] % len(strokes)])
+            counts["frames"] += 1
+            await asyncio.sleep(1.0 / TABLE_RATE)
+    finally:
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+
+
+# -- the load scenarios: the victim alone, then attacked, back to back -------------------------------
+def load_average() -> float:
+    """The 1-minute load average (what ``uptime`` prints first)."""
+    return round(os.getloadavg()[0], 2)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the attackers need of a server (picklable: they run in another process)."""
+
+    url: str
+    ws_url: str
+
+
+def attack_process(kind: str, target: Target, seconds: float, per_stroke: int, total: int,
+                   results: Any) -> None:
+    """Run one attack for ``seconds`` (in its own process, so that its CPU does not slow the
+    victim's measurements); puts what the attackers got on ``results``."""
+    counts: Counter[str] = Counter()
+    stop = time.monotonic() + seconds
+
+    async def run() -> None:
         if kind == "http":
             drawing = zigzag(total, max(1, math.ceil(total / per_stroke)))
-            attackers = [http_attacker(server, drawing, stop, counts) for _ in range(30)]
+            attackers = [http_attacker(target, drawing, stop, counts, a) for a in HTTP_ATTACKERS]
+        elif kind == "bots":
+            attackers = [bot_attacker(target, zigzag(per_stroke)[0], stop, counts) for _ in range(6)]
         else:
-            attackers = [bot_attacker(server, zigzag(per_stroke)[0], stop, counts) for _ in range(6)]
+            attackers = [table_attacker(target, stop, counts)]
         tasks = [asyncio.create_task(a) for a in attackers]
-        await asyncio.sleep(1.0)
-        attacked = await victim(url, seconds)
-        await asyncio.wait(tasks, timeout=5.0)  # bounded: a stuck attacker is abandoned
+        await asyncio.wait(tasks, timeout=seconds + 10.0)  # bounded: a stuck attacker is abandoned
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        return alone, attacked, counts
 
-    alone, attacked, counts = asyncio.run(run())
-    return {"alone": alone, "attacked": attacked, "attacker": counts, "per_stroke": per_stroke,
+    asyncio.run(run())
+    results.put({str(k): v for k, v in counts.items()})
+
+
+def load_scenario(server: Server, kind: str, seconds: float, repeat: int = 1) -> dict:
+    """``repeat`` pairs of (victim alone, victim attacked), each with its p99 ratio."""
+    url = server.ws_url + "/v1/bot"
+    per_stroke, total = limits(server)
+    target = Target(server.url, server.ws_url)
+    drawings: list[list] = []
+    if kind == "table":
+        from bench.bench_service import load_drawings
+
+        drawings = load_drawings()
+
+    async def victim_run(seed: int) -> dict:
+        if kind == "table":
+            return await victim_tables(server, seconds, drawings, seed)
+        return await victim(url, seconds)
+
+    def one(seed: int) -> dict:
+        load_before = load_average()
+        alone = asyncio.run(victim_run(seed))
+        spawn = multiprocessing.get_context("spawn")
+        results = spawn.Queue()
+        warm = 4.0 if kind == "table" else 2.0  # the attack under way (and its process started)
+        attack = spawn.Process(target=attack_process, daemon=True,
+                               args=(kind, target, seconds + warm + 6.0, per_stroke, total, results))
+        attack.start()
+        time.sleep(warm)
+        attacked = asyncio.run(victim_run(seed + 100))
+        load_during = load_average()
+        try:
+            counts = results.get(timeout=seconds + 40.0)
+        except queue.Empty:
+            counts = {"no report": 1}
+        attack.join(10.0)
+        if attack.is_alive():
+            attack.kill()
+        ratio = attacked["p99_ms"] / alone["p99_ms"] if alone["p99_ms"] > 0 else math.nan
+        inference = httpx.get(server.url + "/healthz", timeout=30).json()["inference"]  # batches so far
+        return {"alone": alone, "attacked": attacked, "p99_ratio": round(ratio, 2), "attacker": counts,
+                "load_before": load_before, "load_attacked": load_during,
+                "batches": {k: inference[k] for k in ("images", "batches", "mean_batch", "largest_batch")}}
+
+    runs = [one(1000 * i) for i in range(repeat)]
+    return {"runs": runs, "p99_ratios": [r["p99_ratio"] for r in runs], "per_stroke": per_stroke,
             "per_drawing": total}
 
 
@@ -304,15 +467,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="the security report's attacks, measured")
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
     parser.add_argument("--seconds", type=float, default=8.0, help="victim time alone / attacked")
+    parser.add_argument("--repeat", type=int, default=1, help="alone/attacked pairs per load scenario")
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout to run (before/after)")
     args = parser.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     for name in args.only.split(","):
         started = time.monotonic()
-        with running_server({}, repo=args.repo) as server:
-            if name in ("http", "bots"):
-                result = load_scenario(server, name, args.seconds)
+        with running_server(SCENARIO_ENV.get(name, {}), repo=args.repo) as server:
+            if name in LOAD_SCENARIOS:
+                result = load_scenario(server, name, args.seconds, args.repeat)
             else:
                 result = {"slowloris": slowloris, "bigframes": bigframes, "sockets": game_sockets,
                           "games": game_spam}[name](server)

@@ -105,10 +105,10 @@ SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
         "client_points_per_s", "client_points_burst", "max_message_rate", "max_message_burst",
         "max_frame_bytes",
     ),
-    "model": ("model", "max_batch", "max_queue", "batch_wait_ms", "preprocess_threads"),
+    "model": ("model", "max_batch", "max_queue", "batch_wait_ms", "preprocess_threads", "http_share"),
     "capacity": (
         "capacity_cores", "capacity_utilisation", "pictomania_table_cost", "kontour_table_cost",
-        "bot_room_cost",
+        "bot_room_cost", "table_loop_share", "table_loop_burst_s",
     ),
     "games": (
         "max_sessions", "games_per_client", "games_per_client_hour", "idle_expiry_s",

@@ -192,10 +192,11 @@ class Server:
 @contextmanager
 def running_server(
     env: Mapping[str, str] | None = None, startup_timeout: float = 240.0, repo: Path = REPO,
-    workers: int = 1,
+    workers: int = 1, log_level: str = "warning",
 ) -> Iterator[Server]:
     """Run ``python -m griffon.serve`` (the uvicorn set-up of ``griffon serve``: timeouts,
-    WebSocket size) with ``env`` added to the environment, as ``workers`` processes.
+    WebSocket size) with ``env`` added to the environment, as ``workers`` processes, logging at
+    ``log_level`` (``"info"``: uvicorn's access and WebSocket handshake lines too).
 
     ``repo``: another checkout to run instead (benchmarks compare two commits); the command that
     checkout has (``griffon.serve``, ``service.serve_cli`` or plain uvicorn) starts it.
@@ -211,7 +212,7 @@ def running_server(
     server: Server | None = None
     try:
         for attempt in range(3):  # another test's server may take the free port first: pick another
-            server = _start(repo, environ, free_port() if attempt else port, workers)
+            server = _start(repo, environ, free_port() if attempt else port, workers, log_level)
             try:
                 _wait_ready(server, startup_timeout)
                 break
@@ -235,8 +236,9 @@ class PortTaken(RuntimeError):
     the bind."""
 
 
-def _start(repo: Path, environ: dict[str, str], port: int, workers: int = 1) -> Server:
-    address = ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+def _start(repo: Path, environ: dict[str, str], port: int, workers: int = 1,
+           log_level: str = "warning") -> Server:
+    address = ["--host", "127.0.0.1", "--port", str(port), "--log-level", log_level]
     if (repo / "griffon" / "workers.py").is_file():
         command = [sys.executable, "-m", "griffon.serve", *address, "--workers", str(workers)]
     elif (repo / "griffon" / "serve.py").is_file():

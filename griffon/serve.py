@@ -14,13 +14,15 @@ uvicorn's knobs (tests and benchmarks start the server through it too,
 - ``max_frame_bytes``: uvicorn's WebSocket message limit (it would otherwise buffer 16 MiB
   messages before the app sees them); pings every 20 s drop dead peers.
 - ``trusted_proxies``: the only peers whose ``X-Forwarded-For`` is believed (default: none).
-- The access log leaves out query strings (game tokens and transcript keys travel there).
+- No log line holds a query string (game tokens and transcript keys travel there): the access
+  log's and the WebSocket handshake lines (:func:`install_log_filters`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import resource
 import socket
 from collections import Counter
@@ -96,16 +98,36 @@ def uvicorn_config(settings: Settings, host: str, port: int, log_level: str = "i
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=",".join(settings.trusted_proxies) or None,
     )
-    logging.getLogger("uvicorn.access").addFilter(drop_query_strings)
+    install_log_filters()
     return config
 
 
+QUERY = re.compile(r"(/[^\s?\"']*)\?[^\s\"']*")  # a path's query string, up to a space or a quote
+LOGGERS_WITH_PATHS = ("uvicorn.access", "uvicorn.error")  # HTTP lines; WebSocket handshake lines
+
+
+def install_log_filters() -> None:
+    """Keep query strings (game tokens, transcript keys) out of uvicorn's log lines: its access
+    log and the ``"WebSocket /path?query" [accepted]`` lines it writes to ``uvicorn.error``, on the
+    loggers and on their handlers (records that reach them from below too). Idempotent."""
+    for name in LOGGERS_WITH_PATHS:
+        logger = logging.getLogger(name)
+        for target in (logger, *logger.handlers):
+            if drop_query_strings not in target.filters:
+                target.addFilter(drop_query_strings)
+
+
 def drop_query_strings(record: logging.LogRecord) -> bool:
-    """Access-log filter: ``/v1/play/abc?token=...`` is logged as ``/v1/play/abc``."""
+    """Log filter: ``/v1/play/abc?token=...`` is logged as ``/v1/play/abc``, in the message and
+    in each of its string arguments."""
+    if isinstance(record.msg, str) and "?" in record.msg:
+        record.msg = QUERY.sub(r"\1", record.msg)
     if isinstance(record.args, tuple):
-        record.args = tuple(
-            a.split("?", 1)[0] if isinstance(a, str) and a.startswith("/") else a for a in record.args
-        )
+        record.args = tuple(QUERY.sub(r"\1", a) if isinstance(a, str) and "?" in a else a
+                            for a in record.args)
+    elif isinstance(record.args, dict):
+        record.args = {k: QUERY.sub(r"\1", v) if isinstance(v, str) and "?" in v else v
+                       for k, v in record.args.items()}
     return True
 
 

@@ -56,23 +56,30 @@ async def guess_drawings(
     points = 0
     for i, drawing in enumerate(drawings):
         points += check_drawing(drawing, settings, f"drawing {i}" if where else "")
+    shared.inference.check_room(len(drawings))
     shared.spend_points(client, points)
-    probs = await shared.inference.recognize(_prepare_all, shared.guesser, drawings, where, key=client)
+    # one fair turn per drawing: a batch of heavy drawings never holds a thread for all of them
+    jobs = [asyncio.ensure_future(shared.inference.recognize(_prepare_one, shared.guesser, drawing,
+                                                             f"drawing {i}" if where else "", key=client))
+            for i, drawing in enumerate(drawings)]
+    try:
+        probs = await asyncio.gather(*jobs)
+    finally:
+        for job in jobs:  # one drawing refused: the others' turns are given back
+            job.cancel()
     shared.metrics.guesses.labels(source="api").inc(len(drawings))
     indices = shared.guesser.candidate_indices(chosen)
     return [GuessResponse(guesses=rank(shared, row, top_k, indices)) for row in probs]
 
 
-def _prepare_all(guesser: Any, drawings: list[list], where: bool) -> list[Any]:
+def _prepare_one(guesser: Any, drawing: list, where: str) -> Any:
+    """The views of one drawing; a refusal names the drawing (``where``) in a batch."""
     from model.strokes import DrawingError
 
-    views = []
-    for i, drawing in enumerate(drawings):
-        try:
-            views.append(guesser.prepare_views(drawing))
-        except DrawingError as error:
-            raise DrawingError(f"drawing {i}: {error}" if where else str(error)) from error
-    return views
+    try:
+        return guesser.prepare_views(drawing)
+    except DrawingError as error:
+        raise DrawingError(f"{where}: {error}" if where else str(error)) from error
 
 
 # -- routes ----------------------------------------------------------------------------------------

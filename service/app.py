@@ -26,10 +26,11 @@ failed half-way: everything started is released, in reverse order).
 Errors: every failure is JSON ``{"error": code, "message": text}``. Routes raise the typed
 :class:`service.errors.ServiceError` family (its status and code; ``Retry-After`` when set);
 ``DrawingError`` → 422 ``bad_drawing``; request validation → 422 ``invalid_request``; unknown
-route → 404 ``not_found``; ``Overloaded`` → 503 ``overloaded``; ``InferenceClosed`` → 503
-``shutting_down``; body above ``max_body_bytes`` → 413 ``too_large``; a body that stalls for
-``body_timeout_s`` → 408 ``timeout``. Anything else is a bug: 500 ``internal_error``, logged with
-its traceback, no detail to the client.
+route → 404 ``not_found``; ``Overloaded`` → 503 ``overloaded``; a `store.StoreError` → 503
+``database_unavailable`` with a generic message (the path, host or user only in the server
+log); ``InferenceClosed`` → 503 ``shutting_down``; body above ``max_body_bytes`` → 413
+``too_large``; a body that stalls for ``body_timeout_s`` → 408 ``timeout``. Anything else is a
+bug: 500 ``internal_error``, logged with its traceback, no detail to the client.
 
 Browsers: every response carries ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY``,
 ``Referrer-Policy: no-referrer`` and a Content-Security-Policy that allows only this origin's
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import re
 import time
@@ -62,7 +64,7 @@ from service import api, demo
 from service.bot import routes as bot
 from service.bot.keys import BotKeys
 from service.capacity import Capacity
-from service.errors import ServiceError
+from service.errors import STORE_DOWN, ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.metrics import Metrics
 from service.play import routes as play
@@ -276,6 +278,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         _refused(request, "overloaded")
         return _error(503, "overloaded", str(exc), {"Retry-After": "1"})
 
+    @app.exception_handler(StoreError)
+    async def store_down(request: Request, exc: StoreError) -> JSONResponse:
+        log.warning("%s %s: the database failed: %s", request.method, request.url.path, exc)
+        _refused(request, "database_unavailable")
+        return _error(503, "database_unavailable", STORE_DOWN, {"Retry-After": "30"})
+
     @app.exception_handler(InferenceClosed)
     async def closed(request: Request, exc: InferenceClosed) -> JSONResponse:
         return _error(503, "shutting_down", str(exc))
@@ -328,6 +336,7 @@ async def start_shared(settings: Settings) -> Shared:
         cpu_share=settings.client_cpu_share,
         cpu_burst_s=settings.client_cpu_burst_s,
         on_batch=metrics.batch.observe,
+        http_share=settings.http_share,
     )
     inference.start()
     metrics.watch(metrics.queue, lambda: inference.pending)
@@ -382,6 +391,12 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.push_async_callback(play.shutdown, app)
             await play.startup(app)
             app.state.capacity = capacity(settings, app)
+            # What start-up loaded (the vocabulary, the lexicon, the model: most of the heap) lives
+            # as long as the process: out of the collector's sight, a full collection costs a few
+            # milliseconds instead of pausing every table for a hundred or more.
+            gc.collect()
+            gc.freeze()
+            release.callback(gc.unfreeze)  # an app stopped in a longer process (tests) is collectable
             log.info("griffon service ready in %.1f s", time.perf_counter() - started)
             yield
 

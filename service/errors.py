@@ -3,10 +3,14 @@
 Routes, the bot protocol and the games raise these; the HTTP layer renders them as
 ``{"error": code, "message": message}`` with their ``status`` (``Retry-After`` when set), the
 WebSocket layers as ``error`` frames with the same code. Anything else that escapes is a bug:
-HTTP 500 ``internal_error`` (logged, no detail to the client).
+HTTP 500 ``internal_error`` (logged, no detail to the client). A message never names a file, a
+host or a database user: the store's errors reach the client as :data:`STORE_DOWN`, their details
+go to the server log.
 """
 
 from __future__ import annotations
+
+STORE_DOWN = "the database is unavailable for a moment; retry shortly"
 
 
 class ServiceError(Exception):

@@ -1,16 +1,24 @@
-"""Shared, non-blocking inference: one model, many rooms and games.
+"""Shared, non-blocking inference: one model, many rooms and games, served fairly.
 
 :class:`BatchInference` owns one worker thread that runs ``Guesser.probabilities_from_views``
 on prepared drawings gathered from every concurrent caller (a micro-batcher): callers ``await
-probabilities(views)`` and the event loop never waits on the network. The queue is bounded;
-when it is full a caller gets :class:`Overloaded` at once (the HTTP layer turns it into 503)
-instead of an ever-growing delay. CPU preprocessing (validation, simplification, rasterising:
-``Guesser.prepare_views``, ``GuessSession.stage``) runs in a small thread pool via :meth:`run_cpu`,
-shared fairly: each caller names a ``key`` (a client, a bot session); when every thread is busy,
-waiting keys are served in turn (round robin) and no key holds every thread, so a key with a
-long backlog delays another key by at most the jobs already running. Each key also has a budget
-of CPU seconds (``cpu_share`` seconds per second, ``cpu_burst_s`` at once): a key in debt gets
-:class:`service.errors.RateLimited` before any work.
+probabilities(views, key=...)`` and the event loop never waits on the network. The queue is
+bounded; when it is full a caller gets :class:`Overloaded` at once (the HTTP layer turns it into
+503) instead of an ever-growing delay. CPU preprocessing (validation, simplification,
+rasterising: ``Guesser.prepare_views``, ``GuessSession.stage``) runs in a small thread pool via
+:meth:`run_cpu`.
+
+Both stages are shared fairly (:mod:`service.scheduler`): each caller names a ``key`` (a table
+``game:<id>``, a bot room ``bot:<id>``, an HTTP client's address). Waiting work is served by fair
+queuing between two classes, the live one (tables and rooms) and the anonymous HTTP clients
+together (``http_share`` of the work when both wait; many addresses share that one share), and
+between the keys of a class by the work each was given (CPU seconds of preparation, drawings in
+forward passes). No key holds every preparation thread, the HTTP class holds at most
+``http_share`` of them (one at least), and a forward pass carries at most ``http_share`` of
+``max_batch`` HTTP drawings (one at least), so that a table's stroke never waits behind a long
+pass of anonymous drawings. Each key also has a budget of CPU seconds (``cpu_share`` seconds per
+second, ``cpu_burst_s`` at once): a key in debt gets :class:`service.errors.RateLimited` before
+any work.
 
 >>> inference = BatchInference(guesser, max_batch=64, max_queue=512)
 >>> inference.start()
@@ -22,10 +30,9 @@ of CPU seconds (``cpu_share`` seconds per second, ``cpu_burst_s`` at once): a ke
 from __future__ import annotations
 
 import asyncio
-import queue
+import math
 import threading
 import time
-from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,8 +42,10 @@ import numpy as np
 
 from service.errors import RateLimited
 from service.ratelimit import Buckets
+from service.scheduler import HTTP, FairQueue, Flow, class_weights, work_class
 
 T = TypeVar("T")
+DEFAULT_PREP_S = 0.002  # the first preparation of a key is charged this much until measured
 
 
 class Overloaded(RuntimeError):
@@ -47,7 +56,7 @@ class InferenceClosed(RuntimeError):
     """The inference worker has stopped (the app is shutting down)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class _Job:
     views: list[Any]  # model.Views
     future: asyncio.Future
@@ -79,11 +88,9 @@ class InferenceStats:
         }
 
 
-_STOP = object()
-
-
 class BatchInference:
-    """An async micro-batcher in front of one model, plus a thread pool for preprocessing."""
+    """An async micro-batcher in front of one model, plus a thread pool for preprocessing, both
+    shared fairly between keys (:mod:`service.scheduler`)."""
 
     def __init__(
         self,
@@ -95,28 +102,34 @@ class BatchInference:
         cpu_share: float = 64.0,
         cpu_burst_s: float = 600.0,
         on_batch: Callable[[int], None] | None = None,
+        http_share: float = 0.25,
     ) -> None:
         """``on_batch(n)`` hears the size of each forward pass (from the worker thread)."""
         if max_batch < 1 or max_queue < 1:
             raise ValueError("max_batch and max_queue must be at least 1")
+        weights = class_weights(http_share)
         self.source = source
         self.max_batch = max_batch
         self.max_queue = max_queue
         self.batch_wait_s = batch_wait_s
         self.stats = InferenceStats()
         self.on_batch = on_batch
-        self._queue: queue.Queue[Any] = queue.Queue()
+        # the model's stage: jobs wait per key, the worker thread fills each pass fairly
+        self._jobs: FairQueue[_Job] = FairQueue(weights)
+        self._ready = threading.Condition()
         self._pending = 0  # drawings queued or running
-        self._lock = threading.Lock()
+        self._http_per_pass = max(1, math.floor(max_batch * http_share))
+        # the preparation stage: turns handed out on the event loop's thread
         self._pool = ThreadPoolExecutor(preprocess_threads, thread_name_prefix="griffon-prep")
+        self._turns: FairQueue[asyncio.Future[float]] = FairQueue(weights)
         self._slots = preprocess_threads
         self._per_key = max(1, preprocess_threads - 1)  # one key never takes every thread
+        self._http_slots = max(1, math.floor(preprocess_threads * http_share))
         self._busy = 0
-        self._running: Counter[str] = Counter()
-        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
         self.cpu = Buckets(cpu_share, cpu_burst_s)
         self._worker: threading.Thread | None = None
         self._closed = False
+        self._stopping = False
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -129,7 +142,9 @@ class BatchInference:
         """Stop the worker after the queued work, and the thread pool."""
         self._closed = True
         if self._worker is not None:
-            self._queue.put(_STOP)
+            with self._ready:
+                self._stopping = True
+                self._ready.notify()
             await asyncio.to_thread(self._worker.join, 10.0)
             self._worker = None
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -140,9 +155,16 @@ class BatchInference:
         return self._pending
 
     # -- public API -----------------------------------------------------------------------------
-    async def probabilities(self, views: list[Any]) -> np.ndarray:
+    def check_room(self, drawings: int) -> None:
+        """Raise :class:`Overloaded` now when ``drawings`` more would not fit in the queue (a
+        request that would be refused half-way is refused before any work)."""
+        if self._pending + drawings > self.max_queue:
+            self.stats.rejected += 1
+            raise Overloaded(f"the recognizer is busy ({self._pending} drawings waiting); retry shortly")
+
+    async def probabilities(self, views: list[Any], key: str = "") -> np.ndarray:
         """Probabilities ``(n, classes)`` for prepared drawings (``model.Views``), batched with
-        other callers.
+        other callers; ``key`` names whose turn it is (its class: :func:`service.scheduler.work_class`).
 
         Raises :class:`Overloaded` when accepting them would exceed ``max_queue`` drawings.
         """
@@ -151,7 +173,10 @@ class BatchInference:
         views = list(views)
         if not views:
             raise ValueError("expected at least one prepared drawing")
-        with self._lock:
+        loop = asyncio.get_running_loop()
+        job = _Job(views, loop.create_future(), loop)
+        cls = work_class(key)
+        with self._ready:
             if self._pending + len(views) > self.max_queue:
                 self.stats.rejected += 1
                 raise Overloaded(
@@ -159,10 +184,15 @@ class BatchInference:
                 )
             self._pending += len(views)
             self.stats.requests += 1
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future = loop.create_future()
-        self._queue.put(_Job(views, future, loop))
-        return await future
+            self._jobs.push(cls, key, job)
+            self._ready.notify()
+        try:
+            return await job.future
+        except asyncio.CancelledError:
+            with self._ready:
+                if self._jobs.remove(cls, key, job):
+                    self._pending -= len(views)
+            raise
 
     async def recognize(self, prepare: Callable[..., Any], *args: Any, key: str = "") -> np.ndarray | None:
         """Prepare drawings in the fair pool, then classify them in the shared batch.
@@ -175,11 +205,12 @@ class BatchInference:
         if views is None:
             return None
         if isinstance(views, list):
-            return await self.probabilities(views)
-        return (await self.probabilities([views]))[0]
+            return await self.probabilities(views, key=key)
+        return (await self.probabilities([views], key=key))[0]
 
     async def run_cpu(self, fn: Callable[..., T], *args: Any, key: str = "") -> T:
-        """Run CPU-bound preprocessing (``prepare``, ``stage``...) in the thread pool.
+        """Run CPU-bound preprocessing (``prepare``, ``stage``...) in the thread pool, when it is
+        ``key``'s turn.
 
         ``key`` names whose budget pays; raises :class:`RateLimited` when that key is in debt.
         """
@@ -190,91 +221,103 @@ class BatchInference:
             wait = budget.retry_after(0.0)
             raise RateLimited(f"too much drawing work from this client; retry in {wait:.1f} s",
                               retry_after=wait)
-        await self._acquire(key)
-        started = [0.0]
+        cls = work_class(key)
+        estimate = await self._turn(cls, key)
+        spent = [0.0]
 
         def timed() -> T:
-            started[0] = time.thread_time()
+            started = time.thread_time()
             try:
                 return fn(*args)
             finally:
-                budget.charge(time.thread_time() - started[0])
+                spent[0] = time.thread_time() - started
+                budget.charge(spent[0])
 
         loop = asyncio.get_running_loop()
         job = self._pool.submit(timed)
-        job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._release, key))
+        job.add_done_callback(
+            lambda _: loop.call_soon_threadsafe(self._release, cls, key, estimate, spent)
+        )
         return await asyncio.wrap_future(job)
 
-    async def _acquire(self, key: str) -> None:
-        if self._busy < self._slots and not self._waiting and self._running[key] < self._per_key:
-            self._take(key)
-            return
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(key, deque()).append(turn)
+    # -- the preparation stage's turns (on the event loop's thread) -----------------------------
+    async def _turn(self, cls: str, key: str) -> float:
+        """Wait for a thread for ``key``; returns the cost it was charged in advance."""
+        turn: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._turns.push(cls, key, turn)
+        self._dispatch()
         try:
-            await turn
+            return await turn
         except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():
-                self._release(key)  # the slot was handed over just as the caller left
+            if turn.done() and not turn.cancelled():  # the thread was handed over as the caller left
+                self._release(cls, key, turn.result(), [turn.result()])
             else:
-                self._discard(key, turn)
+                self._turns.remove(cls, key, turn)
             raise
 
-    def _take(self, key: str) -> None:
-        self._busy += 1
-        self._running[key] += 1
+    def _may_prepare(self, cls: str, flow: Flow[Any]) -> bool:
+        if flow.running >= self._per_key:
+            return False
+        return cls != HTTP or self._turns.running[HTTP] < self._http_slots
 
-    def _discard(self, key: str, turn: asyncio.Future[None]) -> None:
-        waiters = self._waiting.get(key)
-        if waiters is not None and turn in waiters:
-            waiters.remove(turn)
-            if not waiters:
-                del self._waiting[key]
-
-    def _release(self, key: str) -> None:
-        """A slot is free: hand it to the next key in turn (round robin) that may take one more."""
-        self._busy -= 1
-        self._running[key] -= 1
-        if self._running[key] <= 0:
-            del self._running[key]
+    def _dispatch(self) -> None:
+        """Hand free threads to the next keys in fair order."""
         while self._busy < self._slots:
-            chosen = next((k for k in self._waiting if self._running[k] < self._per_key), None)
+            chosen = self._turns.pop(self._may_prepare)
             if chosen is None:
                 return
-            waiters = self._waiting.pop(chosen)
-            turn = waiters.popleft()
-            if waiters:
-                self._waiting[chosen] = waiters  # back of the line
-            if not turn.done():
-                self._take(chosen)
-                turn.set_result(None)
+            cls, key, turn = chosen
+            flow = self._turns.flow(cls, key)
+            estimate = flow.estimate or DEFAULT_PREP_S
+            self._turns.charge(cls, key, estimate)
+            self._busy += 1
+            turn.set_result(estimate)
 
-    # -- worker ---------------------------------------------------------------------------------
-    def _gather(self, first: _Job) -> tuple[list[_Job], bool]:
-        """The first job plus whatever else arrives within ``batch_wait_s``, up to ``max_batch``."""
-        jobs, size, stop = [first], len(first.views), False
-        deadline = time.monotonic() + self.batch_wait_s
-        while size < self.max_batch:
-            timeout = deadline - time.monotonic()
-            try:
-                item = self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is _STOP:
-                stop = True
-                break
-            jobs.append(item)
-            size += len(item.views)
-        return jobs, stop
+    def _release(self, cls: str, key: str, estimate: float, spent: list[float]) -> None:
+        """A preparation is over: correct its charge, free its thread, hand out the next turns."""
+        self._turns.charge(cls, key, spent[0] - estimate)
+        flow = self._turns.flow(cls, key)
+        flow.estimate = spent[0] if not flow.estimate else 0.5 * flow.estimate + 0.5 * spent[0]
+        self._turns.finish(cls, key)
+        self._busy -= 1
+        self._dispatch()
+
+    # -- the model's stage (the worker thread) --------------------------------------------------
+    def _gather(self) -> list[_Job] | None:
+        """The next forward pass's jobs, in fair order (None: stop). Waits for a first job, then
+        ``batch_wait_s`` for others, up to ``max_batch`` drawings (``http_share`` of them from the
+        HTTP class)."""
+        with self._ready:
+            while not len(self._jobs):
+                if self._stopping:
+                    return None
+                self._ready.wait()
+        if self.batch_wait_s > 0:
+            time.sleep(self.batch_wait_s)
+        jobs: list[_Job] = []
+        size, http = 0, 0
+
+        def fits(cls: str, flow: Flow[_Job]) -> bool:
+            n = len(flow.items[0].views)
+            if cls == HTTP and jobs and http + n > self._http_per_pass:
+                return False
+            return not jobs or size + n <= self.max_batch
+
+        with self._ready:
+            while (chosen := self._jobs.pop(fits)) is not None:
+                cls, key, job = chosen
+                n = len(job.views)
+                self._jobs.charge(cls, key, n)
+                self._jobs.finish(cls, key)
+                jobs.append(job)
+                size += n
+                http += n if cls == HTTP else 0
+        return jobs
 
     def _run(self) -> None:
-        stop = False
-        while not stop:
-            first = self._queue.get()
-            if first is _STOP:
-                break
-            jobs, stop = self._gather(first)
-            self._classify(jobs)
+        while (jobs := self._gather()) is not None:
+            if jobs:
+                self._classify(jobs)
 
     def _classify(self, jobs: list[_Job]) -> None:
         views = [view for job in jobs for view in job.views]
@@ -295,7 +338,7 @@ class BatchInference:
         self.stats.largest_batch = max(self.stats.largest_batch, len(views))
         if self.on_batch is not None:
             self.on_batch(len(views))
-        with self._lock:
+        with self._ready:
             self._pending -= len(views)
         offset = 0
         for job in jobs:

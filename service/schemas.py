@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from model.strokes import MAX_POINTS, MAX_STROKES, DrawingError
 from service.settings import Settings
 
-Number = Annotated[float, Field(allow_inf_nan=False)]
+Number = Annotated[float, Field(allow_inf_nan=False, strict=True)]  # a JSON number: not "5", not true
 Coordinates = Annotated[list[Number], Field(max_length=MAX_POINTS)]
 StrokeJSON = Annotated[list[Coordinates], Field(min_length=2, max_length=3)]
 Drawing = Annotated[list[StrokeJSON], Field(min_length=1, max_length=MAX_STROKES)]
@@ -36,11 +36,12 @@ class GuessRequest(_Strict):
     """One drawing in Quick, Draw! stroke format, ``[[x...], [y...](, [t...])]`` per stroke."""
 
     drawing: Drawing
-    top_k: int = Field(default=5, ge=1, le=345)
+    top_k: int = Field(default=5, ge=1, le=345, strict=True)
     candidates: list[Text] | None = Field(
         default=None,
+        min_length=1,
         max_length=345,
-        description="restrict guesses to these words (category keys or French words)",
+        description="restrict guesses to these words (category keys or French words); omit for all",
     )
 
 
@@ -48,8 +49,8 @@ class BatchRequest(_Strict):
     """Many drawings guessed with the same ``top_k`` and candidates."""
 
     drawings: list[Drawing] = Field(min_length=1, max_length=512)
-    top_k: int = Field(default=5, ge=1, le=345)
-    candidates: list[Text] | None = Field(default=None, max_length=345)
+    top_k: int = Field(default=5, ge=1, le=345, strict=True)
+    candidates: list[Text] | None = Field(default=None, min_length=1, max_length=345)
 
 
 class GuessOut(BaseModel):

@@ -116,6 +116,19 @@ class Settings(BaseModel):
     preprocess_threads: int = Field(
         default=2, ge=1, le=64, description="threads that turn drawings into images (about one per core)"
     )
+    http_share: float = Field(
+        default=0.25, gt=0, lt=1,
+        description="share of the recognizer that all anonymous HTTP guess clients together get while "
+        "tables or bot rooms wait for it (service/scheduler.py)",
+    )
+    table_loop_share: float = Field(
+        default=0.25, gt=0, le=1,
+        description="seconds of the event loop per second one table may take (its frames, its AI players); "
+        "beyond, they wait (a whole Pictomania table with 5 AI players holds about 0.1 core in all)",
+    )
+    table_loop_burst_s: float = Field(
+        default=2.0, gt=0, le=60, description="seconds of the event loop one table may take at once"
+    )
     # -- capacity: the share of a core each table or room holds (bench.bench_capacity) ----------
     # Each share is 1.6 cores (0.8 of 2) over what 2 workers held at stroke-ack p99 < 100 ms on a quiet
     # 2-core host (python -m bench.bench_capacity --workers 2; docs/BENCHMARKS.md): 16 Pictomania tables

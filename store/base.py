@@ -133,7 +133,9 @@ class DrawingRecord:
 
     ``strokes`` are ``[[x...], [y...], [t...]]`` (``t`` in ms from the drawing's first point);
     ``conditions`` say how it was drawn (``{"style": "lines" | "free", "timer_s": 30, ...}``);
-    ``recognized``: whether the word was found. Nothing about the person is kept.
+    ``recognized``: whether the word was found; ``owner_hash``: the hash of the withdrawal key the
+    person's page holds (`Store.withdraw_drawings` deletes every drawing given under it). Nothing
+    about the person is kept.
     """
 
     word: str
@@ -143,6 +145,7 @@ class DrawingRecord:
     recognized: bool = False
     key_id: str = ""
     created_at: float = 0.0
+    owner_hash: str = ""  # the SHA-256 of the giver's withdrawal key (`hash_token`); "" for none
 
 
 @dataclass(frozen=True)
@@ -387,6 +390,11 @@ class Store(ABC):
     def add_drawing(self, record: DrawingRecord, consent: bool, now: float | None = None) -> str:
         """Store a finished drawing the player agreed to give; returns its ``key_id``.
         Without consent nothing is written (`BadRecord`)."""
+
+    @abstractmethod
+    def withdraw_drawings(self, owner_hash: str) -> int:
+        """Delete every drawing given under the withdrawal key whose hash is ``owner_hash``;
+        returns how many were deleted."""
 
     @abstractmethod
     def iter_drawings(self, word: str | None = None, batch: int = 500,
@@ -742,13 +750,23 @@ class SqlStore(Store):
         key_id = record.key_id or new_key_id()
         _check_id(key_id, "key_id")
         now = time.time() if now is None else now
+        owner = record.owner_hash or None
+        if owner is not None and not re.fullmatch(r"[0-9a-f]{64}", owner):
+            raise BadRecord("owner_hash must be a SHA-256 in hexadecimal (store.hash_token)")
         with self.lock, self.write():
             self.run(
                 "INSERT INTO drawings (key_id, word, game, conditions, strokes, recognized, consent, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)",
-                (key_id, word, record.game, conditions, strokes, int(bool(record.recognized)), now),
+                "created_at, owner_hash) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                (key_id, word, record.game, conditions, strokes, int(bool(record.recognized)), now, owner),
             )
         return key_id
+
+    def withdraw_drawings(self, owner_hash: str) -> int:
+        if not owner_hash:
+            return 0
+        return self._delete_batches(
+            "DELETE FROM drawings WHERE key_id IN (SELECT key_id FROM drawings WHERE owner_hash = ? LIMIT ?)",
+            (owner_hash,), PRUNE_BATCH)
 
     def iter_drawings(self, word: str | None = None, batch: int = 500,
                       skip_games: Sequence[str] = ()) -> Iterator[DrawingRecord]:

@@ -96,9 +96,13 @@ def test_one_key_never_holds_every_preprocessing_thread() -> None:
 
     async def scenario() -> None:
         pool = BatchInference(object(), preprocess_threads=2)
-        await asyncio.gather(*(pool.run_cpu(job, key="a") for _ in range(5)))
+        await asyncio.gather(*(pool.run_cpu(job, key="game:a") for _ in range(5)))
         assert most[0] == 1  # the second thread stays free for other clients
-        await asyncio.gather(*(pool.run_cpu(together, key=k) for k in "ab"))  # two clients: both threads work
+        most[0] = 0
+        await asyncio.gather(*(pool.run_cpu(job, key=f"10.0.0.{i}") for i in range(5)))
+        assert most[0] == 1  # anonymous HTTP clients, many addresses: one thread between them all
+        # two tables: both threads work
+        await asyncio.gather(*(pool.run_cpu(together, key=k) for k in ("game:a", "bot:b")))
         await pool.aclose()
 
     asyncio.run(scenario())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError
 
 from service.frames import FrameError, load_json
 
@@ -147,7 +147,7 @@ class RoundEnd(_Frame):
 
     type: Literal["round_end"]
     answer: Annotated[str, Field(max_length=200)] | None = None
-    drawing_consent: bool = False
+    drawing_consent: StrictBool = False  # JSON true only: "yes" or 1 is not consent
 
 
 class Ping(_Frame):

@@ -157,7 +157,7 @@ class Journal:
             t = round((at - start) * 1000.0, 1)
             raw.append([[float(p[0]) for p in points], [float(p[1]) for p in points], [t] * len(points)])
         self.drawings.add_drawing(DrawingRecord(word=word, game=self.kind, strokes=raw, conditions=conditions,
-                                         recognized=recognized))
+                                         recognized=recognized, owner_hash=self.setup.get("owner") or ""))
 
 
 def result(state: Any) -> dict[str, Any]:

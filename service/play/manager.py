@@ -6,7 +6,8 @@ created per client; a game nobody has moved in for
 ``settings.idle_expiry_s`` (or that no socket joined within ``game_idle_timeout_s``) is closed by a
 sweeper task. `serve_socket` runs one WebSocket: it sends the game's frames and turns each
 incoming frame into a move (bounded size, rate-limited, guesses at a human pace, NaN, deep nesting
-and lone surrogates refused); anything wrong gets a typed error frame and the socket stays open.
+and lone surrogates refused; a table whose frames took more than ``table_loop_share`` of the event
+loop waits before its next one is read); anything wrong gets a typed error frame and the socket stays open.
 A socket silent for ``game_idle_timeout_s`` is closed (4408; the page pings every 20 s), one that
 does not read its frames is closed with 1013 (the page reconnects); 4410 means the game is over.
 
@@ -131,6 +132,21 @@ class GameManager:
         if self.drawings is not None:  # shared: the app closes it; the drawings so far are written
             await asyncio.to_thread(self.drawings.flush)
 
+    async def withdraw(self, withdraw_key: str) -> int:
+        """The person takes their consent back: the games they play keep no more drawings, and
+        every drawing given under ``withdraw_key`` is deleted (those still queued too); returns
+        how many were deleted."""
+        owner = hash_token(withdraw_key)
+        for session in self.games.values():
+            journal = session.journal
+            if journal is not None and journal.setup.get("owner") == owner:
+                journal.learn = False
+        if self.store is None:
+            return 0
+        if self.drawings is not None:
+            await asyncio.to_thread(self.drawings.flush)  # the ones queued are written, then deleted
+        return await asyncio.to_thread(self.store.withdraw_drawings, owner)
+
     def create(
         self,
         game: Literal["kontour", "pictomania"],
@@ -140,25 +156,27 @@ class GameManager:
         seed: int | None = None,
         client: str = "?",
         learn: bool = False,
+        withdraw_key: str | None = None,
     ) -> GameSession:
         """A new game against `opponents` AI players for `client` (`learn`: the person agreed
-        that their drawings be kept).
+        that their drawings be kept; `withdraw_key`: the key their page holds to withdraw them,
+        only its hash is kept: `withdraw`).
 
         Raises `TooManyGames` (every slot taken), `RateLimited` (the client's budget),
         `service.errors.Unavailable` (``server_busy``: the CPU budget is held by open tables and rooms),
         `DeckSetupError`, `store.StoreError` (the database refused the new game). The database
         write runs here, on the caller's thread: the service calls `open_game`."""
-        session, setup, replaced = self._deal(game, opponents, level, name, seed, client, learn)
+        session, setup, replaced = self._deal(game, opponents, level, name, seed, client, learn, withdraw_key)
         if self.store is not None:
             self.store.create_game(session.id, game, setup, hash_token(session.token))
         return self._open(session, replaced, client, opponents, level)
 
     async def open_game(
         self, game: Literal["kontour", "pictomania"], opponents: int, level: str, name: str,
-        seed: int | None = None, client: str = "?", learn: bool = False,
+        seed: int | None = None, client: str = "?", learn: bool = False, withdraw_key: str | None = None,
     ) -> GameSession:
         """`create`, the database write in a thread (the event loop and the other tables go on)."""
-        session, setup, replaced = self._deal(game, opponents, level, name, seed, client, learn)
+        session, setup, replaced = self._deal(game, opponents, level, name, seed, client, learn, withdraw_key)
         if self.store is not None:
             token_hash = hash_token(session.token)
             await asyncio.to_thread(self.store.create_game, session.id, game, setup, token_hash)
@@ -168,6 +186,7 @@ class GameManager:
 
     def _deal(
         self, game: str, opponents: int, level: str, name: str, seed: int | None, client: str, learn: bool,
+        withdraw_key: str | None = None,
     ) -> tuple[GameSession, dict[str, Any], str | None]:
         """A new game's session and setup, not stored nor started; and the game it replaces."""
         if len(self.games) >= self.settings.max_sessions:
@@ -183,6 +202,8 @@ class GameManager:
         game_id, token = self.new_id(), secrets.token_urlsafe(18)
         deal = self._kontour_setup if game == "kontour" else self._pictomania_setup
         setup = deal(names, seed) | {"level": level, "learn": learn}
+        if learn and withdraw_key:
+            setup["owner"] = hash_token(withdraw_key)
         return self._build(game_id, game, setup, token), setup, replaced
 
     def _open(self, session: GameSession, replaced: str | None, client: str, opponents: int,
@@ -221,6 +242,8 @@ class GameManager:
     def _add(self, session: GameSession) -> None:
         self.games[session.id] = session
         self.guesses[session.id] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
+        settings = self.settings
+        session.loop_budget = RateLimit(settings.table_loop_share, settings.table_loop_burst_s)
 
     def _build(self, game_id: str, kind: str, setup: dict[str, Any], token: str) -> GameSession:
         """The session of a game from its setup (the same code for a new and a resumed game)."""
@@ -500,7 +523,10 @@ async def _send_loop(
             else:
                 await websocket.close(CLOSE_EXPIRED, "game closed")
             return
-        await websocket.send_json(frame)
+        started = time.perf_counter()
+        text = json.dumps(frame, separators=(",", ":"), ensure_ascii=False)  # the table's loop time too
+        await session.take_turn(time.perf_counter() - started)
+        await websocket.send_text(text)
 
 
 def _reply(
@@ -545,7 +571,9 @@ async def serve_socket(websocket: WebSocket, session: GameSession, manager: Game
             text = message.get("text")
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
+            started = time.perf_counter()
             reply = _reply(session, text, settings, limit, manager.guesses.get(session.id), spend)
+            await session.take_turn(time.perf_counter() - started)
             if reply is not None:
                 await queue.put(reply)  # a client that does not read is slowed down, not buffered
     except (WebSocketDisconnect, RuntimeError):

@@ -7,17 +7,18 @@ shared model). The game logic lives in `service.games_*`; the routes only transl
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, WebSocket
 from fastapi.responses import FileResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.requests import HTTPConnection
 
 from games.ai import level_names
-from service.errors import NotFound, ServiceError, Unavailable
+from service.errors import STORE_DOWN, NotFound, ServiceError, Unavailable
 from service.frames import error_frame
 from service.play.manager import (
     CLOSE_BAD_TOKEN,
@@ -35,10 +36,15 @@ from service.shared import ClientDep, Shared, client_of
 from service.workers import relay
 from store import StoreError
 
+log = logging.getLogger("griffon.play")
+
 STATIC = Path(__file__).parent.parent / "static"
 MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
 MAX_STATIC_NAME = 100
 router = APIRouter()
+
+
+WithdrawKey = Annotated[str, Field(min_length=16, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
 
 
 class NewGame(BaseModel):
@@ -51,8 +57,26 @@ class NewGame(BaseModel):
     level: Literal["easy", "normal", "hard"] = "normal"
     name: str = Field(default="Vous", min_length=1, max_length=24, pattern=r"^[^<>&\"]+$")
     seed: int | None = Field(default=None, ge=0, le=2**31, description="same seed, same deal")
-    learn: bool = Field(default=False, description="the person agrees that their finished drawings be "
-                        "kept (word, strokes, game conditions; nothing about them) to train the model")
+    learn: StrictBool = Field(default=False, description="the person agrees that their finished drawings "
+                              "be kept (word, strokes, game conditions; nothing about them) to train the "
+                              "model: JSON true only")
+    withdraw_key: WithdrawKey | None = Field(
+        default=None, description="a secret the page keeps (16-128 URL-safe characters): "
+        "POST /v1/drawings/withdraw with it deletes the drawings given with it (only its hash is stored)")
+
+
+class Withdrawal(BaseModel):
+    """Take back the consent: delete the drawings given with this withdrawal key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: WithdrawKey
+
+
+class Withdrawn(BaseModel):
+    """How many drawings were deleted."""
+
+    deleted: int
 
 
 class GameCreated(BaseModel):
@@ -135,9 +159,12 @@ async def static(name: str) -> FileResponse:
 
 
 @router.get("/v1/play/options", tags=["solo games"])
-async def play_options() -> dict[str, Any]:
-    """What a new game accepts: AI opponents per game (from the rules files) and the AI levels."""
-    return {"opponents": accepted_opponents(), "levels": level_names()}
+async def play_options(games: GamesDep) -> dict[str, Any]:
+    """What a new game accepts: AI opponents per game (from the rules files) and the AI levels; how
+    many days given drawings are kept (``GRIFFON_RETAIN_DRAWINGS_DAYS``; 0: until withdrawn)."""
+    retention = getattr(games.store, "retention", None)
+    kept = retention.drawings_days if retention is not None else 0.0
+    return {"opponents": accepted_opponents(), "levels": level_names(), "drawings_kept_days": kept}
 
 
 @router.post("/v1/play", response_model=GameCreated, status_code=201, tags=["solo games"])
@@ -151,16 +178,24 @@ async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCre
                            f"got {body.opponents}", code="invalid_request")
     try:
         game = await games.open_game(body.game, body.opponents, body.level, body.name, body.seed,
-                                     client=client, learn=body.learn)
+                                     client=client, learn=body.learn,
+                                     withdraw_key=body.withdraw_key)
     except TooManyGames as error:
         raise Unavailable(str(error), code="too_many_games", retry_after=30) from None
     except DeckSetupError as error:
         raise Unavailable(str(error), code="no_deck") from None
-    except StoreError as error:
-        raise Unavailable(f"the game could not be stored: {error}", code="database_unavailable",
-                          retry_after=30) from None
+    except StoreError as error:  # the details (a file path, a host) go to the server log only
+        log.warning("a new game could not be stored: %s", error)
+        raise Unavailable(STORE_DOWN, code="database_unavailable", retry_after=30) from None
     ws = f"/v1/play/{game.id}?token={game.token}"
     return GameCreated(game_id=game.id, token=game.token, player=HUMAN, game=body.game, ws=ws)
+
+
+@router.post("/v1/drawings/withdraw", response_model=Withdrawn, tags=["solo games"])
+async def withdraw_drawings(body: Withdrawal, games: GamesDep) -> Withdrawn:
+    """Withdraw the consent to keep drawings: every drawing given with this key is deleted, and the
+    games in progress with it keep no more (the key travels in the body, never in a URL)."""
+    return Withdrawn(deleted=await games.withdraw(body.key))
 
 
 @router.websocket("/v1/play/{game_id}")

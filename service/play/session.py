@@ -52,6 +52,7 @@ from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
 from service.metrics import Metrics
 from service.play.settings import PlaySettings
 from service.play.words import Words
+from service.ratelimit import RateLimit
 from store import hash_token, token_matches
 
 log = logging.getLogger("griffon.play")
@@ -181,6 +182,7 @@ class GameSession:
         self.pauses = 0  # how many times the table paused
         self.lost = False  # the database refused a move for good: the game is being closed
         self.on_lost: Callable[[GameSession], None] | None = None  # the manager closes a game not storable
+        self.loop_budget: RateLimit | None = None  # set by the manager: this table's share of the loop
 
     def check_token(self, token: str) -> bool:
         """Whether `token` is this game's player token (constant-time comparison)."""
@@ -209,10 +211,25 @@ class GameSession:
             _offer(queue, None)
 
     async def run(self) -> None:
-        """The driver: `tick` every `tick_s`."""
+        """The driver: `tick` every `tick_s` (later while the table is over its share of the event
+        loop: `take_turn`)."""
         while True:
             await asyncio.sleep(self.play.tick_s)
+            started = time.perf_counter()
             self.tick()
+            await self.take_turn(time.perf_counter() - started)
+
+    async def take_turn(self, spent: float) -> None:
+        """Charge ``spent`` seconds of the event loop to this table (the wall time of a synchronous
+        section: what the other tables waited); when it took more than its share
+        (``table_loop_share`` seconds a second), wait until the debt is paid: its own frames and AI
+        players slow down, the other tables' do not."""
+        budget = self.loop_budget
+        if budget is None:
+            return
+        budget.charge(spent)
+        if not budget.allow(0.0):
+            await asyncio.sleep(budget.retry_after(0.0))
 
     def tick(self) -> None:
         """One period of the driver: the timers and the AI decisions due now (none while the

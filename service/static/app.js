@@ -17,6 +17,10 @@ const LIMITS = "griffon.opponents";
 // server cannot be asked: the rules' defaults.
 const FIRST_VISIT_OPPONENTS = { kontour: { min: 1, max: 5 }, pictomania: { min: 2, max: 5 } };
 const NAME_REFUSED = /[<>&"]/; // the server refuses these characters in a name
+// The withdrawal key: a secret made by this browser the first time the person gives their drawings,
+// sent with each game they give them in (the server keeps only its hash); with it, "Retirer mon
+// accord" deletes every drawing given from this browser (POST /v1/drawings/withdraw).
+const WITHDRAW_KEY = "griffon.cle-retrait";
 const rules = new RulesPanel();
 
 function saved() {
@@ -225,6 +229,7 @@ async function create(event) {
     name: String(form.get("name")).trim() || "Vous",
     learn: form.get("learn") === "on", // the consent switch: off unless ticked
   };
+  if (body.learn) body.withdraw_key = withdrawKey(true);
   if (NAME_REFUSED.test(body.name)) {
     showSetup("Votre nom ne peut pas contenir les caractères < > & \".");
     return;
@@ -293,14 +298,62 @@ async function loadOptions() {
     const response = await fetch("/v1/play/options");
     if (!response.ok) return;
     const options = await response.json();
+    keptFor(options.drawings_kept_days);
     localStorage.setItem(LIMITS, JSON.stringify(options.opponents));
     fitOpponents();
   } catch { /* offline or storage off: keep the last known limits */ }
 }
 
+// How long the server keeps given drawings (GRIFFON_RETAIN_DRAWINGS_DAYS; 0: until withdrawn).
+function keptFor(days) {
+  if (typeof days !== "number" || days <= 0) return; // the page's own sentence says so already
+  const shown = Number.isInteger(days) ? String(days) : days.toFixed(1).replace(".", ",");
+  $("kept-for").textContent = `Ils sont gardés ${shown} jour${days >= 2 ? "s" : ""} au plus, ` +
+    "moins si vous les retirez avant.";
+}
+
+// This browser's withdrawal key (made when `make` and there is none yet); null without one.
+function withdrawKey(make) {
+  let key = null;
+  try { key = localStorage.getItem(WITHDRAW_KEY); } catch { /* storage off */ }
+  if (!key && make) {
+    const bytes = crypto.getRandomValues(new Uint8Array(24));
+    key = btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    try { localStorage.setItem(WITHDRAW_KEY, key); } catch { /* kept for this game only */ }
+    $("withdraw").hidden = false;
+  }
+  return key;
+}
+
+async function withdraw() {
+  const key = withdrawKey(false);
+  if (!key) return;
+  if (!confirm("Retirer votre accord et supprimer tous les dessins donnés depuis ce navigateur ?")) return;
+  $("withdraw").disabled = true;
+  try {
+    const response = await fetch("/v1/drawings/withdraw", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ key }),
+    });
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(String(response.status));
+    $("learn").checked = false;
+    const n = data.deleted;
+    toast(n === 0 ? "Accord retiré : aucun dessin n'était gardé."
+      : `Accord retiré : ${n} dessin${n > 1 ? "s" : ""} supprimé${n > 1 ? "s" : ""}.`);
+  } catch {
+    toast("Impossible de supprimer vos dessins pour l'instant : réessayez dans un moment.", "error");
+  } finally {
+    $("withdraw").disabled = false;
+  }
+}
+
 $("new-game").addEventListener("submit", create);
 $("new-game").addEventListener("change", (e) => { if (e.target.name === "game") fitOpponents(); });
 $("rules-open").addEventListener("click", () => rules.open(currentGame()));
+$("withdraw").addEventListener("click", withdraw);
+$("withdraw").hidden = !withdrawKey(false);
 fitOpponents();
 $("resume").addEventListener("click", () => { const g = saved(); if (g) play(g); });
 
