@@ -5,6 +5,7 @@ tests/test_browser_rooms.py."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,61 @@ def test_rooms_are_bounded_and_refusals_say_why(app) -> None:
     room = manager(app).rooms.lobbies[codes[0]]
     room.last_activity -= manager(app).play.lobby_expiry_s + 1
     assert manager(app).rooms.sweep() == [codes[0]]
+
+
+def test_a_kontour_room_survives_a_restart_and_an_ai_draws_for_a_person_away(tmp_path: Path) -> None:
+    """The room's game in SQLite: its seats and their tokens come back after a restart (the code
+    too); the friend, away past the grace period, has their turn drawn by an AI."""
+    from service.play.session import ManualClock
+    from service.play.settings import PlaySettings
+    from service.settings import Settings
+    from store import open_store
+    from tests.test_service_persistence import kontour_human_turn, play_a_while, uniform
+
+    def manager_on(store) -> GameManager:
+        return GameManager(Settings(), PlaySettings(room_grace_s=5), lambda key: uniform, frozenset(), store,
+                           clock=ManualClock())
+
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'rooms.db'}")
+        first = manager_on(store)
+        room, host_token = first.rooms.create("kontour", "Ana", "normal", 0, client="c")
+        seat, friend_token = first.rooms.join(room, "Léa")
+        first.rooms.request(room, HUMAN, {"type": "add_ai"})
+        session = first.rooms.request(room, HUMAN, {"type": "start"})
+        assert session is not None and session.driver is not None
+        session.driver.cancel()  # the test drives the game
+        assert first.rooms.started == {room.code: session.id} and not first.rooms.lobbies
+        assert session.seat_of(friend_token) == seat == "ami1" and session.seat_of(host_token) == HUMAN
+        ana, lea = session.attach(HUMAN), session.attach(seat)
+        play_a_while(session, 30, kontour_human_turn(session))  # the host's turn runs out
+        def drawer() -> str:
+            state = session.state
+            return state.turn.drawer if state.turn is not None else state.drawer
+
+        assert drawer() == seat  # the friend draws next
+        session.detach(lea)  # ...but has gone
+        play_a_while(session, 2, [])
+        assert session.presence()[seat] == "away" and session.state.phase == "draw"
+        play_a_while(session, 10, [])  # the grace period runs out: an AI draws in the friend's seat
+        session.check_people()
+        play_a_while(session, 15, [])
+        assert session.presence()[seat] == "ai"
+        logged = store.load_game(session.id).moves
+        by_friend = [m.move["kind"] for m in logged if m.move.get("player") == seat]
+        assert by_friend[:2] == ["draw_card", "choose_word"] and "stroke" in by_friend  # the AI drew for her
+        moves = session.moves
+        session.detach(ana)
+        await first.aclose()
+
+        second = manager_on(store)
+        assert second.resume() == (1, 0)
+        back = second.get(session.id)
+        assert back.moves == moves and back.people == [HUMAN, seat]
+        assert back.seat_of(friend_token) == seat and back.seat_of(host_token) == HUMAN
+        assert second.rooms.started == {room.code: session.id}
+        assert back.frame([], seat)["you"] == seat
+        await second.aclose()
+        store.close()
+
+    asyncio.run(run())
