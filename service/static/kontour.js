@@ -165,9 +165,11 @@ export class KontourView {
     let content = null;
     if (st.phase === "draw" && st.history.length) {
       const last = st.history[st.history.length - 1];
-      content = [el("p", { class: "small" }, "Le mot était"),
+      const who = last.drawer === me ? "Vous n'avez" : `${this.name(last.drawer)} n'a`;
+      content = [...(last.word ? [el("p", { class: "small" }, "Le mot était"),
         el("h2", { class: last.color || "" }, this.fr(last.word)),
-        el("p", {}, this.foundBy(last, me)),
+        el("p", {}, this.foundBy(last, me))]
+        : [el("h2", { class: "no-word" }, "Temps écoulé"), el("p", {}, `${who} pas choisi de mot à temps.`)]),
         el("p", { class: "small" }, drawer === me ? "À vous !" : `Au tour de ${this.name(drawer)}.`)];
     }
     this.overlay.hidden = !content;
@@ -195,7 +197,7 @@ export class KontourView {
       el("td", { class: t.color || "" }, t.word ? this.fr(t.word) : "—"),
       el("td", {}, t.finders.map((p) => (p === me ? "vous" : this.name(p))).join(", ") || "personne")));
     this.final.replaceChildren(el("div", { class: "results-box", "data-testid": "game-over" },
-      last ? el("div", { class: "last-word" }, this.lastDrawing.length ? mini : null, el("div", {},
+      last && last.word ? el("div", { class: "last-word" }, this.lastDrawing.length ? mini : null, el("div", {},
         el("p", { class: "small" }, "Le dernier mot était"),
         el("h2", { class: `word ${last.color || ""}`, "data-testid": "last-word" }, this.fr(last.word)),
         el("p", {}, this.foundBy(last, me)))) : null,
