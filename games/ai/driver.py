@@ -323,6 +323,9 @@ class KontourDriver:
 # Pictomania
 
 
+BET_PAUSE_S = (0.4, 1.2)  # seconds between two AI bets: players who read one drawing do not all bet at once
+
+
 class PictomaniaDriver:
     """The AI players of a Pictomania game: each draws its word and bets on the others' drawings.
 
@@ -356,6 +359,8 @@ class PictomaniaDriver:
         self.candidates: tuple[str, ...] = ()
         self.round_number = 0
         self.scored_at: float | None = None
+        self.quiet_until = 0.0  # no AI bets before this: one bet, then a pause (never two at once)
+        self.pauses = seeded(seed, "bet pauses")
         self._new_round(state, state.round.started_at)
 
     def _new_round(self, state: PictomaniaState, now: float) -> None:
@@ -437,10 +442,11 @@ class PictomaniaDriver:
             if st.phase != "playing" or p in st.round.done:
                 continue
             states = self._opponents(st, p, now)
-            commit = self.brains[p].decide(now, states)
+            commit = self.brains[p].decide(now, states) if now >= self.quiet_until else None
             own_done = self.drawn[p] >= len(self.plans[p])
             if commit is not None:
                 table.apply(PlaceGuess(player=p, target=commit.opponent, number=commit.number))
+                self.quiet_until = now + self.pauses.uniform(*BET_PAUSE_S)
                 if not own_done:  # one hand: the drawing waits while it bets
                     self.delay[p] += self.level.pictomania_guesser.bet_s
             if not own_done or table.state.phase != "playing" or not self.brains[p].finished(now, states):
