@@ -7,9 +7,11 @@ from __future__ import annotations
 import re
 
 from tests.test_browser_play import (  # noqa: F401 - fixtures are found by name
+    LANDSCAPE,
     PORTRAIT,
     browser,
     drag,
+    in_view,
     ms,
     page,
     pytestmark,
@@ -42,6 +44,9 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     expect(tools).to_have_attribute("data-strokes", "2")
     page.click("#undo")
     expect(tools).to_have_attribute("data-strokes", "1")
+    page.click("#clear")  # « Effacer » asks first: nothing is cleared on one tap
+    expect(page.locator("#clear")).to_have_text("Effacer tout ?")
+    expect(tools).to_have_attribute("data-strokes", "1")
     page.click("#clear")
     expect(tools).to_have_attribute("data-strokes", "0")
     expect(page.locator("#undo")).to_be_disabled()
@@ -68,6 +73,11 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     expect(page.locator(".my-bets")).to_contain_text("3 sur Plume")
     expect(page.locator(".results-box tbody tr")).to_have_count(3)
     shot(page, "pictomania-results")
+    page.set_viewport_size(LANDSCAPE)  # a phone on its side: the recap and its button without scrolling
+    in_view(page, ".results-box .recap-item canvas.mini")
+    in_view(page, "#next-round")
+    shot(page, "pictomania-results-landscape")
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.click("#next-round")
     expect(page.locator(".status")).to_have_text("Manche 2 / 2")
     page.click("#done")  # the round ends when the AIs have taken the other bonus tokens

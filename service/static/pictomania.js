@@ -13,6 +13,8 @@ const SHAPES = [ // one symbol per card slot, drawn in a 20x20 box
   ["polygon", { points: "10,1 12.6,7.4 19.5,7.6 14,11.9 16,18.6 10,14.6 4,18.6 6,11.9 0.5,7.6 7.4,7.4" }],
   ["polygon", { points: "7,2 13,2 13,7 18,7 18,13 13,13 13,18 7,18 7,13 2,13 2,7 7,7" }],
 ];
+const SIDEWAYS_PHONE = window.matchMedia("(max-height: 500px) and (orientation: landscape)");
+const CONFIRM_MS = 3000; // « Effacer tout ? » waits this long for the second tap
 const SYMBOL_NAMES = ["rond", "carré", "triangle", "losange", "étoile", "croix"];
 
 function signed(n) {
@@ -42,6 +44,7 @@ export class PictomaniaView {
     this.timer = new Countdown();
     this.minis = new Map();
     this.roundNumber = null;
+    this.clearAsked = -Infinity; // when « Effacer » was tapped once (it asks before clearing)
     this.shownRecap = null;  // which recap the results screen shows (its key)
     this.title = el("div", { class: "status" });
     this.secret = el("div", { class: "secret", "data-testid": "secret" });
@@ -69,9 +72,17 @@ export class PictomaniaView {
     root.replaceChildren(this.layout);
     this.board = new Board(canvas, { mode: "free", width: 3, onStroke: (points) => this.send({ kind: "stroke", points }) });
     this.ticker = setInterval(() => this.tickClock(), 200);
+    this.turned = () => { // turned on its side during the recap: fold the points
+      const details = this.overlay.querySelector(".score-details");
+      if (details && SIDEWAYS_PHONE.matches) details.open = false;
+    };
+    SIDEWAYS_PHONE.addEventListener("change", this.turned);
   }
 
-  close() { clearInterval(this.ticker); }
+  close() {
+    clearInterval(this.ticker);
+    SIDEWAYS_PHONE.removeEventListener("change", this.turned);
+  }
 
   name(p) { return p === this.frame.you ? "Vous" : (this.frame.names[p] || p); }
   fr(key) { return (key && this.frame.fr[key]) || key || "?"; }
@@ -140,10 +151,29 @@ export class PictomaniaView {
     this.tools.replaceChildren(
       once({ id: "undo", class: "tool", disabled: off, title: "annuler le dernier trait" },
         () => this.send({ kind: "undo" }), "Annuler"),
-      once({ id: "clear", class: "tool", disabled: off, title: "effacer tout le dessin" },
-        () => this.send({ kind: "clear" }), "Effacer"));
+      this.clearButton(off));
     this.tools.hidden = !playing || done;
     this.tools.dataset.strokes = String(strokes);
+  }
+
+  // « Effacer » asks first: a first tap turns it into « Effacer tout ? », a second one within
+  // CONFIRM_MS clears the drawing (there is no way back); otherwise it turns back.
+  clearButton(off) {
+    const asking = performance.now() - this.clearAsked < CONFIRM_MS;
+    const button = el("button", { id: "clear", class: `tool${asking ? " confirm" : ""}`, disabled: off,
+      title: "effacer tout le dessin", onclick: (event) => {
+        if (event.detail > 1) return;
+        if (performance.now() - this.clearAsked < CONFIRM_MS) {
+          this.clearAsked = -Infinity;
+          button.disabled = true;
+          this.send({ kind: "clear" });
+          return;
+        }
+        this.clearAsked = performance.now();
+        button.replaceWith(this.clearButton(off));
+        setTimeout(() => { if (this.frame) this.render(); }, CONFIRM_MS + 50);
+      } }, asking ? "Effacer tout ?" : "Effacer");
+    return button;
   }
 
   renderControls(rnd, playing, done) {
@@ -159,8 +189,8 @@ export class PictomaniaView {
 
   renderCards(rnd, secret) {
     const cards = rnd.cards.map((card, i) => el("div", { class: "card" },
-      el("div", { class: "card-head" }, symbol(i), el("span", {}, SYMBOL_NAMES[i] || ""),
-        card.theme ? el("span", { class: "theme" }, `· ${card.theme}`) : ""),
+      el("div", { class: "card-head", title: SYMBOL_NAMES[i] || "" }, symbol(i),
+        el("span", { class: "theme" }, card.theme || SYMBOL_NAMES[i] || "")),
       el("ol", {}, ...card.words.map((w, n) => el("li", {
         class: secret && secret.symbol === i && secret.number === n + 1 ? "mine" : "", title: this.fr(w),
       }, el("b", {}, n + 1), " ", this.fr(w))))));
@@ -306,7 +336,8 @@ export class PictomaniaView {
         el("td", { class: "score" }, signed(result.score[p])),
         withTotal ? el("td", { class: "score" }, number(st.totals[p])) : null);
     });
-    return el("details", { class: "score-details", open: withTotal || null },
+    const open = withTotal && !SIDEWAYS_PHONE.matches; // a phone on its side: the drawings first, the points a tap away
+    return el("details", { class: "score-details", open: open || null },
       el("summary", {}, "Le détail des points"),
       el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)));
   }
