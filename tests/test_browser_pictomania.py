@@ -99,5 +99,13 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     expect(recap.locator(".recap-item canvas.mini")).to_have_count(3)
     page.set_viewport_size(PORTRAIT)
     shot(page, "pictomania-end-phone")
-    page.get_by_role("button", name="Nouvelle partie").click()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.click("#rematch")  # « Rejouer »: the same settings, a new game
+    expect(page.locator(".status")).to_have_text("Manche 1 / 2")
+    expect(page.locator(".opponent")).to_have_count(2)
+    page.click("#quit")  # « Quitter » asks first
+    expect(page.locator("#quit")).to_have_text("Quitter la partie ?")
+    expect(page.locator(".status")).to_be_visible()
+    page.click("#quit")
     expect(page.locator("#setup")).to_be_visible()
+    expect(page.locator("#quit")).to_be_hidden()

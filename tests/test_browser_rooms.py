@@ -97,7 +97,11 @@ def test_kontour_two_people_and_an_ai_to_the_end_with_a_reload(host, friend, ser
     expect(host.locator(".winners")).to_have_text("Vous gagnez la partie !")
     expect(friend.locator(".winners")).to_contain_text("Ana")
     expect(friend.locator(".ranking li.me")).to_contain_text("1 point")
+    expect(friend.locator("#rematch")).to_have_count(0)  # « Rejouer » is for solo games
     shot(friend, "room-kontour-end-friend")
+    friend.get_by_role("button", name="Nouvelle partie").click()
+    expect(friend.locator("#setup")).to_be_visible()
+    assert friend.evaluate("localStorage.getItem('griffon.rooms')") == "{}"  # the room's token is forgotten
 
 
 def test_pictomania_two_people_and_an_ai_two_rounds_with_a_reload(host, friend, server) -> None:

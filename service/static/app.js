@@ -8,7 +8,9 @@ import { RulesPanel } from "./rules.js";
 import { LobbyView, joinForm, lobbyError } from "./lobby.js";
 
 const STORE = "griffon.game";
-const ROOMS = "griffon.rooms"; // room code -> this browser's seat token in it
+const ROOMS = "griffon.rooms";
+const LAST = "griffon.last"; // the last solo game's settings (« Rejouer »)
+const NAME = "griffon.name"; // the name last typed, offered again (setup form, a room's link) // room code -> this browser's seat token in it
 const ROOM_PATH = /^\/r\/([A-Za-z]{4})\/?$/;
 const GONE = new Set([4403, 4404, 4410]); // bad token, unknown game, game closed: do not retry
 const SYNC_RETRY_MS = 2000; // a sync unanswered this long (dropped by the rate limit) is sent again
@@ -176,6 +178,7 @@ let view = null;
 
 function showSetup(message) {
   closeLobby();
+  $("quit").hidden = true;
   if (connection) connection.close();
   connection = null;
   if (view) view.close();
@@ -212,8 +215,17 @@ function presence(frame) {
   }
 }
 
+// « Rejouer » at the end of a solo game: the same settings, a new deal (none for a room's game).
+function rematch(game) {
+  if (game.code) return null;
+  let last = null;
+  try { last = JSON.parse(localStorage.getItem(LAST) || "null"); } catch { /* storage off */ }
+  return last ? () => { forget(); showSetup(); startSolo(last); } : null;
+}
+
 function play(game) {
   remember(game);
+  $("quit").hidden = false;
   seatsShown = null;
   $("setup").hidden = true;
   const root = $("game");
@@ -229,7 +241,7 @@ function play(game) {
         if (!view || view.kind !== frame.game) {
           const View = frame.game === "kontour" ? KontourView : PictomaniaView;
           if (view) view.close();
-          view = new View(root, (move) => connection.move(move), () => { forget(); showSetup(); });
+          view = new View(root, (move) => connection.move(move), () => { forget(); showSetup(); }, rematch(game));
         }
         if (frame.type === "state" && frame.seats) seatsShown = frame.seats;
         view.update(frame);
@@ -320,6 +332,7 @@ function openLobby(code, name) {
 
 function enterRoom(code) {
   code = code.toUpperCase();
+  $("quit").hidden = false;
   $("setup").hidden = true;
   $("game").hidden = false;
   if (roomTokens()[code]) openLobby(code);
@@ -328,7 +341,12 @@ function enterRoom(code) {
 
 async function createRoom() {
   const form = new FormData($("new-game"));
-  const name = String(form.get("name")).trim() || "Hôte";
+  const name = String(form.get("name")).trim();
+  if (!name) {
+    showSetup("Choisissez un nom : vos amis le verront.");
+    $("new-game").elements.name.focus();
+    return;
+  }
   if (NAME_REFUSED.test(name)) {
     showSetup("Votre nom ne peut pas contenir les caractères < > & \".");
     return;
@@ -370,6 +388,12 @@ async function create(event) {
   }
   const seed = new URLSearchParams(location.search).get("seed"); // ?seed=N: the same deal again
   if (seed !== null && /^\d{1,10}$/.test(seed)) body.seed = Number(seed);
+  try { localStorage.setItem(LAST, JSON.stringify({ ...body, seed: undefined })); } catch { /* storage off */ }
+  await startSolo(body);
+}
+
+// A solo game of `body` (the setup form's, or the last one again: « Rejouer »).
+async function startSolo(body) {
   $("start").disabled = true;
   try {
     const response = await fetch("/v1/play", {
@@ -442,6 +466,31 @@ $("rules-open").addEventListener("click", () => rules.open(currentGame()));
 fitOpponents();
 $("resume").addEventListener("click", () => { const g = saved(); if (g) play(g); });
 $("with-friends").addEventListener("click", createRoom);
+// « Quitter » asks first (« Quitter la partie ? »), then leaves the game or the room for the setup
+// form; a room's seat is played by an AI once its grace period is over.
+let quitAsked = -Infinity;
+$("quit").addEventListener("click", () => {
+  const button = $("quit");
+  if (performance.now() - quitAsked < 3000) {
+    quitAsked = -Infinity;
+    button.textContent = "Quitter";
+    const game = saved();
+    if (lobby) { lobby.ws.send(JSON.stringify({ type: "leave" })); }
+    if (game && game.code) forgetRoom(game.code);
+    const code = location.pathname.match(ROOM_PATH);
+    if (code) forgetRoom(code[1].toUpperCase());
+    forget();
+    showSetup();
+    return;
+  }
+  quitAsked = performance.now();
+  button.textContent = "Quitter la partie ?";
+  setTimeout(() => { if (performance.now() - quitAsked >= 3000) button.textContent = "Quitter"; }, 3050);
+});
+try { $("new-game").elements.name.value = localStorage.getItem(NAME) || ""; } catch { /* storage off */ }
+$("new-game").addEventListener("change", (e) => {
+  if (e.target.name === "name") try { localStorage.setItem(NAME, e.target.value.trim()); } catch { /* storage off */ }
+});
 
 const params = new URLSearchParams(location.search);
 const roomPath = location.pathname.match(ROOM_PATH);

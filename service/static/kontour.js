@@ -10,10 +10,11 @@ const FINE_POINTER = window.matchMedia("(pointer: fine)");
 const autoFocus = () => FINE_POINTER.matches || window.innerWidth >= 700;
 
 export class KontourView {
-  constructor(root, send, leave) {
+  constructor(root, send, leave, rematch = null) {
     this.kind = "kontour";
     this.send = send;
     this.leave = leave;
+    this.rematch = rematch;
     this.timer = new Countdown();
     this.gestures = new Map(); // guess text -> gesture, this turn
     this.turnNumber = null;
@@ -48,7 +49,8 @@ export class KontourView {
 
   close() { clearInterval(this.ticker); }
 
-  name(p) { return this.frame.names[p] || p; }
+  // « Vous » for this browser's seat everywhere (a sentence uses « vous »), the others by name.
+  name(p) { return p === this.frame.you ? "Vous" : (this.frame.names[p] || p); }
   fr(key) { return (key && this.frame.fr[key]) || key || "?"; }
 
   update(frame) {
@@ -208,7 +210,9 @@ export class KontourView {
       el("details", { class: "turns" }, el("summary", {}, `Tous les tours (${st.history.length})`),
         el("table", {}, el("thead", {}, el("tr", {}, ...["Tour", "Dessinateur", "Mot", "Trouvé par"]
           .map((t) => el("th", {}, t)))), el("tbody", {}, ...turns))),
-      el("button", { class: "primary", onclick: () => this.leave() }, "Nouvelle partie")));
+      el("div", { class: "end-actions" },
+        this.rematch ? el("button", { class: "primary", id: "rematch", onclick: () => this.rematch() }, "Rejouer") : null,
+        el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie"))));
     if (last && this.lastDrawing.length) new Board(mini, { mode: "view", width: 5 }).setLines(this.lastDrawing, false);
   }
 

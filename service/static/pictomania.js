@@ -37,10 +37,11 @@ function symbol(i) {
 }
 
 export class PictomaniaView {
-  constructor(root, send, leave) {
+  constructor(root, send, leave, rematch = null) {
     this.kind = "pictomania";
     this.send = send;
     this.leave = leave;
+    this.rematch = rematch;
     this.timer = new Countdown();
     this.minis = new Map();
     this.roundNumber = null;
@@ -261,7 +262,9 @@ export class PictomaniaView {
     }
     parts.push(this.myBets(shown, st, me), this.recap(shown, st, me), this.table(shown, st, me, !over));
     parts.push(over
-      ? el("button", { class: "primary", onclick: () => this.leave() }, "Nouvelle partie")
+      ? el("div", { class: "end-actions" },
+        this.rematch ? el("button", { class: "primary", id: "rematch", onclick: () => this.rematch() }, "Rejouer") : null,
+        el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie"))
       : once({ class: "primary", id: "next-round" }, () => this.send({ kind: "next_round" }), "Manche suivante"));
     this.overlay.replaceChildren(el("div", { class: "results-box", "data-testid": "results" }, ...parts));
   }
