@@ -6,6 +6,7 @@ import { KontourView } from "./kontour.js";
 import { PictomaniaView } from "./pictomania.js";
 import { RulesPanel } from "./rules.js";
 import { LobbyView, joinForm, lobbyError } from "./lobby.js";
+import { isMuted, setMuted } from "./sound.js";
 
 const STORE = "griffon.game";
 const ROOMS = "griffon.rooms";
@@ -466,6 +467,15 @@ $("rules-open").addEventListener("click", () => rules.open(currentGame()));
 fitOpponents();
 $("resume").addEventListener("click", () => { const g = saved(); if (g) play(g); });
 $("with-friends").addEventListener("click", createRoom);
+function showSound() {
+  const on = !isMuted();
+  $("sound").replaceChildren(el("span", { class: "note", "aria-hidden": "true" }, "♪"),
+    el("span", { class: "label" }, on ? " Son" : " Son coupé"));
+  $("sound").setAttribute("aria-pressed", String(on));
+  $("sound").title = on ? "couper le son" : "remettre le son";
+}
+$("sound").addEventListener("click", () => { setMuted(!isMuted()); showSound(); });
+showSound();
 // « Quitter » asks first (« Quitter la partie ? »), then leaves the game or the room for the setup
 // form; a room's seat is played by an AI once its grace period is over.
 let quitAsked = -Infinity;

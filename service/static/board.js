@@ -247,3 +247,71 @@ function pathLength(points) {
   }
   return total;
 }
+
+// Draw `lines` again on a view board one stroke after another, `stepMs` apart (the recap's
+// « Revoir »); the canvas's data-shown says how many strokes are on it.
+export function replay(board, lines, stepMs = 300) {
+  clearTimeout(board.replaying);
+  let shown = 0;
+  const step = () => {
+    board.setLines(lines.slice(0, shown), true);
+    board.canvas.dataset.shown = String(shown);
+    if (shown < lines.length) {
+      shown += 1;
+      board.replaying = setTimeout(step, shown === 1 ? stepMs / 2 : stepMs);
+    }
+  };
+  step();
+}
+
+// A picture of drawings side by side, each under its caption (the recap's shared image): a PNG
+// data URL. `items`: [{title, caption, lines}] with lines as polylines on the 0-255 canvas.
+export function recapPicture(heading, items, size = 220) {
+  const pad = 16, head = 44, foot = 56;
+  const canvas = document.createElement("canvas");
+  canvas.width = pad + items.length * (size + pad);
+  canvas.height = head + size + foot;
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#fbf8f1";
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.fillStyle = "#1f2937";
+  ctx.font = "bold 20px sans-serif";
+  ctx.fillText(heading, pad, 29);
+  items.forEach((item, i) => {
+    const x = pad + i * (size + pad), y = head;
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(x, y, size, size);
+    ctx.strokeStyle = "#e5e0d5";
+    ctx.lineWidth = 1;
+    ctx.strokeRect(x + 0.5, y + 0.5, size - 1, size - 1);
+    ctx.strokeStyle = "#1f2937";
+    ctx.lineWidth = 3;
+    ctx.lineCap = "round";
+    ctx.lineJoin = "round";
+    const k = size / SIZE;
+    for (const line of item.lines) {
+      const points = Array.isArray(line) ? line : [[line.x0, line.y0], [line.x1, line.y1]];
+      ctx.beginPath();
+      points.forEach(([px, py], j) => (j ? ctx.lineTo(x + px * k, y + py * k) : ctx.moveTo(x + px * k, y + py * k)));
+      if (points.length === 1) ctx.lineTo(x + points[0][0] * k + 0.5, y + points[0][1] * k);
+      ctx.stroke();
+    }
+    ctx.fillStyle = "#1f2937";
+    ctx.font = "bold 15px sans-serif";
+    ctx.fillText(item.title, x, y + size + 22, size);
+    ctx.fillStyle = "#6b7280";
+    ctx.font = "14px sans-serif";
+    ctx.fillText(item.caption, x, y + size + 42, size);
+  });
+  return canvas.toDataURL("image/png");
+}
+
+// Offer a data URL as a file download.
+export function download(url, filename) {
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = filename;
+  document.body.append(link);
+  link.click();
+  link.remove();
+}

@@ -2,7 +2,8 @@
 // players guess aloud, or guesses the AI's drawing by typing, with its « proche » / « hors sujet ».
 
 import { el, toast, once, Countdown, seconds, plural, winnersText, listing } from "./ui.js";
-import { Board } from "./board.js";
+import { Board, replay } from "./board.js";
+import { play } from "./sound.js";
 
 const GESTURE_TEXT = { proche: "proche !", hors_sujet: "hors sujet" };
 // Focus the guess box when guessing starts, except on a phone: its keyboard would hide the drawing.
@@ -100,8 +101,12 @@ export class KontourView {
       if (e.drawer !== me) toast(`${this.name(e.drawer)} : « ${GESTURE_TEXT[e.gesture] || e.gesture} »`);
     } else if (e.kind === "points_scored" && e.player === me) {
       toast(`+${plural(e.points, "point")} pour vous !`, "good");
+      play("found");
     } else if (e.kind === "guess_made" && e.player === me && !e.accepted) {
       toast(`« ${e.text} » : non`, "error");
+      play("wrong");
+    } else if (e.kind === "game_ended") {
+      play("end");
     } else if (e.kind === "tiebreak_started") {
       toast("Égalité ! Tour décisif.", "good");
     } else if (e.kind === "stroke_added" && e.merged_into !== null && e.drawer === me) {
@@ -127,6 +132,9 @@ export class KontourView {
     const turn = this.frame.state.turn;
     const left = turn ? this.timer.left() : 0;
     this.clock.textContent = turn ? seconds(left) : "";
+    const whole = Math.ceil(left);
+    if (turn && this.frame.state.phase === "drawing" && whole <= 5 && whole > 0 && whole !== this.ticked) play("tick");
+    this.ticked = whole;
     this.clock.classList.toggle("urgent", turn && left < 6);
     this.bar.firstChild.style.width = `${turn ? this.timer.share() * 100 : 0}%`;
   }
@@ -213,7 +221,13 @@ export class KontourView {
       el("div", { class: "end-actions" },
         this.rematch ? el("button", { class: "primary", id: "rematch", onclick: () => this.rematch() }, "Rejouer") : null,
         el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie"))));
-    if (last && this.lastDrawing.length) new Board(mini, { mode: "view", width: 5 }).setLines(this.lastDrawing, false);
+    if (last && this.lastDrawing.length) {
+      const board = new Board(mini, { mode: "view", width: 5 });
+      const lines = this.lastDrawing;
+      board.setLines(lines, false);
+      mini.title = "revoir ce dessin trait par trait";
+      mini.addEventListener("click", () => replay(board, lines));
+    }
   }
 
   renderScores(st, drawer) {

@@ -2,7 +2,8 @@
 // cards on the others' drawings at the same time; bonus tokens for finishing; 5 scored rounds.
 
 import { el, toast, once, Countdown, seconds, plural, winnersText } from "./ui.js";
-import { Board } from "./board.js";
+import { Board, replay, recapPicture, download } from "./board.js";
+import { play } from "./sound.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const SHAPES = [ // one symbol per card slot, drawn in a 20x20 box
@@ -128,6 +129,10 @@ export class PictomaniaView {
   event(e, me) {
     if (e.kind === "bonus_taken" && e.player !== me) toast(`${this.name(e.player)} a fini (jeton ${e.value}).`);
     if (e.kind === "round_started" && e.number > 1) toast(`Manche ${e.number} !`, "good");
+    if (e.kind === "round_scored") { // a bet of mine that was right: found; else the round's end
+      const right = Object.values(e.result.outcomes).some((list) => list.some((o) => o.guesser === me && o.correct));
+      play(right ? "found" : "end");
+    }
   }
 
   error() {
@@ -140,6 +145,9 @@ export class PictomaniaView {
     const playing = this.frame.state.phase === "playing";
     const left = this.timer.left();
     this.clock.textContent = playing ? seconds(left) : "";
+    const whole = Math.ceil(left);
+    if (playing && whole <= 5 && whole > 0 && whole !== this.ticked) play("tick");
+    this.ticked = whole;
     this.clock.classList.toggle("urgent", playing && left < 15);
     this.bar.firstChild.style.width = `${playing ? this.timer.share() * 100 : 0}%`;
   }
@@ -302,13 +310,19 @@ export class PictomaniaView {
   // Every drawing of a round with its word and the bets placed on it, in order. The drawings
   // come with the round's result from the server (a reload or another device shows them too).
   recap(result, st, me) {
+    const boards = [];
     const items = st.players.map((p) => {
       const secret = result.secrets[p];
       const outcomes = result.outcomes[p];
       let canvas = null;
       if (result.drawings) {
-        canvas = el("canvas", { class: "mini" });
-        new Board(canvas, { mode: "view", width: 4 }).setLines(result.drawings[p] || [], false);
+        canvas = el("canvas", { class: "mini", title: "revoir ce dessin trait par trait" });
+        const board = new Board(canvas, { mode: "view", width: 4 });
+        const lines = result.drawings[p] || [];
+        board.setLines(lines, false);
+        canvas.dataset.shown = String(lines.length);
+        canvas.addEventListener("click", () => replay(board, lines));
+        boards.push([board, lines]);
       }
       return el("div", { class: `recap-item${p === me ? " me" : ""}`, "data-player": p },
         el("div", { class: "recap-head" }, el("b", {}, this.name(p)),
@@ -320,7 +334,24 @@ export class PictomaniaView {
           class: `outcome ${o.correct ? "right" : "wrong"}`, "data-guesser": o.guesser,
         }, `${this.name(o.guesser)} : ${o.number} `, o.correct ? `✓ +${o.token}` : "✗")) : [el("li", { class: "small" }, "aucune mise")])));
     });
-    return el("div", { class: "recap", "data-testid": "recap" }, ...items);
+    const tools = result.drawings ? el("div", { class: "recap-tools" },
+      el("button", { type: "button", id: "replay", onclick: () => boards.forEach(([b, lines]) => replay(b, lines)) },
+        "▶ Revoir les dessins"),
+      el("button", { type: "button", id: "picture", onclick: () => this.savePicture(result, st) },
+        "Enregistrer l'image")) : null;
+    return el("div", { class: "recap-block" }, tools,
+      el("div", { class: "recap", "data-testid": "recap" }, ...items));
+  }
+
+  // The round's drawings with their names and words as one PNG, downloaded (to share).
+  savePicture(result, st) {
+    const items = st.players.map((p) => ({
+      title: this.frame.names[p] || p,
+      caption: `${result.secrets[p].number} · ${this.fr(result.words[p])}`,
+      lines: (result.drawings && result.drawings[p]) || [],
+    }));
+    download(recapPicture(`Griffon · Pictomania · manche ${result.number}`, items),
+      `griffon-pictomania-manche-${result.number}.png`);
   }
 
   table(result, st, me, withTotal) {
