@@ -197,3 +197,15 @@ def test_a_kontour_room_survives_a_restart_and_an_ai_draws_for_a_person_away(tmp
         store.close()
 
     asyncio.run(run())
+
+
+def test_a_flood_of_lobby_frames_is_cut_with_one_error() -> None:
+    """The lobby socket's rate limit (the game socket's settings): frames past it are dropped, the
+    socket told once per flood (a clock that never moves: the bucket never refills)."""
+    from service.play.rooms import _within
+    from service.ratelimit import RateLimit
+
+    limit = RateLimit(rate=1.0, burst=2, clock=lambda: 0.0)
+    queue: asyncio.Queue = asyncio.Queue(16)
+    assert [_within(limit, queue) for _ in range(5)] == [True, True, False, False, False]
+    assert queue.qsize() == 1 and queue.get_nowait()["code"] == "rate_limited"

@@ -30,6 +30,7 @@ from games.pictomania import PictomaniaConfig
 from service.errors import RateLimited
 from service.frames import FrameError, error_frame, load_json
 from service.play.session import HUMAN, GameSession
+from service.ratelimit import RateLimit
 from store import hash_token, token_matches
 
 if TYPE_CHECKING:
@@ -293,9 +294,11 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
         await websocket.send_json(error_frame("unknown_room", gone))
         await websocket.close(CLOSE_ROOM_GONE, "unknown room")
         return
+    settings = rooms.manager.settings
+    limit = RateLimit(settings.max_message_rate, settings.max_message_burst)  # as on a game's socket
     seat = room.seat_of(token) if token else None
     if seat is None:
-        seat = await _join(websocket, rooms, room)
+        seat = await _join(websocket, rooms, room, limit)
         if seat is None:
             return
     queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(LOBBY_QUEUE)
@@ -307,6 +310,8 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
             message = await asyncio.wait_for(websocket.receive(), rooms.manager.settings.game_idle_timeout_s)
             if message["type"] == "websocket.disconnect":
                 break
+            if not _within(limit, queue):
+                continue
             try:
                 rooms.touch(room)
                 rooms.request(room, seat, read_lobby_frame(message.get("text") or ""))
@@ -328,7 +333,18 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
         sender.cancel()
 
 
-async def _join(websocket: WebSocket, rooms: Rooms, room: Room) -> str | None:
+def _within(limit: RateLimit, queue: asyncio.Queue[dict[str, Any] | None]) -> bool:
+    """Whether a frame is within the socket's rate; past it, one error per flood, frames dropped."""
+    if limit.allow():
+        limit.warned = False
+        return True
+    if not limit.warned:
+        limit.warned = True
+        _offer(queue, error_frame("rate_limited", "too many lobby frames: slow down"))
+    return False
+
+
+async def _join(websocket: WebSocket, rooms: Rooms, room: Room, limit: RateLimit) -> str | None:
     """Wait for the newcomer's ``join`` frame; their seat, or None when the socket is let go."""
     while True:
         try:
@@ -338,6 +354,8 @@ async def _join(websocket: WebSocket, rooms: Rooms, room: Room) -> str | None:
             return None
         if message["type"] == "websocket.disconnect":
             return None
+        if not limit.allow():
+            continue  # a flood of joins: dropped
         try:
             frame = read_lobby_frame(message.get("text") or "")
             if frame["type"] != "join":
