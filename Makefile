@@ -17,6 +17,7 @@ WORKERS ?= 4
 .PHONY: setup run test lint bench train eval system-deps
 
 $(STAMP): pyproject.toml
+	@echo "griffon: setting up $(VENV) with Griffon and its libraries (first run only, a few minutes)..."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)

@@ -404,6 +404,7 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
         if cfg.words_per_card != 7:
             raise BadSetup("real Pictomania cards list 7 words a side")
         used: set[int] = set()
+        seen: set[tuple[str, ...]] = set()  # the sides laid so far: a card back is flipped
         tables = []
         for r, level in enumerate(cfg.levels_per_round, start=1):
             of_level = [c for c in deck if c.level == level]
@@ -416,7 +417,8 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
                     continue
                 try:
                     pool = fresh + shown[:extra]
-                    sides = deal_table(level, rng(seed, "table", r), n=cfg.cards_per_round, cards=pool)
+                    sides = deal_table(level, rng(seed, "table", r), n=cfg.cards_per_round, cards=pool,
+                                       seen=seen)
                     break
                 except DeckError:
                     continue
@@ -426,6 +428,7 @@ class PictomaniaRules(RulesBase[PictomaniaState]):
                     f"for round {r} ({len(of_level)} cards of that level)"
                 )
             used |= {c.id for c in of_level for s in sides if s in c.sides}
+            seen |= {tuple(s.words) for s in sides}
             tables.append(tuple(PictoCard(level=s.level, words=s.words, theme=s.theme) for s in sides))
         return tables
 

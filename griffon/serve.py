@@ -57,10 +57,13 @@ def serve(
     from store import StoreError
 
     raise_file_limit()
+    show_progress()
     try:
         settings = Settings.from_env()
         PlaySettings.from_env()  # a bad GRIFFON_PLAY_* value stops here too
         count = workers or usable_cores()
+        typer.echo(f"griffon: starting on http://{host}:{port} ({count} worker"
+                   f"{'s' if count > 1 else ''}); open it in a browser once 'griffon: ready' shows")
         if count == 1:
             uvicorn.Server(uvicorn_config(settings, host, port, log_level)).run()
         else:
@@ -72,6 +75,18 @@ def serve(
         # loads), a corrupt / unreachable database: its message, no traceback
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
+
+
+def show_progress() -> None:
+    """Print the start's steps (the ``griffon.start`` logger: loading the model, compiling its
+    kernels, ready) on stderr (each worker of ``--workers N`` calls it too)."""
+    logger = logging.getLogger("griffon.start")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("griffon: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
 
 
 def raise_file_limit() -> int:

@@ -95,9 +95,10 @@ def main() -> None:
 
     import uvicorn
 
-    from griffon.serve import raise_file_limit, uvicorn_config
+    from griffon.serve import raise_file_limit, show_progress, uvicorn_config
     from service.settings import Settings
 
+    show_progress()
     parser = argparse.ArgumentParser(description="one worker of `griffon serve --workers N`")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args()

@@ -76,6 +76,7 @@ from store.background import shared_writer
 from store.transcripts import TranscriptArchive
 
 log = logging.getLogger("griffon.service")
+progress = logging.getLogger("griffon.start")  # the start's steps: `griffon serve` prints them
 HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'{sockets}; object-src 'none'; base-uri 'none'; form-action 'self'; "
@@ -317,9 +318,15 @@ def load_shared(settings: Settings) -> dict[str, Any]:
     from model import Guesser
     from vocab import load_vocabulary, warm_up
 
+    started = time.perf_counter()
+    progress.info("loading the model and preparing its drawing kernels (compiled once on a fresh "
+                  "install, about 10 s; read from numba's cache afterwards)...")
     guesser = Guesser.load(settings.model)
+    progress.info("model ready (%.1f s); loading the French vocabulary and its matcher...",
+                  time.perf_counter() - started)
     vocabulary = load_vocabulary()
     warm_up()
+    progress.info("ready (%.1f s since the start of loading)", time.perf_counter() - started)
     return {"guesser": guesser, "vocabulary": vocabulary}
 
 

@@ -162,7 +162,7 @@ class Settings(BaseModel):
         default=90.0, gt=0, description="seconds of silence after which a game's socket is closed"
     )
     max_game_sockets: int = Field(
-        default=4, ge=1, le=64, description="sockets open at once on one solo game"
+        default=4, ge=1, le=64, description="sockets open at once on one seat of a game"
     )
     guess_rate: float = Field(
         default=1.0, gt=0, description="typed guesses per second a person may make in a game"

@@ -257,3 +257,30 @@ def test_the_driver_rereads_a_drawing_after_an_undo_and_forgets_it_after_a_clear
     assert [look for look in table.driver.looks() if look.subject == "joueur"] == []
     assert np.allclose(table.driver.brains[ai].marginals(31.0)["joueur"], blank)
     assert not table.driver.drawing_done(table.state, "joueur", 32.0)  # a clear is drawing too
+
+
+def test_the_ai_players_never_bet_at_the_same_instant() -> None:
+    """Three AI players reading the same drawings bet one after another, a pause between two bets
+    (`BET_PAUSE_S`), never together in one tick."""
+    from games.ai.driver import BET_PAUSE_S
+    from games.pictomania import PictoStroke
+    from tests.test_ai_pacing import Decoder, PersonTable
+
+    table = PersonTable("hard")
+    times: list[float] = []
+    table.now = 0.5
+    table.apply(PictoStroke(player="joueur", points=((30.0, 30.0), (200.0, 30.0), (200.0, 200.0))))
+
+    def placed() -> int:
+        return sum(len(stack) for stack in table.state.round.stacks.values())
+
+    while table.state.phase == "playing" and table.now < 200:
+        table.now = round(table.now + 0.1, 6)
+        before = placed()
+        table.driver.step(table, table.now)
+        times.extend(table.now for _ in range(placed() - before))
+        for look in table.driver.looks():
+            table.driver.seen(look, Decoder().probabilities(look.drawing, look.candidates), table.now)
+    assert len(times) >= 3  # the AIs did bet
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= BET_PAUSE_S[0] - 1e-6, gaps

@@ -5,11 +5,16 @@ Fixtures and helpers: tests/test_browser_play.py."""
 from __future__ import annotations
 
 import re
+import struct
+from pathlib import Path
 
 from tests.test_browser_play import (  # noqa: F401 - fixtures are found by name
+    LANDSCAPE,
     PORTRAIT,
+    SHOTS,
     browser,
     drag,
+    in_view,
     ms,
     page,
     pytestmark,
@@ -42,6 +47,9 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     expect(tools).to_have_attribute("data-strokes", "2")
     page.click("#undo")
     expect(tools).to_have_attribute("data-strokes", "1")
+    page.click("#clear")  # « Effacer » asks first: nothing is cleared on one tap
+    expect(page.locator("#clear")).to_have_text("Effacer tout ?")
+    expect(tools).to_have_attribute("data-strokes", "1")
     page.click("#clear")
     expect(tools).to_have_attribute("data-strokes", "0")
     expect(page.locator("#undo")).to_be_disabled()
@@ -68,6 +76,31 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     expect(page.locator(".my-bets")).to_contain_text("3 sur Plume")
     expect(page.locator(".results-box tbody tr")).to_have_count(3)
     shot(page, "pictomania-results")
+    # « Revoir les dessins » draws each one again stroke by stroke; « Enregistrer l'image » saves a PNG.
+    mine_mini = recap.locator(".recap-item[data-player=joueur] canvas.mini")
+    assert page.evaluate("() => { document.getElementById('replay').click(); return document.querySelector("
+                         "'.recap-item[data-player=joueur] canvas.mini').dataset.shown; }") == "0"
+    expect(mine_mini).to_have_attribute("data-shown", "1")
+    with page.expect_download() as downloading:
+        page.click("#picture")
+    picture = downloading.value
+    assert picture.suggested_filename == "griffon-pictomania-manche-1.png"
+    data = Path(picture.path()).read_bytes()
+    width, height = struct.unpack(">II", data[16:24])  # the PNG's IHDR
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and width == 16 + 3 * (220 + 16) and height == 44 + 220 + 56
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    picture.save_as(SHOTS / "pictomania-recap-picture.png")
+    shot(page, "pictomania-replay")
+    page.set_viewport_size(LANDSCAPE)  # a phone on its side: the recap and its button without scrolling
+    in_view(page, ".results-box .recap-item canvas.mini")
+    in_view(page, "#next-round")
+    shot(page, "pictomania-results-landscape")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    # The round's end was heard (a bet of mine right: « found », else « end »); « Son » mutes.
+    expect(page.locator("html")).to_have_attribute("data-sound", re.compile("^(found|end)$"))
+    page.click("#sound")
+    expect(page.locator("#sound")).to_have_attribute("aria-pressed", "false")
+    page.evaluate("document.documentElement.dataset.sound = 'none'")
     page.click("#next-round")
     expect(page.locator(".status")).to_have_text("Manche 2 / 2")
     page.click("#done")  # the round ends when the AIs have taken the other bonus tokens
@@ -84,10 +117,20 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
         "Vous : 3"
     )
     shot(page, "pictomania-end")
+    assert page.get_attribute("html", "data-sound") == "none"  # muted: the game's end made no sound
     page.reload()  # every round's drawings come back from the server for the summary
+    expect(page.locator("#sound")).to_have_attribute("aria-pressed", "false")  # the choice is kept
     page.get_by_role("tab", name="Manche 1").click()
     expect(recap.locator(".recap-item canvas.mini")).to_have_count(3)
     page.set_viewport_size(PORTRAIT)
     shot(page, "pictomania-end-phone")
-    page.get_by_role("button", name="Nouvelle partie").click()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.click("#rematch")  # « Rejouer »: the same settings, a new game
+    expect(page.locator(".status")).to_have_text("Manche 1 / 2")
+    expect(page.locator(".opponent")).to_have_count(2)
+    page.click("#quit")  # « Quitter » asks first
+    expect(page.locator("#quit")).to_have_text("Quitter la partie ?")
+    expect(page.locator(".status")).to_be_visible()
+    page.click("#quit")
     expect(page.locator("#setup")).to_be_visible()
+    expect(page.locator("#quit")).to_be_hidden()

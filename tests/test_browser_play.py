@@ -201,6 +201,14 @@ def test_kontour_draw_lines_see_the_ai_guess_and_resume_after_a_reload(page, ser
     expect(page.get_by_test_id("lines")).to_have_text("Traits : 6 / 15")
     drag(page, (60, 60), (62, 61))  # a dot: ignored by the page, not sent
     expect(page.get_by_test_id("lines")).to_have_text("Traits : 6 / 15")
+    # A line 6 units under the floor, parallel to it: its ends are not snapped onto the floor's, it
+    # stays a line of its own; continuing the floor is a « prolongement » that does not count.
+    drag(page, (52, 236), (198, 236))
+    expect(page.get_by_test_id("lines")).to_have_text("Traits : 7 / 15")
+    expect(page.locator("#toasts")).not_to_contain_text("Prolongement")
+    drag(page, (200, 230), (235, 230))
+    expect(page.locator("#toasts")).to_contain_text("Prolongement")
+    expect(page.get_by_test_id("lines")).to_have_text("Traits : 7 / 15")
     expect(page.get_by_test_id("timer")).to_have_text(re.compile(r"^(\d+ s|\d+:\d\d)$"))  # 42 s, 1:05
     if HAS_WEIGHTS:  # the shipped recognizer: the AI's guesses appear live in the feed
         expect(page.locator("#feed li.guess[data-player=ia1]").first).to_be_visible(timeout=ms(15))
@@ -208,7 +216,7 @@ def test_kontour_draw_lines_see_the_ai_guess_and_resume_after_a_reload(page, ser
         expect(page.locator("#feed .badge.hors_sujet").first).to_be_visible()
     shot(page, "kontour-drawing")
     page.reload()
-    expect(page.get_by_test_id("lines")).to_have_text("Traits : 6 / 15")
+    expect(page.get_by_test_id("lines")).to_have_text("Traits : 7 / 15")
     expect(page.locator(".status")).to_contain_text("Faites deviner")
     # The turn ends; the AI draws next and the person guesses by typing.
     expect(page.locator(".status")).to_contain_text("Plume dessine", timeout=ms(5) + TIMERS["turn"] * 1000)

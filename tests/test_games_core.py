@@ -203,6 +203,14 @@ def test_merge_spans_both_segments_on_the_old_line():
     assert merge(seg(0, 0, 100, 0), seg(-50, 0, 10, 0)).start == pytest.approx((-50.0, 0.0))
 
 
+def test_close_parallel_long_lines_are_two_strokes():
+    """A long line and its neighbour 6 px away over it (a ladder's sides, a road) do not merge."""
+    old = seg(20, 100, 230, 100)
+    assert not extends(old, seg(20, 106, 230, 106), GEO)
+    assert extends(old, seg(20, 103, 230, 103), GEO)  # a retrace within the line's tolerance
+    assert extends(old, seg(232, 100, 250, 101), GEO)  # continuing it still does
+
+
 def test_find_extension_returns_the_earliest_matching_segment():
     segments = [seg(0, 50, 100, 50), seg(0, 0, 100, 0), seg(200, 0, 300, 0)]
     assert find_extension(segments, seg(105, 0, 150, 0), GEO) == 1

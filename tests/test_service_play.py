@@ -299,7 +299,7 @@ def test_sockets_per_game_are_bounded(app) -> None:
         assert one.receive_json()["type"] == two.receive_json()["type"] == "state"
         with app.websocket_connect(game["ws"]) as three:
             assert three.receive_json() == {"type": "error", "code": "too_many_sockets",
-                                            "message": "a game holds at most 2 sockets"}
+                                            "message": "a game holds at most 2 sockets per player"}
             with pytest.raises(WebSocketDisconnect) as closed:
                 three.receive_json()
             assert closed.value.code == 4429

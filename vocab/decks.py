@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -188,13 +188,24 @@ def pictomania_deck() -> tuple[PictomaniaDeckCard, ...]:
     return read_pictomania_deck(DATA_DIR / "pictomania_deck.yaml", load_vocabulary())
 
 
+def _unseen_first(
+    sides: tuple[PictomaniaSide, ...], seen: Collection[tuple[str, ...]]
+) -> tuple[PictomaniaSide, ...]:
+    """The sides not shown yet, or both when each was."""
+    return tuple(s for s in sides if tuple(s.words) not in seen) or sides
+
+
 def deal_table(
     levels: int | Sequence[int],
     rng: random.Random,
     n: int = 6,
     cards: Sequence[PictomaniaDeckCard] | None = None,
+    seen: Collection[tuple[str, ...]] = (),
 ) -> list[PictomaniaSide]:
     """Lay out ``n`` card sides of the given level(s) with no word shown twice.
+
+    ``seen``: the word lists of sides already shown this game: a card coming back is laid on its
+    other side when that one was not shown (as players flip a card they have seen).
 
     ``levels`` is one level (1–4) or a collection of allowed levels. Distinct cards are drawn
     in a random order from ``rng`` and one random side of each is kept when it shares no word
@@ -208,7 +219,7 @@ def deal_table(
         raise DeckError(f"n must be ≥ 1, got {n}")
     pool = [c for c in (cards if cards is not None else pictomania_deck()) if c.level in wanted]
     rng.shuffle(pool)
-    options = [tuple(rng.sample(c.sides, 2)) for c in pool]
+    options = [_unseen_first(tuple(rng.sample(c.sides, 2)), seen) for c in pool]
     chosen: list[PictomaniaSide] = []
     budget = [20_000]  # search steps; tables are found in a few dozen
 

@@ -121,26 +121,13 @@ class KontourDriver:
         between_turns_s: float = 3.0,
         card_s: float | None = None,
     ) -> None:
-        self.rules, self.ais, self.level, self.kit = rules, list(ais), level, kit
+        self.rules, self.ais, self.level, self.kit, self.seed = rules, list(ais), level, kit, seed
         self.candidates = tuple(candidates)
         self.between_turns_s = between_turns_s
         self.card_s = level.drawer.card_s if card_s is None else card_s
-        self.guessers = {
-            p: KontourGuesser(
-                level=level.kontour_guesser,
-                rng=seeded(seed, p, "guess"),
-                to_french=kit.to_french,
-                related=kit.related,
-                turn_length=rules.config.timer_s,
-            )
-            for p in self.ais
-        }
-        used: dict[str, set[int]] = {}  # drawings met this game, shared by every AI drawer
-        self.drawers = {
-            p: AIDrawer(level.drawer, seeded(seed, p, "draw"), kit.drawings, kit.related,
-                        kit.straight_lines, rules.config.max_strokes, used)
-            for p in [*self.ais, rules.config.neutral_drawer]
-        }
+        self.guessers = {p: self._guesser(p) for p in self.ais}
+        self.used: dict[str, set[int]] = {}  # drawings met this game, shared by every AI drawer
+        self.drawers = {p: self._drawer(p) for p in [*self.ais, rules.config.neutral_drawer]}
         # the colour roll is made in `step` (never replayed): its own generator, so that the
         # drawers' (plans, gestures: made in `on_events`) advance the same live and in a replay
         self.colors = {p: seeded(seed, p, "color") for p in self.drawers}
@@ -153,6 +140,54 @@ class KontourDriver:
         self.turn_number = 0
         self.seq = 0  # looks asked this turn
         self.pending: list[Look] = []
+
+    def _guesser(self, p: str) -> KontourGuesser:
+        return KontourGuesser(
+            level=self.level.kontour_guesser,
+            rng=seeded(self.seed, p, "guess"),
+            to_french=self.kit.to_french,
+            related=self.kit.related,
+            turn_length=self.rules.config.timer_s,
+        )
+
+    def _drawer(self, p: str) -> AIDrawer:
+        kit = self.kit
+        return AIDrawer(self.level.drawer, seeded(self.seed, p, "draw"), kit.drawings, kit.related,
+                        kit.straight_lines, self.rules.config.max_strokes, self.used)
+
+    # -- a person's seat -------------------------------------------------------------------------
+    def adopt(self, p: str, state: KontourState, now: float) -> None:
+        """Play person `p`'s seat from now on (they left a room): guess the turn in progress,
+        draw their turns (a turn they had begun to draw runs out its timer)."""
+        if p in self.ais:
+            return
+        self.ais.append(p)
+        self.guessers[p], self.drawers[p] = self._guesser(p), self._drawer(p)
+        self.colors[p] = seeded(self.seed, p, "color", now)
+        turn = state.turn
+        if turn is None or state.phase == "game_over":
+            return
+        if turn.drawer == p:
+            self.plan, self.planned, self.wait_until = [], 0, None
+        elif state.phase == "drawing" and p not in turn.finders and (not state.tied or p in state.tied):
+            self.active.append(p)
+            self.guessers[p].new_turn(now, self.candidates)
+            if turn.segments:
+                self.seq += 1
+                drawing = [[[s.x0, s.x1], [s.y0, s.y1]] for s in turn.segments]
+                self.pending = [Look(turn.drawer, drawing, self.candidates, (self.turn_number, self.seq))]
+
+    def release(self, p: str, state: KontourState) -> None:
+        """Give `p`'s seat back to its person (an AI played it while they were away)."""
+        if p not in self.ais:
+            return
+        self.ais.remove(p)
+        self.guessers.pop(p, None)
+        self.drawers.pop(p, None)
+        self.colors.pop(p, None)
+        self.active = [a for a in self.active if a != p]
+        if state.turn is not None and state.turn.drawer == p:
+            self.plan, self.planned, self.gestures, self.wait_until = [], 0, [], None
 
     # -- decisions -------------------------------------------------------------------------------
     def step(self, table: Table, now: float) -> None:
@@ -288,6 +323,9 @@ class KontourDriver:
 # Pictomania
 
 
+BET_PAUSE_S = (0.4, 1.2)  # seconds between two AI bets: players who read one drawing do not all bet at once
+
+
 class PictomaniaDriver:
     """The AI players of a Pictomania game: each draws its word and bets on the others' drawings.
 
@@ -321,35 +359,68 @@ class PictomaniaDriver:
         self.candidates: tuple[str, ...] = ()
         self.round_number = 0
         self.scored_at: float | None = None
+        self.quiet_until = 0.0  # no AI bets before this: one bet, then a pause (never two at once)
+        self.pauses = seeded(seed, "bet pauses")
         self._new_round(state, state.round.started_at)
 
     def _new_round(self, state: PictomaniaState, now: float) -> None:
-        rnd, players = state.round, state.players
-        table = [list(card.words) for card in rnd.cards]
-        words = {w for card in table for w in card}
+        rnd = state.round
+        words = {w for card in rnd.cards for w in card.words}
         self.candidates = tuple(sorted(words & self.labels if self.labels is not None else words))
-        tokens = self.rules.config.tokens(len(players))
         self.round_number, self.scored_at = rnd.number, None
         self.last_stroke, self.seq, self.pending = {}, {}, {}
         self.delay = {p: 0.0 for p in self.ais}  # time spent betting while drawing
         self.ready_since: dict[str, float] = {}  # when it first had nothing left to do
         for p in self.ais:
-            key = rnd.word(p)
-            drawer = AIDrawer(self.level.drawer, seeded(self.seed, p, "draw", rnd.number),
-                              self.kit.drawings, used=self.used)
-            self.plans[p] = centered(drawer.plan(key, now)) if key and drawer.can_draw(key) else []
-            self.drawn[p] = 0
-            secret = rnd.secrets[p]
-            self.brains[p] = PictomaniaGuesser(
-                level=self.level.pictomania_guesser,
-                rng=seeded(self.seed, p, "guess", rnd.number),
-                cards=table,
-                my_symbol=secret.symbol,
-                my_number=secret.number,
-                opponents=[o for o in players if o != p],
-                tokens=tokens,
-                joint=self.joint,
-            )
+            self._seat(p, state, now, draw=True)
+
+    def _seat(self, p: str, state: PictomaniaState, now: float, draw: bool) -> None:
+        """AI player `p`'s plan (``draw``: its drawing of this round) and guesser for the round."""
+        rnd, players = state.round, state.players
+        key = rnd.word(p)
+        drawer = AIDrawer(self.level.drawer, seeded(self.seed, p, "draw", rnd.number),
+                          self.kit.drawings, used=self.used)
+        self.plans[p] = centered(drawer.plan(key, now)) if draw and key and drawer.can_draw(key) else []
+        self.drawn[p] = 0
+        self.delay[p] = 0.0
+        secret = rnd.secrets[p]
+        self.brains[p] = PictomaniaGuesser(
+            level=self.level.pictomania_guesser,
+            rng=seeded(self.seed, p, "guess", rnd.number),
+            cards=[list(card.words) for card in rnd.cards],
+            my_symbol=secret.symbol,
+            my_number=secret.number,
+            opponents=[o for o in players if o != p],
+            tokens=self.rules.config.tokens(len(players)),
+            joint=self.joint,
+        )
+
+    # -- a person's seat -------------------------------------------------------------------------
+    def adopt(self, p: str, state: PictomaniaState, now: float) -> None:
+        """Play person `p`'s seat from now on (they left a room): draw their word if their drawing
+        is still empty, bet on the others, take a token; the next rounds as any AI player."""
+        if p in self.ais:
+            return
+        self.ais.append(p)
+        rnd = state.round
+        self._seat(p, state, now, draw=not rnd.drawings.get(p))
+        for target, stack in rnd.stacks.items():
+            for card in stack:
+                if card.guesser == p:
+                    self.brains[p].committed[target] = card.number
+        if state.phase == "playing":
+            for other in state.players:
+                if other != p and rnd.drawings.get(other):
+                    self.seq[other] = self.seq.get(other, 0) + 1
+                    self.pending[other] = ((self.round_number, self.seq[other]), rnd.drawings[other])
+
+    def release(self, p: str, state: PictomaniaState) -> None:
+        """Give `p`'s seat back to its person (an AI played it while they were away)."""
+        if p not in self.ais:
+            return
+        self.ais.remove(p)
+        for table in (self.plans, self.drawn, self.brains, self.delay, self.ready_since):
+            table.pop(p, None)
 
     # -- decisions -------------------------------------------------------------------------------
     def step(self, table: Table, now: float) -> None:
@@ -371,10 +442,11 @@ class PictomaniaDriver:
             if st.phase != "playing" or p in st.round.done:
                 continue
             states = self._opponents(st, p, now)
-            commit = self.brains[p].decide(now, states)
+            commit = self.brains[p].decide(now, states) if now >= self.quiet_until else None
             own_done = self.drawn[p] >= len(self.plans[p])
             if commit is not None:
                 table.apply(PlaceGuess(player=p, target=commit.opponent, number=commit.number))
+                self.quiet_until = now + self.pauses.uniform(*BET_PAUSE_S)
                 if not own_done:  # one hand: the drawing waits while it bets
                     self.delay[p] += self.level.pictomania_guesser.bet_s
             if not own_done or table.state.phase != "playing" or not self.brains[p].finished(now, states):

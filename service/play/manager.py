@@ -43,6 +43,7 @@ from service.errors import RateLimited
 from service.frames import FrameError, error_frame, load_json
 from service.metrics import Metrics
 from service.play.journal import Journal, replay_into
+from service.play.rooms import Rooms
 from service.play.session import (
     HUMAN,
     MAX_GUESS_CHARS,
@@ -109,9 +110,10 @@ class GameManager:
         self.owners: dict[str, str] = {}  # game id -> client that created it
         self.joined: set[str] = set()  # games a socket has joined at least once
         self.created = Buckets(settings.games_per_client_hour / 3600, settings.games_per_client_hour)
-        self.guesses: dict[str, RateLimit] = {}  # game id -> the human's guess budget
+        self.guesses: dict[tuple[str, str], RateLimit] = {}  # (game id, seat) -> a person's guess budget
         self._closing: set[asyncio.Task[None]] = set()
         self.sweeper: asyncio.Task[None] | None = None
+        self.rooms = Rooms(self)  # the lobbies of rooms with friends, and the codes of those started
 
     def start(self) -> None:
         """Start the idle-game sweeper."""
@@ -166,26 +168,49 @@ class GameManager:
         `service.errors.Unavailable` (``server_busy``: the CPU budget is held by open tables and rooms),
         `DeckSetupError`, `store.StoreError` (the database refused the new game). The database
         write runs here, on the caller's thread: the service calls `open_game`."""
-        session, setup, replaced = self._deal(game, opponents, level, name, seed, client, learn, withdraw_key)
-        if self.store is not None:
-            self.store.create_game(session.id, game, setup, hash_token(session.token))
-        return self._open(session, replaced, client, opponents, level)
+        token = secrets.token_urlsafe(18)
+        session = self.open(game, self._solo_seats(name, opponents), level, seed, client, learn,
+                            host_hash=hash_token(token), withdraw_key=withdraw_key)
+        session.token = token
+        return session
 
     async def open_game(
         self, game: Literal["kontour", "pictomania"], opponents: int, level: str, name: str,
         seed: int | None = None, client: str = "?", learn: bool = False, withdraw_key: str | None = None,
     ) -> GameSession:
         """`create`, the database write in a thread (the event loop and the other tables go on)."""
-        session, setup, replaced = self._deal(game, opponents, level, name, seed, client, learn, withdraw_key)
+        token = secrets.token_urlsafe(18)
+        session, setup, replaced = self._deal(game, self._solo_seats(name, opponents), level, seed, client,
+                                              learn, hash_token(token), withdraw_key=withdraw_key)
         if self.store is not None:
-            token_hash = hash_token(session.token)
-            await asyncio.to_thread(self.store.create_game, session.id, game, setup, token_hash)
+            await asyncio.to_thread(self.store.create_game, session.id, game, setup, session.token_hash)
         if replaced is not None and replaced not in self.games:
             replaced = None  # it went meanwhile
-        return self._open(session, replaced, client, opponents, level)
+        session.token = token
+        return self._open(session, replaced, client)
+
+    def open(
+        self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
+        host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
+        withdraw_key: str | None = None,
+    ) -> GameSession:
+        """A new game of the seats `names` (`HUMAN`: the host, their token's hash `host_hash`; `friends`:
+        the other people's seats and token hashes; the other seats are AI players), stored (on the
+        caller's thread) and started. A solo game is a room of one person. Raises as `create`."""
+        session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
+                                              room, withdraw_key)
+        if self.store is not None:
+            self.store.create_game(session.id, game, setup, host_hash)
+        return self._open(session, replaced, client)
+
+    def _solo_seats(self, name: str, opponents: int) -> dict[str, str]:
+        """The seats of a solo game: the person, then `opponents` AI players."""
+        return {HUMAN: name, **{f"ia{i + 1}": self.play.ai_names[i % len(self.play.ai_names)]
+                                for i in range(opponents)}}
 
     def _deal(
-        self, game: str, opponents: int, level: str, name: str, seed: int | None, client: str, learn: bool,
+        self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
+        host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
         withdraw_key: str | None = None,
     ) -> tuple[GameSession, dict[str, Any], str | None]:
         """A new game's session and setup, not stored nor started; and the game it replaces."""
@@ -195,19 +220,17 @@ class GameManager:
         if self.capacity is not None:
             self.capacity.admit(game, freeing=self.games[replaced].kind if replaced is not None else None)
         seed = seed if seed is not None else secrets.randbelow(2**31)
-        names = {
-            HUMAN: name,
-            **{f"ia{i + 1}": self.play.ai_names[i % len(self.play.ai_names)] for i in range(opponents)},
-        }
-        game_id, token = self.new_id(), secrets.token_urlsafe(18)
         deal = self._kontour_setup if game == "kontour" else self._pictomania_setup
         setup = deal(names, seed) | {"level": level, "learn": learn}
+        if friends:
+            setup |= {"friends": friends, "room": room}
         if learn and withdraw_key:
             setup["owner"] = hash_token(withdraw_key)
-        return self._build(game_id, game, setup, token), setup, replaced
+        session = self._build(self.new_id(), game, setup, token="")
+        session.token_hash = host_hash
+        return session, setup, replaced
 
-    def _open(self, session: GameSession, replaced: str | None, client: str, opponents: int,
-              level: str) -> GameSession:
+    def _open(self, session: GameSession, replaced: str | None, client: str) -> GameSession:
         """A new game, stored, joins the table: started, its owner counted."""
         if replaced is not None:  # only once the new game is stored: a refused write costs nothing
             self._evict(replaced)
@@ -215,8 +238,8 @@ class GameManager:
         self.owners[session.id] = client
         self.created[client].allow()
         session.start()
-        log.info("game %s: %s with %d AI (%s), seed %d", session.id, session.kind, opponents, level,
-                 session.seed)
+        log.info("game %s: %s, %d people with AI players, seed %d", session.id, session.kind,
+                 len(session.people), session.seed)
         return session
 
     def new_id(self) -> str:
@@ -239,9 +262,14 @@ class GameManager:
         if self.metrics is not None:
             self.metrics.refused(reason)
 
+    def _forget_guesses(self, game_id: str) -> None:
+        for key in [k for k in self.guesses if k[0] == game_id]:
+            del self.guesses[key]
+
     def _add(self, session: GameSession) -> None:
         self.games[session.id] = session
-        self.guesses[session.id] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
+        for seat in session.people:  # each person's own guess budget
+            self.guesses[session.id, seat] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
         settings = self.settings
         session.loop_budget = RateLimit(settings.table_loop_share, settings.table_loop_burst_s)
 
@@ -259,6 +287,7 @@ class GameManager:
             play=self.play,
             names=dict(setup["names"]),
             clock=self.clock,
+            friends=dict(setup.get("friends") or {}),
         )
         if kind == "kontour":
             rules = KontourRules(KontourConfig.from_dict(setup["config"]), judge=words.judge)
@@ -314,6 +343,8 @@ class GameManager:
                 abandoned += 1
                 continue
             self._add(session)
+            if stored.setup.get("room"):
+                self.rooms.started[stored.setup["room"]] = session.id
             self.joined.add(session.id)  # its player has idle_expiry_s to come back
             session.start()
             session._read()  # the AI players read the drawings as they are
@@ -344,7 +375,7 @@ class GameManager:
         session = self.games.pop(game_id)
         self._end(session, "expired")
         self.owners.pop(game_id, None)
-        self.guesses.pop(game_id, None)
+        self._forget_guesses(game_id)
         self.joined.discard(game_id)
         log.info("game %s: closed (its player started another one)", game_id)
         task = asyncio.create_task(session.close())
@@ -356,7 +387,7 @@ class GameManager:
         cards, half = kontour_deck(load_words(self.play.drawings), seed)
         config = self.kontour_config
         names = {**names, config.neutral_drawer: "Griffon"}
-        players = [HUMAN, *(p for p in names if p not in (HUMAN, config.neutral_drawer))]
+        players = [HUMAN, *(p for p in names if p not in (HUMAN, config.neutral_drawer))]  # seat order
         return {
             "players": players, "names": names, "seed": seed, "half": half,
             "deck": [c.to_dict() for c in cards], "candidates": kontour_candidates(cards, half, self.labels),
@@ -400,7 +431,7 @@ class GameManager:
         """Close and forget a game."""
         session = self.games.pop(game_id, None)
         self.owners.pop(game_id, None)
-        self.guesses.pop(game_id, None)
+        self._forget_guesses(game_id)
         self.joined.discard(game_id)
         if session is not None:
             await session.close()
@@ -416,6 +447,7 @@ class GameManager:
             log.info("game %s: expired (idle)", game_id)
             self._end(self.games[game_id], "expired")
             await self.remove(game_id)
+        self.rooms.sweep()
         return expired
 
     def _end(self, session: GameSession, status: str) -> None:
@@ -472,9 +504,9 @@ def read_frame(text: str) -> dict[str, Any]:
 
 def handle_text(
     session: GameSession, text: str, guesses: RateLimit | None = None,
-    spend: Callable[[int], None] | None = None,
+    spend: Callable[[int], None] | None = None, seat: str = HUMAN,
 ) -> dict[str, Any] | None:
-    """Apply one client frame; returns the frame to send back (error or pong), if any.
+    """Apply one client frame of `seat`'s socket; returns the frame to send back (error or pong), if any.
 
     ``guesses`` bounds the typed guesses (a person types a word a second, not fifty); ``spend(n)``
     charges a stroke's points to the client's point budget before any work (`RateLimited`)."""
@@ -484,7 +516,7 @@ def handle_text(
         if data["type"] == "ping":
             return {"type": "pong", "now": round(session.now(), 3)}
         if data["type"] == "sync":  # the page missed an update: the whole state again
-            return session.frame([])
+            return session.frame([], seat)
         move = data.get("move")
         if isinstance(move, dict) and move.get("kind") == "guess" and isinstance(move.get("text"), str):
             if len(move["text"]) > MAX_GUESS_CHARS:  # a typed word (Kontour), not a token placed
@@ -493,7 +525,7 @@ def handle_text(
                 return error_frame("rate_limited", "one guess at a time: wait a moment before the next")
         if spend is not None and isinstance(move, dict) and isinstance(move.get("points"), list):
             spend(len(move["points"]))
-        session.human_move(move)
+        session.human_move(move, seat)
         if session.metrics is not None and move.get("kind") in STROKES and session.journal is None:
             session.metrics.stroke_ack.labels(source="play").observe(time.perf_counter() - started)
     except RuleError as error:
@@ -531,7 +563,7 @@ async def _send_loop(
 
 def _reply(
     session: GameSession, text: str, settings: Settings, limit: RateLimit, guesses: RateLimit | None,
-    spend: Callable[[int], None] | None = None,
+    spend: Callable[[int], None] | None = None, seat: str = HUMAN,
 ) -> dict[str, Any] | None:
     if len(text) > settings.max_frame_bytes:
         return error_frame("frame_too_large", f"a frame holds at most {settings.max_frame_bytes} bytes")
@@ -541,14 +573,16 @@ def _reply(
         limit.warned = True
         return error_frame("rate_limited", f"at most {settings.max_message_rate:g} frames per second")
     limit.warned = False
-    return handle_text(session, text, guesses, spend)
+    return handle_text(session, text, guesses, spend, seat)
 
 
-async def serve_socket(websocket: WebSocket, session: GameSession, manager: GameManager) -> None:
-    """Run one accepted socket of `session` until it disconnects, idles or the game ends."""
+async def serve_socket(
+    websocket: WebSocket, session: GameSession, manager: GameManager, seat: str = HUMAN
+) -> None:
+    """Run one accepted socket of `seat` in `session` until it disconnects, idles or the game ends."""
     settings = manager.settings
     manager.joined.add(session.id)
-    queue = session.attach()
+    queue = session.attach(seat)
     sender = asyncio.create_task(_send_loop(websocket, queue, manager, session))
     limit = RateLimit(settings.max_message_rate, settings.max_message_burst)
     spend = None
@@ -572,7 +606,8 @@ async def serve_socket(websocket: WebSocket, session: GameSession, manager: Game
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
             started = time.perf_counter()
-            reply = _reply(session, text, settings, limit, manager.guesses.get(session.id), spend)
+            guesses = manager.guesses.get((session.id, seat))
+            reply = _reply(session, text, settings, limit, guesses, spend, seat)
             await session.take_turn(time.perf_counter() - started)
             if reply is not None:
                 await queue.put(reply)  # a client that does not read is slowed down, not buffered

@@ -29,6 +29,7 @@ from service.play.manager import (
     UnknownGame,
     serve_socket,
 )
+from service.play.rooms import CODE, RoomError, serve_lobby
 from service.play.session import HUMAN, Recognize, accepted_opponents
 from service.play.settings import PlaySettings
 from service.play.words import DeckSetupError
@@ -77,6 +78,28 @@ class Withdrawn(BaseModel):
     """How many drawings were deleted."""
 
     deleted: int
+
+
+class NewRoom(BaseModel):
+    """A room: the host's table, friends join it from its link."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    game: Literal["kontour", "pictomania"]
+    name: str = Field(min_length=1, max_length=24, pattern=r"^[^<>&\"]+$")
+    ai: int = Field(default=1, ge=0, le=5, description="AI seats to begin with (the host changes them)")
+    level: Literal["easy", "normal", "hard"] = "normal"
+
+
+class RoomCreated(BaseModel):
+    """What the host's page keeps: the room's code and link, the host's seat and token."""
+
+    code: str
+    link: str
+    token: str
+    seat: str
+    game: str
+    ws: str
 
 
 class GameCreated(BaseModel):
@@ -198,6 +221,39 @@ async def withdraw_drawings(body: Withdrawal, games: GamesDep) -> Withdrawn:
     return Withdrawn(deleted=await games.withdraw(body.key))
 
 
+@router.get("/r/{code}", include_in_schema=False)
+async def room_page(code: str) -> FileResponse:
+    """A room's link: the game page, which reads the code from its address."""
+    if not CODE.match(code.upper()):
+        raise NotFound(f"no such room: {code[:8]}")
+    return FileResponse(STATIC / "index.html", media_type="text/html")
+
+
+@router.post("/v1/rooms", response_model=RoomCreated, status_code=201, tags=["rooms"])
+async def new_room(body: NewRoom, games: GamesDep, client: ClientDep) -> RoomCreated:
+    """Open a room hosted by the caller: friends join it from its link; the host fills the other
+    seats with AI players and starts it through the lobby socket (docs/PLAY.md)."""
+    try:
+        room, token = games.rooms.create(body.game, body.name.strip(), body.level, body.ai, client)
+    except RoomError as error:
+        status = Unavailable if error.code == "too_many_games" else ServiceError
+        raise status(error.message, code=error.code) from None
+    ws = f"/v1/rooms/{room.code}?token={token}"
+    return RoomCreated(code=room.code, link=f"/r/{room.code}", token=token, seat=HUMAN, game=body.game, ws=ws)
+
+
+@router.websocket("/v1/rooms/{code}")
+async def room_socket(websocket: WebSocket, code: str, games: GamesDep, token: str = "") -> None:
+    """A room's lobby socket (see `service.play.rooms.serve_lobby`), relayed to the worker that
+    holds the room when it landed on another."""
+    await websocket.accept()
+    workers = games.workers
+    if workers is not None and not workers.owns(code.upper()):
+        await relay(websocket, workers, workers.owner(code.upper()), client_of(websocket))
+        return
+    await serve_lobby(websocket, games.rooms, code, token)
+
+
 @router.websocket("/v1/play/{game_id}")
 async def play_socket(websocket: WebSocket, game_id: str, games: GamesDep, token: str = "") -> None:
     """The game's socket: state frames out, move frames in (see docs/PLAY.md); relayed to the
@@ -213,14 +269,16 @@ async def play_socket(websocket: WebSocket, game_id: str, games: GamesDep, token
         await websocket.send_json(error_frame("unknown_game", f"no game '{game_id[:40]}' (over or expired)"))
         await websocket.close(CLOSE_UNKNOWN_GAME, "unknown game")
         return
-    if not game.check_token(token):
+    seat = game.seat_of(token)
+    if seat is None:
         await websocket.send_json(error_frame("bad_token", "this token does not belong to the game"))
         await websocket.close(CLOSE_BAD_TOKEN, "bad token")
         return
-    if len(game.listeners) >= games.settings.max_game_sockets:
+    if sum(1 for s in game.listeners.values() if s == seat) >= games.settings.max_game_sockets:
         limit = games.settings.max_game_sockets
         games.refused("too_many_sockets")
-        await websocket.send_json(error_frame("too_many_sockets", f"a game holds at most {limit} sockets"))
+        message = f"a game holds at most {limit} sockets per player"
+        await websocket.send_json(error_frame("too_many_sockets", message))
         await websocket.close(CLOSE_FULL, "too many sockets")
         return
-    await serve_socket(websocket, game, games)
+    await serve_socket(websocket, game, games, seat)

@@ -102,8 +102,8 @@ class Held:
 
     seq: int
     state: Any  # the state after the move
-    frame: dict[str, Any] | None  # its update frame (None: no socket then; a full frame is sent)
-    events: list[Event]  # the events the person may see
+    frames: dict[str, dict[str, Any]]  # its update frame per seat with a socket then (others: a full frame)
+    events: list[Event]  # its events (each seat is sent those it may see)
     stored: Future[None] | None  # the write (None: nothing to write, e.g. after the game's end)
     since: float  # time.monotonic() when it was applied
     stroke: bool  # the person's stroke: its acknowledgement is timed
@@ -158,22 +158,30 @@ class GameSession:
         labels: frozenset[str],
         play: PlaySettings,
         clock: Clock = time.monotonic,
+        friends: dict[str, str] | None = None,
     ) -> None:
+        """``token``: the host's (seat `HUMAN`); ``friends``: the other people's seats of a room
+        and the SHA-256 of each one's token (none in a solo game)."""
         self.id, self.token, self.names, self.level, self.seed = game_id, token, names, level, seed
-        self.token_hash = hash_token(token)  # a game resumed from the database knows only this
+        # a game resumed from the database knows only the hashes
+        self.hashes: dict[str, str] = {HUMAN: hash_token(token), **(friends or {})}
+        self.people = list(self.hashes)  # the seats played by people (the host first)
         self.journal: Any = None  # service.persistence.Journal: the move log in the database
         self.words, self.recognize, self.labels, self.play = words, recognize, labels, play
-        self.ais = [p for p in names if p != HUMAN]
+        self.ais = [p for p in names if p not in self.hashes]
         self.clock = clock
         self.t0 = clock()
         self.last_activity = clock()
-        self.listeners: set[asyncio.Queue[dict[str, Any] | None]] = set()
+        self.listeners: dict[asyncio.Queue[dict[str, Any] | None], str] = {}  # socket queue -> seat
+        self.away: dict[str, float] = {}  # person seat -> since when no socket holds it (clock)
+        self.adopted: set[str] = set()  # person seats an AI plays while their person is away
+        self.ready: set[str] = set()  # people who asked for the next Pictomania round
         self.tasks: set[asyncio.Task[Any]] = set()
         self.driver: asyncio.Task[None] | None = None
         self.moves = 0
         self.log_bytes = 0  # size of the moves applied so far (bounded: `GameTooLong`)
         self.seq = 0  # updates so far: every frame carries it, the page asks for a full state on a gap
-        self.fr_sent: set[str] = set()  # French words sent so far (a full frame sends them all)
+        self.fr_sent: dict[str, set[str]] = {}  # per seat: French words sent so far (a full frame: all)
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
         self.metrics: Metrics | None = None  # set by the manager: strokes, recognitions, store writes
         self.held: deque[Held] = deque()  # moves applied, waiting for the database (stored before shown)
@@ -184,9 +192,26 @@ class GameSession:
         self.on_lost: Callable[[GameSession], None] | None = None  # the manager closes a game not storable
         self.loop_budget: RateLimit | None = None  # set by the manager: this table's share of the loop
 
+    @property
+    def token_hash(self) -> str:
+        """The SHA-256 of the host's token (what the database keeps)."""
+        return self.hashes[HUMAN]
+
+    @token_hash.setter
+    def token_hash(self, value: str) -> None:
+        self.hashes[HUMAN] = value
+
     def check_token(self, token: str) -> bool:
-        """Whether `token` is this game's player token (constant-time comparison)."""
-        return token_matches(token, self.token_hash)
+        """Whether `token` is one of this game's people's tokens (constant-time comparison)."""
+        return self.seat_of(token) is not None
+
+    def seat_of(self, token: str) -> str | None:
+        """The seat whose token `token` is (every seat compared, in constant time each)."""
+        found = None
+        for seat, digest in self.hashes.items():
+            if token_matches(token, digest):
+                found = seat
+        return found
 
     # -- clock, tasks, lifetime -------------------------------------------------------------------
     def now(self) -> float:
@@ -209,6 +234,11 @@ class GameSession:
             task.cancel()
         for queue in list(self.listeners):
             _offer(queue, None)
+
+    @property
+    def room(self) -> bool:
+        """Whether several people play this game (a room with friends)."""
+        return len(self.people) > 1
 
     async def run(self) -> None:
         """The driver: `tick` every `tick_s` (later while the table is over its share of the event
@@ -238,6 +268,7 @@ class GameSession:
         if self.paused_at is not None or self.lost:
             return
         try:
+            self.check_people()
             self.step(self.now())
         except RuleError as error:  # an AI move the rules refused: log it, play on
             log.info("game %s: AI move refused: %s", self.id, error)
@@ -247,6 +278,40 @@ class GameSession:
     def step(self, now: float) -> None:
         """One tick of the driver task: the AI moves due now (through `apply`)."""
         self.ai.step(self, now)
+
+    # -- the people of a room ----------------------------------------------------------------------
+    def presence(self) -> dict[str, str]:
+        """Each person seat: ``here`` (a socket holds it), ``away`` (within the grace period) or
+        ``ai`` (an AI plays it until its person comes back)."""
+        return {p: "ai" if p in self.adopted else "away" if p in self.away else "here" for p in self.people}
+
+    def check_people(self) -> None:
+        """In a room, an AI takes the seat of a person away for longer than ``room_grace_s``
+        while somebody else is still here; the next round starts once every person here asked."""
+        if not self.room:
+            return
+        limit = self.clock() - self.play.room_grace_s
+        here = [p for p in self.people if p not in self.away]
+        late = [p for p, since in self.away.items() if since <= limit and p not in self.adopted]
+        if here and late:
+            for seat in late:
+                self.adopted.add(seat)
+                self.ai.adopt(seat, self.state, self.now())
+                log.info("game %s: an AI plays %s's seat (away)", self.id, seat)
+            self.send_presence()
+        self._next_round_if_ready()
+
+    def _next_round_if_ready(self) -> None:
+        waiting = [p for p in self.people if p not in self.away and p not in self.ready]
+        if self.ready and not waiting and getattr(self.state, "phase", "") == "scored":
+            first = sorted(self.ready)[0]
+            self.apply(self.rules.parse_move({"kind": "next_round", "player": first}))
+
+    def send_presence(self) -> None:
+        """Tell every socket who is here (a frame outside the numbered updates)."""
+        frame = {"type": "presence", "seats": self.presence(), "ready": sorted(self.ready)}
+        for queue in list(self.listeners):
+            _offer(queue, frame)
 
     # -- the one update path -----------------------------------------------------------------------
     def apply(self, move: Move) -> list[Event]:
@@ -262,7 +327,7 @@ class GameSession:
         if self.journal is not None:  # stored before anyone sees it (service.play.journal)
             stored = self.journal.record(self, move, now, events)
         if self.metrics is not None and move.kind == "stroke":
-            self.metrics.strokes.labels(source="play" if move.player == HUMAN else "ai").inc()
+            self.metrics.strokes.labels(source="play" if move.player in self.people else "ai").inc()
         self.moves += 1
         self.log_bytes += move_bytes(move)
         self.seq += 1
@@ -270,18 +335,18 @@ class GameSession:
         if stored is None and not self.held:
             self.broadcast(before, events)
         else:
-            self.hold(before, events, stored, move.kind == "stroke" and move.player == HUMAN)
+            self.hold(before, events, stored, move.kind == "stroke" and move.player in self.people)
         return events
 
     # -- stored before shown ---------------------------------------------------------------------
     def hold(self, before: Any, events: list[Event], stored: Future[None] | None, stroke: bool) -> None:
-        """Keep the move's frame until the database has the move (`release`, called from the
-        writer's thread through the event loop)."""
-        mine = events_for(events, HUMAN)
-        frame = self.update(before, mine) if self.listeners else None
+        """Keep the move's frames (one per seat with a socket) until the database has the move
+        (`release`, called from the writer's thread through the event loop)."""
+        frames = {seat: self.update(before, events_for(events, seat), seat)
+                  for seat in set(self.listeners.values())}
         if not self.held:
             self.shown = (before, self.seq - 1)
-        self.held.append(Held(self.seq, self.state, frame, mine, stored, time.monotonic(), stroke))
+        self.held.append(Held(self.seq, self.state, frames, events, stored, time.monotonic(), stroke))
         if stored is None:
             self.release()
             return
@@ -310,10 +375,7 @@ class GameSession:
                 self.metrics.store_write.observe(waited)
                 if held.stroke:
                     self.metrics.stroke_ack.labels(source="play").observe(waited)
-            if held.frame is not None:
-                self.send(held.frame)
-            elif self.listeners:  # a socket joined after the move: it gets the whole state
-                self.send(self.frame(held.events, held.state, held.seq))
+            self.send_seats(held)
         if not self.held:
             self.shown = None
             if self.paused_at is not None:
@@ -365,15 +427,21 @@ class GameSession:
         if self.on_lost is not None:
             self.on_lost(self)
 
-    def human_move(self, data: Any) -> None:
-        """A move from the human's socket (``player`` is set here); raises `RuleError`."""
+    def human_move(self, data: Any, seat: str = HUMAN) -> None:
+        """A move from the socket of a person's `seat` (``player`` is set here); raises `RuleError`.
+        In a room, the next Pictomania round starts once every person here asked for it."""
         if self.paused_at is not None or self.lost:
             raise TablePaused("the game is paused until the database can store its moves again")
         if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
             raise InvalidMove("'move' must be an object with a 'kind'")
         self.last_activity = self.clock()
-        move = self.parse(dict(data, player=HUMAN))
+        move = self.parse(dict(data, player=seat))
         self.check_length(move)
+        if move.kind == "next_round" and self.room and getattr(self.state, "phase", "") == "scored":
+            self.ready.add(seat)
+            self.send_presence()
+            self._next_round_if_ready()
+            return
         self.apply(move)
 
     def check_length(self, move: Move) -> None:
@@ -404,6 +472,8 @@ class GameSession:
     def on_events(self, events: list[Event], now: float) -> None:
         """Let the AI players hear what happened; start the recognitions they ask for."""
         self.ai.on_events(self.state, events, now)
+        if any(e.kind == "round_started" for e in events):
+            self.ready.clear()
         self._read()
 
     def _read(self) -> None:
@@ -426,43 +496,77 @@ class GameSession:
         self._read()
 
     # -- what the human sees ---------------------------------------------------------------------
-    def attach(self) -> asyncio.Queue[dict[str, Any] | None]:
-        """A queue of frames for a new socket, starting with the current state."""
+    def attach(self, seat: str = HUMAN) -> asyncio.Queue[dict[str, Any] | None]:
+        """A queue of frames for a new socket of `seat`, starting with the current state. A person
+        back in a seat an AI played takes it over again."""
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(SEND_QUEUE)
-        self.listeners.add(queue)
-        _offer(queue, self.frame([]))
+        self.listeners[queue] = seat
+        came_back = self.away.pop(seat, None) is not None
+        if seat in self.adopted:
+            self.adopted.discard(seat)
+            self.ai.release(seat, self.state)
+        _offer(queue, self.frame([], seat))
         if self.paused_at is not None:
             _offer(queue, self.pause_frame())
+        if came_back and self.room:
+            self.send_presence()
         return queue
 
     def detach(self, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
-        self.listeners.discard(queue)
+        seat = self.listeners.pop(queue, None)
+        if seat is not None and seat not in self.listeners.values():
+            self.away[seat] = self.clock()
+            if self.room:
+                self.send_presence()
 
     def broadcast(self, before: Any, events: list[Event]) -> None:
-        """Send what the last move changed (from state `before`) to every socket of the game."""
-        if self.listeners:
-            self.send(self.update(before, events_for(events, HUMAN)))
+        """Send what the last move changed (from state `before`) to every socket of the game:
+        each seat its own view's changes."""
+        frames: dict[str, dict[str, Any]] = {}
+        for queue, seat in list(self.listeners.items()):
+            if seat not in frames:
+                frames[seat] = self.update(before, events_for(events, seat), seat)
+            if not _offer(queue, frames[seat]):
+                self.listeners.pop(queue, None)
+                _offer(queue, None, force=True)
+
+    def send_seats(self, held: Held) -> None:
+        """A written move's frames: each socket its seat's update, or its whole state when the
+        seat had no socket when the move was made."""
+        for queue, seat in list(self.listeners.items()):
+            frame = held.frames.get(seat)
+            if frame is None:
+                frame = self.frame(events_for(held.events, seat), seat, held.state, held.seq)
+                held.frames[seat] = frame
+            if not _offer(queue, frame):
+                self.listeners.pop(queue, None)
+                _offer(queue, None, force=True)
 
     def send(self, frame: dict[str, Any]) -> None:
         """One frame to every socket of the game (a socket that does not read is dropped)."""
         for queue in list(self.listeners):
             if not _offer(queue, frame):
-                self.listeners.discard(queue)
+                self.listeners.pop(queue, None)
                 _offer(queue, None, force=True)
 
-    def frame(self, events: list[Event], state: Any = None, seq: int | None = None) -> dict[str, Any]:
-        """The full state frame: the human's view, the events, the time left, French words; of
+    def frame(self, events: list[Event], seat: str = HUMAN, state: Any = None,
+              seq: int | None = None) -> dict[str, Any]:
+        """The full state frame of `seat`: its view, the events, the time left, French words; of
         the state the sockets may see (`shown`: the database has it) unless `state` and `seq` are given."""
         if state is None:
             state, seq = self.shown if self.shown is not None else (self.state, self.seq)
-        view = self.rules.view(state, HUMAN)
-        self.fr_sent |= self.keys_shown(view, events)  # every word shown so far: sockets share updates
+        view = self.rules.view(state, seat)
+        sent = self.fr_sent.setdefault(seat, set())
+        sent |= self.keys_shown(view, events)  # every word shown so far: the seat's sockets share updates
         return {
             "type": "state",
             "seq": seq,
             "game": self.kind,
             "id": self.id,
-            "you": HUMAN,
+            "you": seat,
+            "host": HUMAN,
+            "seats": self.presence(),
+            "ready": sorted(self.ready),
             "names": self.names,
             "level": self.level.name,
             "now": round(self.now(), 3),
@@ -470,16 +574,17 @@ class GameSession:
             "config": self.client_config(),
             "state": view.to_dict(),
             "events": [self.event_dict(e) for e in events],
-            "fr": {k: self.words.french(k) for k in sorted(self.fr_sent)},
+            "fr": {k: self.words.french(k) for k in sorted(sent)},
         }
 
-    def update(self, before: Any, events: list[Event]) -> dict[str, Any]:
+    def update(self, before: Any, events: list[Event], seat: str = HUMAN) -> dict[str, Any]:
         """The update frame of one move: its events, the view's fields that may have changed
         (``set``), the new items of its append-only lists (``append``) and the French words not
         sent yet. Its size does not depend on the length of the game."""
-        view = self.rules.view(self.state, HUMAN)
-        new_keys = self.keys_shown(view, events) - self.fr_sent
-        self.fr_sent |= new_keys
+        view = self.rules.view(self.state, seat)
+        sent = self.fr_sent.setdefault(seat, set())
+        new_keys = self.keys_shown(view, events) - sent
+        sent |= new_keys
         changed, appended = self.delta(before, view)
         return {
             "type": "update",

@@ -56,6 +56,19 @@ class PlaySettings(BaseModel):
         default=6.0, gt=0,
         description="seconds without a stroke after which a person's Pictomania drawing is done",
     )
+    room_grace_s: float = Field(
+        default=30.0, gt=0, le=600,
+        description="seconds a person of a room may be away before an AI plays their seat",
+    )
+    rooms_per_client: int = Field(
+        default=2, ge=1, le=20, description="rooms one client may have open at once"
+    )
+    room_seats: int = Field(
+        default=6, ge=2, le=6, description="seats of a room, people and AI players (within the rules' bounds)"
+    )
+    lobby_expiry_s: float = Field(
+        default=1800.0, gt=0, description="seconds after which a room nobody started is closed"
+    )
     max_points_per_stroke: ClassVar[int] = 1_000  # points in a person's stroke: a fixed limit, not a setting
     max_pictomania_strokes: int | None = Field(
         default=None, ge=1, le=1_000,

@@ -5,8 +5,14 @@ import { el, toast, frenchError } from "./ui.js";
 import { KontourView } from "./kontour.js";
 import { PictomaniaView } from "./pictomania.js";
 import { RulesPanel } from "./rules.js";
+import { LobbyView, joinForm, lobbyError } from "./lobby.js";
+import { isMuted, setMuted } from "./sound.js";
 
 const STORE = "griffon.game";
+const ROOMS = "griffon.rooms";
+const LAST = "griffon.last"; // the last solo game's settings (« Rejouer »)
+const NAME = "griffon.name"; // the name last typed, offered again (setup form, a room's link) // room code -> this browser's seat token in it
+const ROOM_PATH = /^\/r\/([A-Za-z]{4})\/?$/;
 const GONE = new Set([4403, 4404, 4410]); // bad token, unknown game, game closed: do not retry
 const SYNC_RETRY_MS = 2000; // a sync unanswered this long (dropped by the rate limit) is sent again
 
@@ -33,6 +39,7 @@ function saved() {
 
 function remember(game) {
   localStorage.setItem(STORE, JSON.stringify(game));
+  if (game.code) return; // a room's address stays its link: a token in it would give the seat away
   const url = new URL(location.href);
   url.searchParams.set("game", game.game_id);
   url.searchParams.set("token", game.token);
@@ -40,8 +47,26 @@ function remember(game) {
 }
 
 function forget() {
+  const game = saved();
+  if (game && game.code) forgetRoom(game.code);
   localStorage.removeItem(STORE);
-  history.replaceState(null, "", location.pathname);
+  history.replaceState(null, "", "/");
+}
+
+function roomTokens() {
+  try { return JSON.parse(localStorage.getItem(ROOMS) || "{}") || {}; } catch { return {}; }
+}
+
+function keepRoom(code, token) {
+  const rooms = roomTokens();
+  rooms[code] = token;
+  try { localStorage.setItem(ROOMS, JSON.stringify(rooms)); } catch { /* storage off: no reload */ }
+}
+
+function forgetRoom(code) {
+  const rooms = roomTokens();
+  delete rooms[code];
+  try { localStorage.setItem(ROOMS, JSON.stringify(rooms)); } catch { /* storage off */ }
 }
 
 class Connection {
@@ -168,6 +193,8 @@ function pause(message) {
 
 function showSetup(message) {
   pause(null);
+  closeLobby();
+  $("quit").hidden = true;
   if (connection) connection.close();
   connection = null;
   if (view) view.close();
@@ -182,8 +209,40 @@ function showSetup(message) {
   error.textContent = message || "";
 }
 
+// Who of a room is here: a toast when somebody leaves, comes back or is replaced by an AI, and
+// who the next round waits for.
+let seatsShown = null;
+function presence(frame) {
+  const names = connection && connection.full ? connection.full.names : {};
+  const you = connection && connection.full ? connection.full.you : null;
+  for (const [seat, now] of Object.entries(frame.seats)) {
+    const before = seatsShown ? seatsShown[seat] : "here";
+    if (seat === you || now === before) continue;
+    const who = names[seat] || seat;
+    if (now === "away") toast(`${who} s'est déconnecté…`);
+    else if (now === "ai") toast(`${who} est parti : une IA joue à sa place.`);
+    else toast(`${who} est de retour.`, "good");
+  }
+  seatsShown = frame.seats;
+  if (frame.ready && frame.ready.includes(you)) {
+    const waiting = Object.entries(frame.seats)
+      .filter(([seat, state]) => state === "here" && !frame.ready.includes(seat)).map(([seat]) => names[seat] || seat);
+    if (waiting.length) toast(`En attente de ${waiting.join(", ")} pour la manche suivante…`);
+  }
+}
+
+// « Rejouer » at the end of a solo game: the same settings, a new deal (none for a room's game).
+function rematch(game) {
+  if (game.code) return null;
+  let last = null;
+  try { last = JSON.parse(localStorage.getItem(LAST) || "null"); } catch { /* storage off */ }
+  return last ? () => { forget(); showSetup(); startSolo(last); } : null;
+}
+
 function play(game) {
   remember(game);
+  $("quit").hidden = false;
+  seatsShown = null;
   $("setup").hidden = true;
   const root = $("game");
   root.hidden = false;
@@ -198,11 +257,14 @@ function play(game) {
         if (!view || view.kind !== frame.game) {
           const View = frame.game === "kontour" ? KontourView : PictomaniaView;
           if (view) view.close();
-          view = new View(root, (move) => connection.move(move), () => { forget(); showSetup(); });
+          view = new View(root, (move) => connection.move(move), () => { forget(); showSetup(); }, rematch(game));
         }
+        if (frame.type === "state" && frame.seats) seatsShown = frame.seats;
         view.update(frame);
       } else if (frame.type === "paused" || frame.type === "resumed") {
         pause(frame.type === "paused" ? frame.message : null);
+      } else if (frame.type === "presence") {
+        presence(frame);
       } else if (frame.type === "error") {
         if (frame.code === "unknown_game" || frame.code === "bad_token") return;
         if (view) view.error(frame);
@@ -217,6 +279,116 @@ function play(game) {
     },
     gone: () => { forget(); showSetup("Cette partie n'existe plus (terminée ou expirée)."); },
   });
+}
+
+// -- rooms with friends ----------------------------------------------------------------------------
+let lobby = null;
+
+function closeLobby() {
+  if (lobby) { lobby.closed = true; lobby.ws.close(); }
+  lobby = null;
+}
+
+// The lobby socket of room `code`: with this browser's token when it has one, else after the
+// person's name (`join`). The server answers `lobby` frames, then `started` with the game's id.
+function openLobby(code, name) {
+  closeLobby();
+  const token = roomTokens()[code];
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const ws = new WebSocket(`${scheme}://${location.host}/v1/rooms/${code}${token ? `?token=${encodeURIComponent(token)}` : ""}`);
+  const current = { ws, closed: false, view: null, token };
+  lobby = current;
+  const root = $("game");
+  $("setup").hidden = true;
+  root.hidden = false;
+  ws.onopen = () => { if (!token) ws.send(JSON.stringify({ type: "join", name })); };
+  ws.onmessage = (m) => {
+    const frame = JSON.parse(m.data);
+    if (frame.type === "joined") {
+      current.token = frame.token;
+      keepRoom(code, frame.token);
+    } else if (frame.type === "lobby") {
+      if (!current.view) {
+        current.view = new LobbyView(root, (f) => ws.send(JSON.stringify(f)), () => {
+          ws.send(JSON.stringify({ type: "leave" }));
+          forgetRoom(code);
+          closeLobby();
+          history.replaceState(null, "", "/");
+          showSetup();
+        });
+      }
+      current.view.update(frame);
+    } else if (frame.type === "started") {
+      current.closed = true;
+      lobby = null;
+      play({ game_id: frame.game_id, token: current.token, code });
+    } else if (frame.type === "error") {
+      if (["unknown_room", "room_started", "room_closed", "removed"].includes(frame.code)) {
+        current.closed = true;
+        forgetRoom(code);
+        history.replaceState(null, "", "/");
+        const why = { unknown_room: "Ce salon n'existe plus (partie lancée, terminée ou expirée).",
+          room_started: "La partie de ce salon a commencé sans vous.",
+          room_closed: "L'hôte a fermé le salon.", removed: "L'hôte vous a retiré du salon." }[frame.code];
+        lobby = null;
+        showSetup(why);
+      } else if (!current.token) {
+        toast(lobbyError(frame), "error");
+        current.closed = true;
+        joinForm(root, code, (n) => openLobby(code, n)); // a refused name: ask again
+      } else {
+        toast(lobbyError(frame), "error");
+      }
+    }
+  };
+  ws.onclose = () => {
+    if (current.closed || lobby !== current) return;
+    $("conn").hidden = false;
+    $("conn").textContent = "Reconnexion…";
+    setTimeout(() => { if (lobby === current) { $("conn").hidden = true; openLobby(code, name); } }, 1000);
+  };
+}
+
+function enterRoom(code) {
+  code = code.toUpperCase();
+  $("quit").hidden = false;
+  $("setup").hidden = true;
+  $("game").hidden = false;
+  if (roomTokens()[code]) openLobby(code);
+  else joinForm($("game"), code, (name) => openLobby(code, name));
+}
+
+async function createRoom() {
+  const form = new FormData($("new-game"));
+  const name = String(form.get("name")).trim();
+  if (!name) {
+    showSetup("Choisissez un nom : vos amis le verront.");
+    $("new-game").elements.name.focus();
+    return;
+  }
+  if (NAME_REFUSED.test(name)) {
+    showSetup("Votre nom ne peut pas contenir les caractères < > & \".");
+    return;
+  }
+  const body = { game: form.get("game"), name, level: form.get("level"), ai: 0 };
+  $("with-friends").disabled = true;
+  try {
+    const response = await fetch("/v1/rooms", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    });
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      throw new Error(data.error === "too_many_rooms" ? "vous avez déjà trop de salons ouverts." : refusal(response.status, data));
+    }
+    keepRoom(data.code, data.token);
+    history.pushState(null, "", data.link);
+    enterRoom(data.code);
+  } catch (error) {
+    const why = error instanceof TypeError ? "le serveur ne répond pas." : error.message;
+    showSetup(`Impossible de créer le salon : ${why}`);
+  } finally {
+    $("with-friends").disabled = false;
+  }
 }
 
 async function create(event) {
@@ -236,6 +408,12 @@ async function create(event) {
   }
   const seed = new URLSearchParams(location.search).get("seed"); // ?seed=N: the same deal again
   if (seed !== null && /^\d{1,10}$/.test(seed)) body.seed = Number(seed);
+  try { localStorage.setItem(LAST, JSON.stringify({ ...body, seed: undefined })); } catch { /* storage off */ }
+  await startSolo(body);
+}
+
+// A solo game of `body` (the setup form's, or the last one again: « Rejouer »).
+async function startSolo(body) {
   $("start").disabled = true;
   try {
     const response = await fetch("/v1/play", {
@@ -356,8 +534,45 @@ $("withdraw").addEventListener("click", withdraw);
 $("withdraw").hidden = !withdrawKey(false);
 fitOpponents();
 $("resume").addEventListener("click", () => { const g = saved(); if (g) play(g); });
+$("with-friends").addEventListener("click", createRoom);
+function showSound() {
+  const on = !isMuted();
+  $("sound").replaceChildren(el("span", { class: "note", "aria-hidden": "true" }, "♪"),
+    el("span", { class: "label" }, on ? " Son" : " Son coupé"));
+  $("sound").setAttribute("aria-pressed", String(on));
+  $("sound").title = on ? "couper le son" : "remettre le son";
+}
+$("sound").addEventListener("click", () => { setMuted(!isMuted()); showSound(); });
+showSound();
+// « Quitter » asks first (« Quitter la partie ? »), then leaves the game or the room for the setup
+// form; a room's seat is played by an AI once its grace period is over.
+let quitAsked = -Infinity;
+$("quit").addEventListener("click", () => {
+  const button = $("quit");
+  if (performance.now() - quitAsked < 3000) {
+    quitAsked = -Infinity;
+    button.textContent = "Quitter";
+    const game = saved();
+    if (lobby) { lobby.ws.send(JSON.stringify({ type: "leave" })); }
+    if (game && game.code) forgetRoom(game.code);
+    const code = location.pathname.match(ROOM_PATH);
+    if (code) forgetRoom(code[1].toUpperCase());
+    forget();
+    showSetup();
+    return;
+  }
+  quitAsked = performance.now();
+  button.textContent = "Quitter la partie ?";
+  setTimeout(() => { if (performance.now() - quitAsked >= 3000) button.textContent = "Quitter"; }, 3050);
+});
+try { $("new-game").elements.name.value = localStorage.getItem(NAME) || ""; } catch { /* storage off */ }
+$("new-game").addEventListener("change", (e) => {
+  if (e.target.name === "name") try { localStorage.setItem(NAME, e.target.value.trim()); } catch { /* storage off */ }
+});
 
 const params = new URLSearchParams(location.search);
-if (params.get("game") && params.get("token")) play(saved());
+const roomPath = location.pathname.match(ROOM_PATH);
+if (roomPath) enterRoom(roomPath[1]);
+else if (params.get("game") && params.get("token")) play(saved());
 else showSetup();
 loadOptions();

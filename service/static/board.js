@@ -5,6 +5,7 @@
 export const SIZE = 255;
 const SNAP_END = 9;       // canvas units: an end this close to an earlier end joins it
 const SNAP_ANGLE = 5;     // degrees: nearly horizontal/vertical lines become exact
+const ALONG_ANGLE = 8;    // degrees: a line this close in direction to an earlier one, over it, lies along it
 const MIN_LINE = 6;       // shorter presses are ignored (the rules refuse dots)
 const MIN_STEP = 1.5;     // free drawing keeps points at least this far apart
 const ANIMATE_MS = 350;   // a new stroke by someone else is drawn over this long
@@ -89,14 +90,16 @@ export class Board {
       if (!this.enabled || (e.pointerType === "mouse" && e.button !== 0)) return;
       e.preventDefault();
       c.setPointerCapture(e.pointerId);
-      const p = this.mode === "line" ? this.snapEnd(this.toCanvas(e)) : this.toCanvas(e);
+      const raw = this.toCanvas(e);
+      const p = this.mode === "line" ? this.snapEnd(raw) : raw;
       this.current = [p, p];
+      this.rawStart = raw;
     });
     c.addEventListener("pointermove", (e) => {
       if (!this.current) return;
       e.preventDefault();
       const p = this.toCanvas(e);
-      if (this.mode === "line") this.current[1] = this.snapLine(this.current[0], p);
+      if (this.mode === "line") this.current = this.lineTo(this.current[0], p);
       else {
         const last = this.current[this.current.length - 1];
         if (Math.hypot(p[0] - last[0], p[1] - last[1]) >= MIN_STEP) this.current.push(p);
@@ -108,8 +111,9 @@ export class Board {
       const stroke = this.current;
       this.current = null;
       if (this.mode === "line") {
-        stroke[1] = this.snapLine(stroke[0], this.toCanvas(e));
-        const [a, b] = stroke;
+        const [a, b] = this.lineTo(stroke[0], this.toCanvas(e));
+        stroke[0] = a;
+        stroke[1] = b;
         if (Math.hypot(b[0] - a[0], b[1] - a[1]) < MIN_LINE) { this.render(); return; }
       }
       this.send(stroke.length > 1 ? stroke : [stroke[0], [stroke[0][0] + 0.5, stroke[0][1]]]);
@@ -140,9 +144,41 @@ export class Board {
     return best;
   }
 
+  // The line from the press to `p`, its ends snapped to earlier ends; but a line laid along an
+  // earlier one (close and parallel to it, over it) keeps its ends where they were drawn: snapped
+  // onto that line's ends it would be that same line again, a « prolongement » that vanishes.
+  lineTo(a, p) {
+    const snapped = [a, this.snapLine(a, p)];
+    if (!this.alongALine(...snapped)) return snapped;
+    return [this.rawStart, this.snapAngle(this.rawStart, p)];
+  }
+
+  alongALine(a, b) {
+    const length = Math.hypot(b[0] - a[0], b[1] - a[1]);
+    if (length < MIN_LINE) return false;
+    for (const line of this.lines) {
+      const p = line[0], q = line[line.length - 1];
+      const span = Math.hypot(q[0] - p[0], q[1] - p[1]);
+      if (line.length !== 2 || span < MIN_LINE) continue;
+      const cos = Math.abs(((b[0] - a[0]) * (q[0] - p[0]) + (b[1] - a[1]) * (q[1] - p[1])) / (length * span));
+      if (cos < Math.cos((ALONG_ANGLE * Math.PI) / 180)) continue;
+      const ux = (q[0] - p[0]) / span, uy = (q[1] - p[1]) / span;
+      const off = (r) => Math.abs((r[0] - p[0]) * uy - (r[1] - p[1]) * ux); // distance to its line
+      if (off(a) > SNAP_END || off(b) > SNAP_END) continue;
+      const ta = (a[0] - p[0]) * ux + (a[1] - p[1]) * uy, tb = (b[0] - p[0]) * ux + (b[1] - p[1]) * uy;
+      const overlap = Math.min(Math.max(ta, tb), span) - Math.max(Math.min(ta, tb), 0);
+      if (overlap > 0.5 * Math.min(length, span)) return true;
+    }
+    return false;
+  }
+
   snapLine(a, p) {
     const end = this.snapEnd(p);
     if (end !== p) return end;
+    return this.snapAngle(a, p);
+  }
+
+  snapAngle(a, p) {
     const angle = (Math.atan2(p[1] - a[1], p[0] - a[0]) * 180) / Math.PI;
     const off = ((angle % 90) + 90) % 90;
     if (off < SNAP_ANGLE || off > 90 - SNAP_ANGLE) {
@@ -210,4 +246,72 @@ function pathLength(points) {
     total += Math.hypot(points[i][0] - points[i - 1][0], points[i][1] - points[i - 1][1]);
   }
   return total;
+}
+
+// Draw `lines` again on a view board one stroke after another, `stepMs` apart (the recap's
+// « Revoir »); the canvas's data-shown says how many strokes are on it.
+export function replay(board, lines, stepMs = 300) {
+  clearTimeout(board.replaying);
+  let shown = 0;
+  const step = () => {
+    board.setLines(lines.slice(0, shown), true);
+    board.canvas.dataset.shown = String(shown);
+    if (shown < lines.length) {
+      shown += 1;
+      board.replaying = setTimeout(step, shown === 1 ? stepMs / 2 : stepMs);
+    }
+  };
+  step();
+}
+
+// A picture of drawings side by side, each under its caption (the recap's shared image): a PNG
+// data URL. `items`: [{title, caption, lines}] with lines as polylines on the 0-255 canvas.
+export function recapPicture(heading, items, size = 220) {
+  const pad = 16, head = 44, foot = 56;
+  const canvas = document.createElement("canvas");
+  canvas.width = pad + items.length * (size + pad);
+  canvas.height = head + size + foot;
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#fbf8f1";
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.fillStyle = "#1f2937";
+  ctx.font = "bold 20px sans-serif";
+  ctx.fillText(heading, pad, 29);
+  items.forEach((item, i) => {
+    const x = pad + i * (size + pad), y = head;
+    ctx.fillStyle = "#ffffff";
+    ctx.fillRect(x, y, size, size);
+    ctx.strokeStyle = "#e5e0d5";
+    ctx.lineWidth = 1;
+    ctx.strokeRect(x + 0.5, y + 0.5, size - 1, size - 1);
+    ctx.strokeStyle = "#1f2937";
+    ctx.lineWidth = 3;
+    ctx.lineCap = "round";
+    ctx.lineJoin = "round";
+    const k = size / SIZE;
+    for (const line of item.lines) {
+      const points = Array.isArray(line) ? line : [[line.x0, line.y0], [line.x1, line.y1]];
+      ctx.beginPath();
+      points.forEach(([px, py], j) => (j ? ctx.lineTo(x + px * k, y + py * k) : ctx.moveTo(x + px * k, y + py * k)));
+      if (points.length === 1) ctx.lineTo(x + points[0][0] * k + 0.5, y + points[0][1] * k);
+      ctx.stroke();
+    }
+    ctx.fillStyle = "#1f2937";
+    ctx.font = "bold 15px sans-serif";
+    ctx.fillText(item.title, x, y + size + 22, size);
+    ctx.fillStyle = "#6b7280";
+    ctx.font = "14px sans-serif";
+    ctx.fillText(item.caption, x, y + size + 42, size);
+  });
+  return canvas.toDataURL("image/png");
+}
+
+// Offer a data URL as a file download.
+export function download(url, filename) {
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = filename;
+  document.body.append(link);
+  link.click();
+  link.remove();
 }

@@ -2,7 +2,8 @@
 // players guess aloud, or guesses the AI's drawing by typing, with its « proche » / « hors sujet ».
 
 import { el, toast, once, Countdown, seconds, plural, winnersText, listing } from "./ui.js";
-import { Board } from "./board.js";
+import { Board, replay } from "./board.js";
+import { play } from "./sound.js";
 
 const GESTURE_TEXT = { proche: "proche !", hors_sujet: "hors sujet" };
 // Focus the guess box when guessing starts, except on a phone: its keyboard would hide the drawing.
@@ -10,10 +11,11 @@ const FINE_POINTER = window.matchMedia("(pointer: fine)");
 const autoFocus = () => FINE_POINTER.matches || window.innerWidth >= 700;
 
 export class KontourView {
-  constructor(root, send, leave) {
+  constructor(root, send, leave, rematch = null) {
     this.kind = "kontour";
     this.send = send;
     this.leave = leave;
+    this.rematch = rematch;
     this.timer = new Countdown();
     this.gestures = new Map(); // guess text -> gesture, this turn
     this.turnNumber = null;
@@ -48,7 +50,8 @@ export class KontourView {
 
   close() { clearInterval(this.ticker); }
 
-  name(p) { return this.frame.names[p] || p; }
+  // « Vous » for this browser's seat everywhere (a sentence uses « vous »), the others by name.
+  name(p) { return p === this.frame.you ? "Vous" : (this.frame.names[p] || p); }
   fr(key) { return (key && this.frame.fr[key]) || key || "?"; }
 
   update(frame) {
@@ -98,8 +101,12 @@ export class KontourView {
       if (e.drawer !== me) toast(`${this.name(e.drawer)} : « ${GESTURE_TEXT[e.gesture] || e.gesture} »`);
     } else if (e.kind === "points_scored" && e.player === me) {
       toast(`+${plural(e.points, "point")} pour vous !`, "good");
+      play("found");
     } else if (e.kind === "guess_made" && e.player === me && !e.accepted) {
       toast(`« ${e.text} » : non`, "error");
+      play("wrong");
+    } else if (e.kind === "game_ended") {
+      play("end");
     } else if (e.kind === "tiebreak_started") {
       toast("Égalité ! Tour décisif.", "good");
     } else if (e.kind === "stroke_added" && e.merged_into !== null && e.drawer === me) {
@@ -125,6 +132,9 @@ export class KontourView {
     const turn = this.frame.state.turn;
     const left = turn ? this.timer.left() : 0;
     this.clock.textContent = turn ? seconds(left) : "";
+    const whole = Math.ceil(left);
+    if (turn && this.frame.state.phase === "drawing" && whole <= 5 && whole > 0 && whole !== this.ticked) play("tick");
+    this.ticked = whole;
     this.clock.classList.toggle("urgent", turn && left < 6);
     this.bar.firstChild.style.width = `${turn ? this.timer.share() * 100 : 0}%`;
   }
@@ -165,9 +175,11 @@ export class KontourView {
     let content = null;
     if (st.phase === "draw" && st.history.length) {
       const last = st.history[st.history.length - 1];
-      content = [el("p", { class: "small" }, "Le mot était"),
+      const who = last.drawer === me ? "Vous n'avez" : `${this.name(last.drawer)} n'a`;
+      content = [...(last.word ? [el("p", { class: "small" }, "Le mot était"),
         el("h2", { class: last.color || "" }, this.fr(last.word)),
-        el("p", {}, this.foundBy(last, me)),
+        el("p", {}, this.foundBy(last, me))]
+        : [el("h2", { class: "no-word" }, "Temps écoulé"), el("p", {}, `${who} pas choisi de mot à temps.`)]),
         el("p", { class: "small" }, drawer === me ? "À vous !" : `Au tour de ${this.name(drawer)}.`)];
     }
     this.overlay.hidden = !content;
@@ -195,7 +207,7 @@ export class KontourView {
       el("td", { class: t.color || "" }, t.word ? this.fr(t.word) : "—"),
       el("td", {}, t.finders.map((p) => (p === me ? "vous" : this.name(p))).join(", ") || "personne")));
     this.final.replaceChildren(el("div", { class: "results-box", "data-testid": "game-over" },
-      last ? el("div", { class: "last-word" }, this.lastDrawing.length ? mini : null, el("div", {},
+      last && last.word ? el("div", { class: "last-word" }, this.lastDrawing.length ? mini : null, el("div", {},
         el("p", { class: "small" }, "Le dernier mot était"),
         el("h2", { class: `word ${last.color || ""}`, "data-testid": "last-word" }, this.fr(last.word)),
         el("p", {}, this.foundBy(last, me)))) : null,
@@ -206,8 +218,16 @@ export class KontourView {
       el("details", { class: "turns" }, el("summary", {}, `Tous les tours (${st.history.length})`),
         el("table", {}, el("thead", {}, el("tr", {}, ...["Tour", "Dessinateur", "Mot", "Trouvé par"]
           .map((t) => el("th", {}, t)))), el("tbody", {}, ...turns))),
-      el("button", { class: "primary", onclick: () => this.leave() }, "Nouvelle partie")));
-    if (last && this.lastDrawing.length) new Board(mini, { mode: "view", width: 5 }).setLines(this.lastDrawing, false);
+      el("div", { class: "end-actions" },
+        this.rematch ? el("button", { class: "primary", id: "rematch", onclick: () => this.rematch() }, "Rejouer") : null,
+        el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie"))));
+    if (last && this.lastDrawing.length) {
+      const board = new Board(mini, { mode: "view", width: 5 });
+      const lines = this.lastDrawing;
+      board.setLines(lines, false);
+      mini.title = "revoir ce dessin trait par trait";
+      mini.addEventListener("click", () => replay(board, lines));
+    }
   }
 
   renderScores(st, drawer) {

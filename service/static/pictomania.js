@@ -2,7 +2,8 @@
 // cards on the others' drawings at the same time; bonus tokens for finishing; 5 scored rounds.
 
 import { el, toast, once, Countdown, seconds, plural, winnersText } from "./ui.js";
-import { Board } from "./board.js";
+import { Board, replay, recapPicture, download } from "./board.js";
+import { play } from "./sound.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const SHAPES = [ // one symbol per card slot, drawn in a 20x20 box
@@ -13,6 +14,8 @@ const SHAPES = [ // one symbol per card slot, drawn in a 20x20 box
   ["polygon", { points: "10,1 12.6,7.4 19.5,7.6 14,11.9 16,18.6 10,14.6 4,18.6 6,11.9 0.5,7.6 7.4,7.4" }],
   ["polygon", { points: "7,2 13,2 13,7 18,7 18,13 13,13 13,18 7,18 7,13 2,13 2,7 7,7" }],
 ];
+const SIDEWAYS_PHONE = window.matchMedia("(max-height: 500px) and (orientation: landscape)");
+const CONFIRM_MS = 3000; // « Effacer tout ? » waits this long for the second tap
 const SYMBOL_NAMES = ["rond", "carré", "triangle", "losange", "étoile", "croix"];
 
 function signed(n) {
@@ -35,13 +38,15 @@ function symbol(i) {
 }
 
 export class PictomaniaView {
-  constructor(root, send, leave) {
+  constructor(root, send, leave, rematch = null) {
     this.kind = "pictomania";
     this.send = send;
     this.leave = leave;
+    this.rematch = rematch;
     this.timer = new Countdown();
     this.minis = new Map();
     this.roundNumber = null;
+    this.clearAsked = -Infinity; // when « Effacer » was tapped once (it asks before clearing)
     this.shownRecap = null;  // which recap the results screen shows (its key)
     this.title = el("div", { class: "status" });
     this.secret = el("div", { class: "secret", "data-testid": "secret" });
@@ -69,9 +74,17 @@ export class PictomaniaView {
     root.replaceChildren(this.layout);
     this.board = new Board(canvas, { mode: "free", width: 3, onStroke: (points) => this.send({ kind: "stroke", points }) });
     this.ticker = setInterval(() => this.tickClock(), 200);
+    this.turned = () => { // turned on its side during the recap: fold the points
+      const details = this.overlay.querySelector(".score-details");
+      if (details && SIDEWAYS_PHONE.matches) details.open = false;
+    };
+    SIDEWAYS_PHONE.addEventListener("change", this.turned);
   }
 
-  close() { clearInterval(this.ticker); }
+  close() {
+    clearInterval(this.ticker);
+    SIDEWAYS_PHONE.removeEventListener("change", this.turned);
+  }
 
   name(p) { return p === this.frame.you ? "Vous" : (this.frame.names[p] || p); }
   fr(key) { return (key && this.frame.fr[key]) || key || "?"; }
@@ -116,6 +129,10 @@ export class PictomaniaView {
   event(e, me) {
     if (e.kind === "bonus_taken" && e.player !== me) toast(`${this.name(e.player)} a fini (jeton ${e.value}).`);
     if (e.kind === "round_started" && e.number > 1) toast(`Manche ${e.number} !`, "good");
+    if (e.kind === "round_scored") { // a bet of mine that was right: found; else the round's end
+      const right = Object.values(e.result.outcomes).some((list) => list.some((o) => o.guesser === me && o.correct));
+      play(right ? "found" : "end");
+    }
   }
 
   error() {
@@ -128,6 +145,9 @@ export class PictomaniaView {
     const playing = this.frame.state.phase === "playing";
     const left = this.timer.left();
     this.clock.textContent = playing ? seconds(left) : "";
+    const whole = Math.ceil(left);
+    if (playing && whole <= 5 && whole > 0 && whole !== this.ticked) play("tick");
+    this.ticked = whole;
     this.clock.classList.toggle("urgent", playing && left < 15);
     this.bar.firstChild.style.width = `${playing ? this.timer.share() * 100 : 0}%`;
   }
@@ -140,10 +160,29 @@ export class PictomaniaView {
     this.tools.replaceChildren(
       once({ id: "undo", class: "tool", disabled: off, title: "annuler le dernier trait" },
         () => this.send({ kind: "undo" }), "Annuler"),
-      once({ id: "clear", class: "tool", disabled: off, title: "effacer tout le dessin" },
-        () => this.send({ kind: "clear" }), "Effacer"));
+      this.clearButton(off));
     this.tools.hidden = !playing || done;
     this.tools.dataset.strokes = String(strokes);
+  }
+
+  // « Effacer » asks first: a first tap turns it into « Effacer tout ? », a second one within
+  // CONFIRM_MS clears the drawing (there is no way back); otherwise it turns back.
+  clearButton(off) {
+    const asking = performance.now() - this.clearAsked < CONFIRM_MS;
+    const button = el("button", { id: "clear", class: `tool${asking ? " confirm" : ""}`, disabled: off,
+      title: "effacer tout le dessin", onclick: (event) => {
+        if (event.detail > 1) return;
+        if (performance.now() - this.clearAsked < CONFIRM_MS) {
+          this.clearAsked = -Infinity;
+          button.disabled = true;
+          this.send({ kind: "clear" });
+          return;
+        }
+        this.clearAsked = performance.now();
+        button.replaceWith(this.clearButton(off));
+        setTimeout(() => { if (this.frame) this.render(); }, CONFIRM_MS + 50);
+      } }, asking ? "Effacer tout ?" : "Effacer");
+    return button;
   }
 
   renderControls(rnd, playing, done) {
@@ -159,8 +198,8 @@ export class PictomaniaView {
 
   renderCards(rnd, secret) {
     const cards = rnd.cards.map((card, i) => el("div", { class: "card" },
-      el("div", { class: "card-head" }, symbol(i), el("span", {}, SYMBOL_NAMES[i] || ""),
-        card.theme ? el("span", { class: "theme" }, `· ${card.theme}`) : ""),
+      el("div", { class: "card-head", title: SYMBOL_NAMES[i] || "" }, symbol(i),
+        el("span", { class: "theme" }, card.theme || SYMBOL_NAMES[i] || "")),
       el("ol", {}, ...card.words.map((w, n) => el("li", {
         class: secret && secret.symbol === i && secret.number === n + 1 ? "mine" : "", title: this.fr(w),
       }, el("b", {}, n + 1), " ", this.fr(w))))));
@@ -231,7 +270,9 @@ export class PictomaniaView {
     }
     parts.push(this.myBets(shown, st, me), this.recap(shown, st, me), this.table(shown, st, me, !over));
     parts.push(over
-      ? el("button", { class: "primary", onclick: () => this.leave() }, "Nouvelle partie")
+      ? el("div", { class: "end-actions" },
+        this.rematch ? el("button", { class: "primary", id: "rematch", onclick: () => this.rematch() }, "Rejouer") : null,
+        el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie"))
       : once({ class: "primary", id: "next-round" }, () => this.send({ kind: "next_round" }), "Manche suivante"));
     this.overlay.replaceChildren(el("div", { class: "results-box", "data-testid": "results" }, ...parts));
   }
@@ -269,13 +310,19 @@ export class PictomaniaView {
   // Every drawing of a round with its word and the bets placed on it, in order. The drawings
   // come with the round's result from the server (a reload or another device shows them too).
   recap(result, st, me) {
+    const boards = [];
     const items = st.players.map((p) => {
       const secret = result.secrets[p];
       const outcomes = result.outcomes[p];
       let canvas = null;
       if (result.drawings) {
-        canvas = el("canvas", { class: "mini" });
-        new Board(canvas, { mode: "view", width: 4 }).setLines(result.drawings[p] || [], false);
+        canvas = el("canvas", { class: "mini", title: "revoir ce dessin trait par trait" });
+        const board = new Board(canvas, { mode: "view", width: 4 });
+        const lines = result.drawings[p] || [];
+        board.setLines(lines, false);
+        canvas.dataset.shown = String(lines.length);
+        canvas.addEventListener("click", () => replay(board, lines));
+        boards.push([board, lines]);
       }
       return el("div", { class: `recap-item${p === me ? " me" : ""}`, "data-player": p },
         el("div", { class: "recap-head" }, el("b", {}, this.name(p)),
@@ -287,7 +334,24 @@ export class PictomaniaView {
           class: `outcome ${o.correct ? "right" : "wrong"}`, "data-guesser": o.guesser,
         }, `${this.name(o.guesser)} : ${o.number} `, o.correct ? `✓ +${o.token}` : "✗")) : [el("li", { class: "small" }, "aucune mise")])));
     });
-    return el("div", { class: "recap", "data-testid": "recap" }, ...items);
+    const tools = result.drawings ? el("div", { class: "recap-tools" },
+      el("button", { type: "button", id: "replay", onclick: () => boards.forEach(([b, lines]) => replay(b, lines)) },
+        "▶ Revoir les dessins"),
+      el("button", { type: "button", id: "picture", onclick: () => this.savePicture(result, st) },
+        "Enregistrer l'image")) : null;
+    return el("div", { class: "recap-block" }, tools,
+      el("div", { class: "recap", "data-testid": "recap" }, ...items));
+  }
+
+  // The round's drawings with their names and words as one PNG, downloaded (to share).
+  savePicture(result, st) {
+    const items = st.players.map((p) => ({
+      title: this.frame.names[p] || p,
+      caption: `${result.secrets[p].number} · ${this.fr(result.words[p])}`,
+      lines: (result.drawings && result.drawings[p]) || [],
+    }));
+    download(recapPicture(`Griffon · Pictomania · manche ${result.number}`, items),
+      `griffon-pictomania-manche-${result.number}.png`);
   }
 
   table(result, st, me, withTotal) {
@@ -306,7 +370,8 @@ export class PictomaniaView {
         el("td", { class: "score" }, signed(result.score[p])),
         withTotal ? el("td", { class: "score" }, number(st.totals[p])) : null);
     });
-    return el("details", { class: "score-details", open: withTotal || null },
+    const open = withTotal && !SIDEWAYS_PHONE.matches; // a phone on its side: the drawings first, the points a tap away
+    return el("details", { class: "score-details", open: open || null },
       el("summary", {}, "Le détail des points"),
       el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)));
   }

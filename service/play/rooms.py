@@ -1,0 +1,389 @@
+"""Rooms: one table of people, each on their own device, and AI players filling the other seats.
+
+A person creates a room (``POST /v1/rooms``) and gets its code (four letters: the page's link
+``/r/ABCD``) and their seat's token. Friends open the link and take a seat under a name through
+the lobby socket (``WS /v1/rooms/{code}``); the host adds AI players, sets their level, removes a
+seat and starts. The game is then an ordinary game of the `GameManager` (`GameManager.open`; a solo
+game is a room of one person): each person plays through the game socket ``/v1/play/{id}`` with
+their own token and is sent their own seat's view. A person away longer than ``room_grace_s`` has
+their seat played by an AI until they come back (`GameSession.check_people`).
+
+A lobby lives in memory (it lasts minutes; ``lobby_expiry_s`` closes a forgotten one); the
+started game is stored and resumed like a solo game, the room's code and seats with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fastapi import WebSocket, WebSocketDisconnect
+
+from games.ai import level_names
+from games.kontour import KontourConfig
+from games.pictomania import PictomaniaConfig
+from service.errors import RateLimited
+from service.frames import FrameError, error_frame, load_json
+from service.play.session import HUMAN, GameSession
+from service.ratelimit import RateLimit
+from store import hash_token, token_matches
+
+if TYPE_CHECKING:
+    from service.play.manager import GameManager
+
+log = logging.getLogger("griffon.play")
+CODE_LETTERS = "ABCDEFGHJKMNPQRSTUVWXYZ"  # no I, L, O: a code read aloud or copied by hand
+CODE_LENGTH = 4
+CODE = re.compile(rf"^[{CODE_LETTERS}]{{{CODE_LENGTH}}}$")
+NAME = re.compile(r"^[^<>&\"]{1,24}$")
+LOBBY_QUEUE = 16
+JOIN_WAIT_S = 60.0  # a lobby socket that names nobody within this is closed
+CLOSE_ROOM_GONE = 4410
+
+
+class RoomError(Exception):
+    """A lobby request refused: `code` is stable (for the page), the message is for developers."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+    def to_frame(self) -> dict[str, Any]:
+        return error_frame(self.code, self.message)
+
+
+@dataclass
+class Seat:
+    """One seat of a lobby: a person (with their token's hash) or an AI player."""
+
+    seat: str
+    name: str
+    person: bool
+    token_hash: str = ""
+
+
+@dataclass
+class Room:
+    """A lobby: the game chosen, its seats in order (the host first), who is connected."""
+
+    code: str
+    game: str
+    level: str
+    client: str
+    seats: list[Seat]
+    last_activity: float
+    game_id: str | None = None
+    listeners: dict[asyncio.Queue[dict[str, Any] | None], str] = field(default_factory=dict)
+
+    def seat_of(self, token: str) -> str | None:
+        """The person seat whose token is `token`."""
+        found = None
+        for seat in self.seats:
+            if seat.person and token_matches(token, seat.token_hash):
+                found = seat.seat
+        return found
+
+
+def player_limits(game: str, room_seats: int) -> tuple[int, int]:
+    """(fewest, most) players of a room of `game`: the rules' bounds, at most ``room_seats``."""
+    config = KontourConfig.load() if game == "kontour" else PictomaniaConfig.load()
+    return config.min_players, min(config.max_players, room_seats)
+
+
+class Rooms:
+    """The lobbies of one app, and the codes of the rooms started (code -> game id)."""
+
+    def __init__(self, manager: GameManager) -> None:
+        self.manager = manager
+        self.lobbies: dict[str, Room] = {}
+        self.started: dict[str, str] = {}
+
+    # -- the lobby's requests ----------------------------------------------------------------------
+    def create(self, game: str, name: str, level: str, ai: int, client: str) -> tuple[Room, str]:
+        """A new lobby hosted by `client` under `name`, with `ai` AI seats; returns it and the
+        host's token. Raises `RateLimited` (the client's rooms), `RoomError` (bad request, full)."""
+        manager, play = self.manager, self.manager.play
+        if len(self.lobbies) + len(manager.games) >= manager.settings.max_sessions:
+            raise RoomError("too_many_games", "every game slot is taken; retry later")
+        mine = sum(1 for room in self.lobbies.values() if room.client == client)
+        if mine >= play.rooms_per_client:
+            raise RateLimited(f"you already have {mine} rooms open (at most {play.rooms_per_client})",
+                              code="too_many_rooms", retry_after=60)
+        _check_name(name)
+        fewest, most = player_limits(game, play.room_seats)
+        if not 0 <= ai <= most - 1:
+            raise RoomError("invalid_request", f"a {game} room takes 0-{most - 1} AI players, got {ai}")
+        token = secrets.token_urlsafe(18)
+        room = Room(self.new_code(), game, level, client,
+                    [Seat(HUMAN, name, True, hash_token(token))], manager.clock())
+        for _ in range(ai):
+            self._add_ai(room)
+        self.lobbies[room.code] = room
+        log.info("room %s: %s, hosted (%d AI)", room.code, game, ai)
+        return room, token
+
+    def new_code(self) -> str:
+        """A fresh room code that this worker holds (``service.workers``)."""
+        workers = self.manager.workers
+        while True:
+            code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
+            taken = code in self.lobbies or code in self.started
+            if not taken and (workers is None or workers.owns(code)):
+                return code
+
+    def join(self, room: Room, name: str) -> tuple[str, str]:
+        """A person takes the next free seat under `name`: (seat, token)."""
+        _check_name(name)
+        _, most = player_limits(room.game, self.manager.play.room_seats)
+        if len(room.seats) >= most:
+            raise RoomError("room_full", f"this room has all its {most} seats taken")
+        taken = {s.seat for s in room.seats}
+        seat = next(f"ami{i}" for i in range(1, most + 1) if f"ami{i}" not in taken)
+        token = secrets.token_urlsafe(18)
+        room.seats.append(Seat(seat, name, True, hash_token(token)))
+        self.touch(room)
+        return seat, token
+
+    def _add_ai(self, room: Room) -> None:
+        taken = {s.seat for s in room.seats}
+        number = next(i for i in range(1, 99) if f"ia{i}" not in taken)
+        names = self.manager.play.ai_names
+        used = {s.name for s in room.seats}
+        name = next((n for n in names if n not in used), f"IA {number}")
+        room.seats.append(Seat(f"ia{number}", name, False))
+
+    def request(self, room: Room, seat: str, frame: dict[str, Any]) -> GameSession | None:
+        """One lobby frame of `seat`: the host's ``add_ai``, ``remove``, ``level``, ``start``,
+        anybody's ``leave``. Returns the game when it starts. Raises `RoomError`."""
+        kind = frame.get("type")
+        host = seat == HUMAN
+        if kind == "leave":
+            if host:
+                self.close(room, "the host closed the room")
+            else:
+                room.seats = [s for s in room.seats if s.seat != seat]
+            return None
+        if kind not in ("add_ai", "remove", "level", "start"):
+            raise RoomError("bad_frame", "unknown lobby frame (expected add_ai, remove, level, start, leave)")
+        if not host:
+            raise RoomError("not_host", "only the host may change the seats or start")
+        _, most = player_limits(room.game, self.manager.play.room_seats)
+        if kind == "add_ai":
+            if len(room.seats) >= most:
+                raise RoomError("room_full", f"this room has all its {most} seats taken")
+            self._add_ai(room)
+        elif kind == "remove":
+            target = frame.get("seat")
+            if target == HUMAN or not any(s.seat == target for s in room.seats):
+                raise RoomError("bad_seat", "no such seat to remove (the host's cannot be)")
+            room.seats = [s for s in room.seats if s.seat != target]
+            for queue, held in list(room.listeners.items()):
+                if held == target:  # the person removed is told, then let go
+                    _offer(queue, error_frame("removed", "the host removed your seat"))
+                    _offer(queue, None)
+        elif kind == "level":
+            if frame.get("level") not in level_names():
+                raise RoomError("bad_level", f"the AI levels are {', '.join(level_names())}")
+            room.level = str(frame["level"])
+        else:
+            return self.start(room)
+        return None
+
+    def start(self, room: Room) -> GameSession:
+        """Start the room's game (the seats as they are). Raises `RoomError` when the seats do not
+        make a game the rules allow, and what `GameManager.open` raises."""
+        fewest, most = player_limits(room.game, self.manager.play.room_seats)
+        if not fewest <= len(room.seats) <= most:
+            raise RoomError("bad_seats", f"{room.game} is played by {fewest} to {most} players, "
+                            f"this room has {len(room.seats)}")
+        names = {s.seat: s.name for s in room.seats}
+        friends = {s.seat: s.token_hash for s in room.seats if s.person and s.seat != HUMAN}
+        host = room.seats[0].token_hash
+        session = self.manager.open(room.game, names, room.level, None, room.client, False, host_hash=host,
+                                    friends=friends, room=room.code)
+        room.game_id = session.id
+        self.started[room.code] = session.id
+        del self.lobbies[room.code]
+        log.info("room %s: game %s started (%d people, %d AI)", room.code, session.id,
+                 len(session.people), len(room.seats) - len(session.people))
+        started = {"type": "started", "code": room.code, "game_id": session.id, "game": room.game}
+        for queue in list(room.listeners):
+            _offer(queue, started)
+        return session
+
+    def close(self, room: Room, why: str) -> None:
+        """Close a lobby: its sockets are told and let go."""
+        self.lobbies.pop(room.code, None)
+        for queue in list(room.listeners):
+            _offer(queue, error_frame("room_closed", why))
+            _offer(queue, None)
+
+    def touch(self, room: Room) -> None:
+        room.last_activity = self.manager.clock()
+
+    def sweep(self) -> list[str]:
+        """Close the lobbies nobody touched for ``lobby_expiry_s``; forget the codes of games gone."""
+        limit = self.manager.clock() - self.manager.play.lobby_expiry_s
+        old = [code for code, room in self.lobbies.items() if room.last_activity < limit]
+        for code in old:
+            self.close(self.lobbies[code], "this room expired")
+        for code, game_id in list(self.started.items()):
+            if game_id not in self.manager.games:
+                del self.started[code]
+        return old
+
+    # -- frames ------------------------------------------------------------------------------------
+    def lobby_frame(self, room: Room, seat: str) -> dict[str, Any]:
+        """What a lobby socket of `seat` shows: the seats, who is here, the limits."""
+        here = set(room.listeners.values())
+        fewest, most = player_limits(room.game, self.manager.play.room_seats)
+        return {
+            "type": "lobby", "code": room.code, "game": room.game, "level": room.level, "you": seat,
+            "host": HUMAN, "min": fewest, "max": most, "levels": list(level_names()),
+            "seats": [{"seat": s.seat, "name": s.name, "person": s.person, "here": s.seat in here}
+                      for s in room.seats],
+        }
+
+    def broadcast(self, room: Room) -> None:
+        for queue, seat in list(room.listeners.items()):
+            _offer(queue, self.lobby_frame(room, seat))
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not NAME.match(name.strip() or "<"):
+        raise RoomError("bad_name", "a name holds 1 to 24 characters, none of < > & \"")
+
+
+def _offer(queue: asyncio.Queue[dict[str, Any] | None], item: dict[str, Any] | None) -> None:
+    with contextlib.suppress(asyncio.QueueFull):
+        queue.put_nowait(item)
+
+
+# ------------------------------------------------------------------------------------------------
+# The lobby socket
+
+
+def read_lobby_frame(text: str) -> dict[str, Any]:
+    """One lobby frame (a JSON object with a ``type``); raises `RoomError`."""
+    try:
+        data = load_json(text, reject_constants=True)
+    except FrameError as error:
+        raise RoomError("bad_frame", error.message) from None
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise RoomError("bad_frame", "a lobby frame must be a JSON object with a 'type'")
+    return data
+
+
+async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str) -> None:
+    """Run one accepted lobby socket: a person without a token first takes a seat
+    (``{"type": "join", "name"}``, answered ``{"type": "joined", "seat", "token"}``); then the
+    lobby frames until the game starts (``{"type": "started", "game_id"}``) or the room closes."""
+    code = code.upper()
+    game_id = rooms.started.get(code)
+    if game_id is not None and game_id in rooms.manager.games:
+        await _send_started(websocket, rooms.manager.games[game_id], code, token)
+        return
+    room = rooms.lobbies.get(code)
+    if room is None:
+        gone = f"no room '{code[:8]}' (started, over or expired)"
+        await websocket.send_json(error_frame("unknown_room", gone))
+        await websocket.close(CLOSE_ROOM_GONE, "unknown room")
+        return
+    settings = rooms.manager.settings
+    limit = RateLimit(settings.max_message_rate, settings.max_message_burst)  # as on a game's socket
+    seat = room.seat_of(token) if token else None
+    if seat is None:
+        seat = await _join(websocket, rooms, room, limit)
+        if seat is None:
+            return
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(LOBBY_QUEUE)
+    room.listeners[queue] = seat
+    rooms.broadcast(room)
+    sender = asyncio.create_task(_send_lobby(websocket, queue))
+    try:
+        while not sender.done():
+            message = await asyncio.wait_for(websocket.receive(), rooms.manager.settings.game_idle_timeout_s)
+            if message["type"] == "websocket.disconnect":
+                break
+            if not _within(limit, queue):
+                continue
+            try:
+                rooms.touch(room)
+                rooms.request(room, seat, read_lobby_frame(message.get("text") or ""))
+            except RoomError as error:
+                _offer(queue, error.to_frame())
+            except Exception as error:  # TooManyGames, RateLimited, a refused store...
+                log.info("room %s: start refused: %s", room.code, error)
+                _offer(queue, error_frame("cannot_start", str(error)))
+            if room.code in rooms.lobbies:
+                rooms.broadcast(room)
+    except (WebSocketDisconnect, RuntimeError, TimeoutError):
+        pass
+    finally:
+        room.listeners.pop(queue, None)
+        if room.code in rooms.lobbies:
+            rooms.broadcast(room)
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+            await asyncio.wait_for(sender, 1.0)
+        sender.cancel()
+
+
+def _within(limit: RateLimit, queue: asyncio.Queue[dict[str, Any] | None]) -> bool:
+    """Whether a frame is within the socket's rate; past it, one error per flood, frames dropped."""
+    if limit.allow():
+        limit.warned = False
+        return True
+    if not limit.warned:
+        limit.warned = True
+        _offer(queue, error_frame("rate_limited", "too many lobby frames: slow down"))
+    return False
+
+
+async def _join(websocket: WebSocket, rooms: Rooms, room: Room, limit: RateLimit) -> str | None:
+    """Wait for the newcomer's ``join`` frame; their seat, or None when the socket is let go."""
+    while True:
+        try:
+            message = await asyncio.wait_for(websocket.receive(), JOIN_WAIT_S)
+        except TimeoutError:
+            await websocket.close(1000, "nobody joined")
+            return None
+        if message["type"] == "websocket.disconnect":
+            return None
+        if not limit.allow():
+            continue  # a flood of joins: dropped
+        try:
+            frame = read_lobby_frame(message.get("text") or "")
+            if frame["type"] != "join":
+                raise RoomError("not_joined", "take a seat first: {'type': 'join', 'name': ...}")
+            seat, token = rooms.join(room, str(frame.get("name", "")).strip())
+        except RoomError as error:
+            await websocket.send_json(error.to_frame())
+            continue
+        await websocket.send_json({"type": "joined", "code": room.code, "seat": seat, "token": token})
+        return seat
+
+
+async def _send_lobby(websocket: WebSocket, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
+    while True:
+        frame = await queue.get()
+        if frame is None:
+            await websocket.close(CLOSE_ROOM_GONE, "room closed")
+            return
+        await websocket.send_json(frame)
+        if frame["type"] == "started":
+            await websocket.close(1000, "game started")
+            return
+
+
+async def _send_started(websocket: WebSocket, session: GameSession, code: str, token: str) -> None:
+    if session.seat_of(token) is None:
+        await websocket.send_json(error_frame("room_started", "this room's game has started without you"))
+        await websocket.close(CLOSE_ROOM_GONE, "room started")
+        return
+    await websocket.send_json({"type": "started", "code": code, "game_id": session.id, "game": session.kind})
+    await websocket.close(1000, "game started")

@@ -1,0 +1,99 @@
+// A room's lobby: the link to share, the seats (people and AI players), the host's buttons (add an
+// AI, its level, remove a seat, start). The server holds the room (service/play/rooms.py); this
+// view renders its `lobby` frames and sends the host's requests on the lobby socket.
+
+import { el, toast } from "./ui.js";
+
+const GAMES = { kontour: "Kontour", pictomania: "Pictomania" };
+const LEVELS = { easy: "Facile", normal: "Normal", hard: "Difficile" };
+const ERRORS = {
+  room_full: "Toutes les places de ce salon sont prises.",
+  not_host: "Seul l'hôte peut changer les places ou lancer la partie.",
+  bad_seats: "Pas assez de joueurs pour ce jeu : ajoutez une IA ou attendez vos amis.",
+  bad_name: "Ce nom n'est pas accepté (1 à 24 caractères, sans < > & \").",
+  bad_seat: "Cette place ne peut pas être retirée.",
+  cannot_start: "Le serveur ne peut pas lancer la partie pour l'instant : réessayez dans un moment.",
+  removed: "L'hôte vous a retiré du salon.",
+};
+
+export function lobbyError(frame) {
+  return ERRORS[frame.code] || frame.message || "Erreur";
+}
+
+export class LobbyView {
+  constructor(root, send, leave) {
+    this.send = send;
+    this.leave = leave;
+    this.box = el("section", { class: "panel lobby", "data-testid": "lobby" });
+    root.replaceChildren(this.box);
+  }
+
+  update(frame) {
+    const host = frame.you === frame.host;
+    const link = `${location.origin}/r/${frame.code}`;
+    const people = frame.seats.filter((s) => s.person).length;
+    const seats = frame.seats.map((s) => el("li", { class: `seat ${s.person ? "person" : "ai"}`, "data-seat": s.seat },
+      el("span", { class: "seat-name" }, s.seat === frame.you ? `${s.name} (vous)` : s.name),
+      el("small", {}, s.person ? (s.seat === frame.host ? "hôte" : s.here ? "connecté" : "pas connecté")
+        : `IA, ${LEVELS[frame.level] || frame.level}`),
+      host && s.seat !== frame.host
+        ? el("button", { type: "button", class: "remove", "aria-label": `Retirer ${s.name}`,
+          onclick: () => this.send({ type: "remove", seat: s.seat }) }, "Retirer")
+        : null));
+    const enough = frame.seats.length >= frame.min;
+    const tools = host ? el("div", { class: "lobby-tools" },
+      el("button", { type: "button", id: "add-ai", disabled: frame.seats.length >= frame.max,
+        onclick: () => this.send({ type: "add_ai" }) }, "Ajouter une IA"),
+      el("label", {}, "Niveau des IA ",
+        el("select", { id: "ai-level", onchange: (e) => this.send({ type: "level", level: e.target.value }) },
+          frame.levels.map((l) => el("option", { value: l, selected: l === frame.level }, LEVELS[l] || l)))),
+      el("button", { type: "button", class: "primary", id: "start-room", disabled: !enough,
+        onclick: () => this.send({ type: "start" }) }, "Lancer la partie"))
+      : el("p", { class: "small" }, "L'hôte lancera la partie quand tout le monde sera là.");
+    this.box.replaceChildren(...[
+      el("h2", {}, `${GAMES[frame.game] || frame.game} entre amis`),
+      el("p", { class: "room-code" }, "Code du salon : ", el("b", { "data-testid": "room-code" }, frame.code)),
+      el("div", { class: "share" },
+        el("input", { readonly: true, value: link, "aria-label": "lien du salon", id: "room-link" }),
+        el("button", { type: "button", onclick: () => copy(link) }, "Copier le lien")),
+      el("h3", {}, `Joueurs (${frame.seats.length} / ${frame.max}, ${frame.min} au moins)`),
+      el("ul", { class: "seats" }, seats),
+      people === 1 && host ? el("p", { class: "small" }, "Envoyez le lien à vos amis : ils choisiront un nom en l'ouvrant.") : null,
+      tools,
+      el("div", { class: "actions" },
+        el("button", { type: "button", id: "leave-room", onclick: () => this.leave() },
+          host ? "Fermer le salon" : "Quitter le salon"))].filter(Boolean));
+  }
+
+  close() {}
+}
+
+// The form of a person who opens a room's link: their name, then the lobby.
+export function joinForm(root, code, join) {
+  const input = el("input", { name: "name", maxlength: 24, required: true, autocomplete: "nickname",
+    value: localStorage.getItem("griffon.name") || "" });
+  const form = el("form", { class: "panel lobby", id: "join-room", onsubmit: (e) => {
+    e.preventDefault();
+    const name = input.value.trim();
+    if (!name) return;
+    try { localStorage.setItem("griffon.name", name); } catch { /* storage off */ }
+    join(name);
+  } },
+  el("h2", {}, "Rejoindre une partie"),
+  el("p", {}, "Salon ", el("b", {}, code), " : choisissez le nom que verront les autres joueurs."),
+  el("label", {}, "Votre nom ", input),
+  el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Rejoindre")));
+  root.replaceChildren(form);
+  input.focus();
+}
+
+async function copy(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    toast("Lien copié.", "good");
+  } catch {
+    const field = document.getElementById("room-link");
+    field.select();
+    toast("Copiez le lien sélectionné.");
+  }
+}

@@ -1,0 +1,211 @@
+"""Rooms with friends, in process: the lobby (create, join, the host's seats, start), each person's
+own view of the started game, a person's seat played by an AI while they are away and given back
+when they return, the bounds, and every refusal with its code. The whole games in real browsers:
+tests/test_browser_rooms.py."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from starlette.websockets import WebSocketDisconnect
+
+from service.play.manager import GameManager
+from service.play.session import HUMAN
+from tests.service_server import in_process
+
+
+@pytest.fixture(scope="module")
+def app(tiny_checkpoint: Path):
+    with in_process(model=tiny_checkpoint, game_idle_timeout_s=30) as client:
+        yield client
+
+
+def manager(app) -> GameManager:
+    return app.app.state.play
+
+
+def new_room(app, **body) -> dict:
+    response = app.post("/v1/rooms", json={"game": "pictomania", "name": "Ana", **body})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def until(ws, kind: str) -> dict:
+    """The next frame of type `kind` (the lobby frames before it are skipped)."""
+    while True:
+        frame = ws.receive_json()
+        if frame["type"] == kind:
+            return frame
+        assert frame["type"] in ("lobby", "presence", "update", "state"), frame
+
+
+def test_a_room_from_lobby_to_each_persons_own_view(app) -> None:
+    room = new_room(app, ai=0)
+    assert room["link"] == f"/r/{room['code']}" and room["seat"] == HUMAN
+    assert app.get(room["link"]).status_code == 200  # the page serves the link
+    with app.websocket_connect(room["ws"]) as host:
+        lobby = until(host, "lobby")
+        assert [s["seat"] for s in lobby["seats"]] == [HUMAN] and lobby["min"] == 3
+        with app.websocket_connect(f"/v1/rooms/{room['code'].lower()}") as friend:
+            friend.send_json({"type": "start"})
+            assert friend.receive_json()["code"] == "not_joined"
+            friend.send_json({"type": "join", "name": "<b>"})
+            assert friend.receive_json()["code"] == "bad_name"
+            friend.send_json({"type": "join", "name": "Léa"})
+            joined = friend.receive_json()
+            assert joined["type"] == "joined" and joined["seat"] == "ami1"
+            lobby = until(friend, "lobby")
+            assert [(s["name"], s["here"]) for s in lobby["seats"]] == [("Ana", True), ("Léa", True)]
+            friend.send_json({"type": "add_ai"})
+            assert until(friend, "error")["code"] == "not_host"
+            host.send_json({"type": "start"})  # two players: Pictomania needs three
+            assert until(host, "error")["code"] == "bad_seats"
+            host.send_json({"type": "add_ai"})
+            host.send_json({"type": "add_ai"})
+            host.send_json({"type": "remove", "seat": "ia1"})
+            host.send_json({"type": "remove", "seat": HUMAN})
+            assert until(host, "error")["code"] == "bad_seat"
+            host.send_json({"type": "level", "level": "hard"})
+            lobby = until(host, "lobby")
+            while [s["seat"] for s in lobby["seats"]] != [HUMAN, "ami1", "ia2"] or lobby["level"] != "hard":
+                lobby = until(host, "lobby")
+            host.send_json({"type": "start"})
+            started = until(host, "started")
+            assert until(friend, "started")["game_id"] == started["game_id"]
+    game = manager(app).games[started["game_id"]]
+    assert game.people == [HUMAN, "ami1"] and game.ais == ["ia2"]
+    play = f"/v1/play/{started['game_id']}"
+    with app.websocket_connect(f"{play}?token={room['token']}") as ana, \
+            app.websocket_connect(f"{play}?token={joined['token']}") as lea:
+        mine, hers = until(ana, "state"), until(lea, "state")
+        assert (mine["you"], hers["you"]) == (HUMAN, "ami1")
+        assert mine["seats"] == hers["seats"] == {HUMAN: "here", "ami1": "here"}
+        def known(frame: dict) -> set[str]:
+            return {p for p, secret in frame["state"]["round"]["secrets"].items() if secret is not None}
+
+        assert known(mine) == {HUMAN} and known(hers) == {"ami1"}  # each sees only their own word
+        lea.send_json({"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [90, 90]]}})
+        update = until(ana, "update")
+        assert update["events"][0]["player"] == "ami1"
+    # The lobby socket of a started room sends its people on; a stranger is told it started.
+    with app.websocket_connect(f"/v1/rooms/{room['code']}?token={joined['token']}") as again:
+        assert again.receive_json()["game_id"] == started["game_id"]
+    with app.websocket_connect(f"/v1/rooms/{room['code']}") as stranger:
+        assert stranger.receive_json()["code"] == "room_started"
+
+
+def test_an_ai_plays_the_seat_of_a_person_away_until_they_return(app) -> None:
+    room = new_room(app, ai=1)
+    with app.websocket_connect(room["ws"]) as host:
+        with app.websocket_connect(f"/v1/rooms/{room['code']}") as friend:
+            friend.send_json({"type": "join", "name": "Léa"})
+            joined = friend.receive_json()
+            host.send_json({"type": "start"})
+            started = until(host, "started")
+    game = manager(app).games[started["game_id"]]
+    play = f"/v1/play/{started['game_id']}"
+    with app.websocket_connect(f"{play}?token={room['token']}") as ana:
+        until(ana, "state")
+        with app.websocket_connect(f"{play}?token={joined['token']}") as lea:
+            until(lea, "state")
+        presence = until(ana, "presence")
+        assert presence["seats"]["ami1"] == "away"
+        game.away["ami1"] -= game.play.room_grace_s  # the grace period is over
+        game.check_people()
+        assert until(ana, "presence")["seats"]["ami1"] == "ai" and "ami1" in game.ai.ais
+        with app.websocket_connect(f"{play}?token={joined['token']}") as lea:
+            assert until(lea, "state")["seats"]["ami1"] == "here"
+            assert "ami1" not in game.ai.ais and game.ais == ["ia1"]
+
+
+def test_rooms_are_bounded_and_refusals_say_why(app) -> None:
+    assert app.post("/v1/rooms", json={"game": "kontour", "name": "A", "ai": 9}).status_code == 422
+    full = new_room(app, game="kontour", ai=manager(app).play.room_seats - 1)
+    with app.websocket_connect(f"/v1/rooms/{full['code']}") as late:
+        late.send_json({"type": "join", "name": "Léa"})
+        assert late.receive_json()["code"] == "room_full"
+    limit = manager(app).play.rooms_per_client
+    codes = [full["code"], *(new_room(app, game="kontour")["code"] for _ in range(limit - 1))]
+    refused = app.post("/v1/rooms", json={"game": "kontour", "name": "A"})
+    assert refused.status_code == 429 and refused.json()["error"] == "too_many_rooms"
+    assert app.get("/r/AB1").status_code == 404
+    with app.websocket_connect("/v1/rooms/ZZZZ") as ws:
+        assert ws.receive_json()["code"] == "unknown_room"
+        with pytest.raises(WebSocketDisconnect) as closed:
+            ws.receive_json()
+        assert closed.value.code == 4410
+    room = manager(app).rooms.lobbies[codes[0]]
+    room.last_activity -= manager(app).play.lobby_expiry_s + 1
+    assert manager(app).rooms.sweep() == [codes[0]]
+
+
+def test_a_kontour_room_survives_a_restart_and_an_ai_draws_for_a_person_away(tmp_path: Path) -> None:
+    """The room's game in SQLite: its seats and their tokens come back after a restart (the code
+    too); the friend, away past the grace period, has their turn drawn by an AI."""
+    from service.play.session import ManualClock
+    from service.play.settings import PlaySettings
+    from service.settings import Settings
+    from store import open_store
+    from tests.test_service_persistence import kontour_human_turn, play_a_while, uniform
+
+    def manager_on(store) -> GameManager:
+        return GameManager(Settings(), PlaySettings(room_grace_s=5), lambda key: uniform, frozenset(), store,
+                           clock=ManualClock())
+
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'rooms.db'}")
+        first = manager_on(store)
+        room, host_token = first.rooms.create("kontour", "Ana", "normal", 0, client="c")
+        seat, friend_token = first.rooms.join(room, "Léa")
+        first.rooms.request(room, HUMAN, {"type": "add_ai"})
+        session = first.rooms.request(room, HUMAN, {"type": "start"})
+        assert session is not None and session.driver is not None
+        session.driver.cancel()  # the test drives the game
+        assert first.rooms.started == {room.code: session.id} and not first.rooms.lobbies
+        assert session.seat_of(friend_token) == seat == "ami1" and session.seat_of(host_token) == HUMAN
+        ana, lea = session.attach(HUMAN), session.attach(seat)
+        play_a_while(session, 30, kontour_human_turn(session))  # the host's turn runs out
+        def drawer() -> str:
+            state = session.state
+            return state.turn.drawer if state.turn is not None else state.drawer
+
+        assert drawer() == seat  # the friend draws next
+        session.detach(lea)  # ...but has gone
+        play_a_while(session, 2, [])
+        assert session.presence()[seat] == "away" and session.state.phase == "draw"
+        play_a_while(session, 10, [])  # the grace period runs out: an AI draws in the friend's seat
+        session.check_people()
+        play_a_while(session, 15, [])
+        assert session.presence()[seat] == "ai"
+        logged = store.load_game(session.id).moves
+        by_friend = [m.move["kind"] for m in logged if m.move.get("player") == seat]
+        assert by_friend[:2] == ["draw_card", "choose_word"] and "stroke" in by_friend  # the AI drew for her
+        moves = session.moves
+        session.detach(ana)
+        await first.aclose()
+
+        second = manager_on(store)
+        assert second.resume() == (1, 0)
+        back = second.get(session.id)
+        assert back.moves == moves and back.people == [HUMAN, seat]
+        assert back.seat_of(friend_token) == seat and back.seat_of(host_token) == HUMAN
+        assert second.rooms.started == {room.code: session.id}
+        assert back.frame([], seat)["you"] == seat
+        await second.aclose()
+        store.close()
+
+    asyncio.run(run())
+
+
+def test_a_flood_of_lobby_frames_is_cut_with_one_error() -> None:
+    """The lobby socket's rate limit (the game socket's settings): frames past it are dropped, the
+    socket told once per flood (a clock that never moves: the bucket never refills)."""
+    from service.play.rooms import _within
+    from service.ratelimit import RateLimit
+
+    limit = RateLimit(rate=1.0, burst=2, clock=lambda: 0.0)
+    queue: asyncio.Queue = asyncio.Queue(16)
+    assert [_within(limit, queue) for _ in range(5)] == [True, True, False, False, False]
+    assert queue.qsize() == 1 and queue.get_nowait()["code"] == "rate_limited"
