@@ -19,7 +19,7 @@ WORKERS ?= 4
 $(STAMP): pyproject.toml
 	@echo "griffon: setting up $(VENV) with Griffon and its libraries (first run only, a few minutes)..."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install --progress-bar off -e '.[dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)
