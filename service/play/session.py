@@ -173,7 +173,8 @@ class GameSession:
         self.t0 = clock()
         self.last_activity = clock()
         self.listeners: dict[asyncio.Queue[dict[str, Any] | None], str] = {}  # socket queue -> seat
-        self.away: dict[str, float] = {}  # person seat -> since when no socket holds it (clock)
+        # person seat -> since when no socket holds it (clock): every seat until its socket comes
+        self.away: dict[str, float] = {seat: self.t0 for seat in self.people}
         self.adopted: set[str] = set()  # person seats an AI plays while their person is away
         self.ready: set[str] = set()  # people who asked for the next Pictomania round
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -527,7 +528,7 @@ class GameSession:
             if seat not in frames:
                 frames[seat] = self.update(before, events_for(events, seat), seat)
             if not _offer(queue, frames[seat]):
-                self.listeners.pop(queue, None)
+                self.detach(queue)  # a socket that does not read: let go, its seat away
                 _offer(queue, None, force=True)
 
     def send_seats(self, held: Held) -> None:
@@ -539,14 +540,14 @@ class GameSession:
                 frame = self.frame(events_for(held.events, seat), seat, held.state, held.seq)
                 held.frames[seat] = frame
             if not _offer(queue, frame):
-                self.listeners.pop(queue, None)
+                self.detach(queue)  # a socket that does not read: let go, its seat away
                 _offer(queue, None, force=True)
 
     def send(self, frame: dict[str, Any]) -> None:
         """One frame to every socket of the game (a socket that does not read is dropped)."""
         for queue in list(self.listeners):
             if not _offer(queue, frame):
-                self.listeners.pop(queue, None)
+                self.detach(queue)  # a socket that does not read: let go, its seat away
                 _offer(queue, None, force=True)
 
     def frame(self, events: list[Event], seat: str = HUMAN, state: Any = None,
