@@ -52,13 +52,18 @@ def serve(
     from griffon.workers import supervise
     from service.capacity import usable_cores
     from service.play.settings import PlaySettings
+    from service.replicas import ReplicaSettings
     from store import StoreError
 
     raise_file_limit()
     try:
         settings = Settings.from_env()
         PlaySettings.from_env()  # a bad GRIFFON_PLAY_* value stops here too
-        count = workers or usable_cores()
+        replica = ReplicaSettings.from_env().name is not None  # and GRIFFON_REPLICA_*
+        count = workers or (1 if replica else usable_cores())
+        if replica and count > 1:
+            raise SettingsError("a replica (GRIFFON_REPLICA_NAME) is one process: run more replicas "
+                                "rather than --workers N")
         if count == 1:
             uvicorn.Server(uvicorn_config(settings, host, port, log_level)).run()
         else:

@@ -42,6 +42,7 @@ from service.metrics import Metrics
 from service.play.settings import PlaySettings
 from service.play.words import Words
 from store import hash_token, token_matches
+from store.leases import LeaseLost
 
 log = logging.getLogger("griffon.play")
 
@@ -142,6 +143,7 @@ class GameSession:
         self.fr_sent: set[str] = set()  # French words sent so far (a full frame sends them all)
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
         self.metrics: Metrics | None = None  # set by the manager: strokes, recognitions, store writes
+        self.moved = False  # another replica took the game over (service.replicas): this copy is dead
 
     def check_token(self, token: str) -> bool:
         """Whether `token` is this game's player token (constant-time comparison)."""
@@ -179,6 +181,8 @@ class GameSession:
         refuse, or a bug, is logged and the game goes on."""
         try:
             self.step(self.now())
+        except LeaseLost:  # another replica drives the game: this copy stands down
+            return
         except RuleError as error:  # an AI move the rules refused: log it, play on
             log.info("game %s: AI move refused: %s", self.id, error)
         except Exception:  # a bug must not kill the game silently
@@ -197,7 +201,11 @@ class GameSession:
         self.state, events = self.rules.apply(before, move, now)
         if self.journal is not None:  # stored before anyone sees it (service.play.journal)
             started = time.perf_counter()
-            self.journal.record(self, move, now, events)
+            try:
+                self.journal.record(self, move, now, events)
+            except LeaseLost:  # not stored, so it did not happen: another replica drives the game
+                self.state = before
+                raise
             if self.metrics is not None:
                 self.metrics.store_write.observe(time.perf_counter() - started)
         if self.metrics is not None and move.kind == "stroke":
