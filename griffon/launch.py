@@ -471,15 +471,17 @@ def running_replicas(count: int, database_url: str, env: Mapping[str, str] | Non
 
 def haproxy_config(ports: list[int], listen: int, source: Path = HAPROXY_CONFIG) -> str:
     """deploy/haproxy.cfg for a local run: listening on 127.0.0.1:``listen``, its servers the
-    replicas on ``ports``, in the foreground, as this user, without the system's log and socket,
-    at most 4,000 connections."""
-    dropped = ("chroot", "user", "group", "daemon", "stats socket", "log /dev/log")
+    replicas on ``ports``, in the foreground, as this user, logging to its output, without the
+    system's socket, at most 4,000 connections."""
+    dropped = ("chroot", "user", "group", "daemon", "stats socket")
     lines, servers_done = [], False
     for line in source.read_text().splitlines():
         word = line.strip()
         if word.startswith(dropped):
             continue
-        if word.startswith("bind "):
+        if word.startswith("log /dev/log"):
+            line = "    log stdout format raw local0"  # the balancer's output file
+        elif word.startswith("bind "):
             line = f"    bind 127.0.0.1:{listen}"
         elif word.startswith("maxconn "):
             line = "    maxconn 4000"  # within an ordinary limit of open files
