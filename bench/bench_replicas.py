@@ -144,6 +144,8 @@ async def person(front: Server, table: Table, rng: random.Random, stop: asyncio.
                                                                            "points": table.pending}}))
                     await asyncio.sleep(1.0)
                 reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError, websockets.WebSocketException):
+                    await reader
         except (OSError, TimeoutError, websockets.WebSocketException):
             pass
         table.pending = None  # unacknowledged: the person draws it again
@@ -153,6 +155,11 @@ async def person(front: Server, table: Table, rng: random.Random, stop: asyncio.
 
 
 async def read(ws: Any, table: Table) -> None:
+    with contextlib.suppress(websockets.ConnectionClosed):
+        await _read(ws, table)
+
+
+async def _read(ws: Any, table: Table) -> None:
     async for raw in ws:
         frame = json.loads(raw)
         if frame["type"] == "state":

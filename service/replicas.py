@@ -18,9 +18,10 @@ a secret with them (``GRIFFON_REPLICA_SECRET``).
 - **Routing.** HAProxy sends a game's socket to the replica that created it (a stick table filled
   from the ``X-Griffon-Game`` header of ``POST /v1/play``'s answer). A socket that lands elsewhere
   (after a fail-over, or with several balancers) is relayed to the lease's holder
-  (`service.workers.relay_to`, the replicas' secret in its handshake); a game whose holder is gone
-  and whose lease expired is taken over by the replica the socket reached. A relayed socket is never
-  relayed again: a replica it reaches by mistake closes it with 1013 and the page reconnects.
+  (`service.workers.relay_to`, the replicas' secret in its handshake); when the holder cannot be
+  reached (it died), the socket waits for its lease to run out and the replica it reached takes the
+  game over. A relayed socket is never relayed again: a replica it reaches by mistake closes it
+  with 1013 and the page reconnects.
 - **Bot rooms** live on the replica their socket reached; a replica that dies drops its rooms,
   which reconnect (to another replica) and start a new session.
 """
@@ -245,6 +246,13 @@ class Ownership:
         log.info("game %s: taken over (lease %d, %d moves, clock %.1f s)", game_id, lease.fence,
                  len(stored.moves), adopted.now())
         return adopted
+
+    async def outlast(self, game_id: str, lease: Lease) -> GameSession | Lease | None:
+        """The holder of ``lease`` cannot be reached (it died): wait for its lease to run out (at
+        most ``lease_s``), then `locate` the game again: taken over here, most often."""
+        left = lease.expires_at - await asyncio.to_thread(self.leases.now)
+        await asyncio.sleep(min(max(0.0, left) + 0.05, self.settings.lease_s + 0.5))
+        return await self.locate(game_id)
 
     async def locate(self, game_id: str) -> GameSession | Lease | None:
         """Where a socket for ``game_id`` goes: the session here (held, or taken over now), the

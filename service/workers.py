@@ -128,10 +128,9 @@ async def relay(websocket: WebSocket, workers: Workers, owner: int, client: str)
 
 
 async def relay_to(websocket: WebSocket, address: str, secret: str, client: str,
-                   timeout_s: float = 3.0) -> None:
+                   timeout_s: float = 3.0) -> bool:
     """`relay` to another replica at ``address`` (host:port) over TCP: the replica that holds the
-    game (`service.replicas`). One that cannot be reached closes the socket with 1011: the page
-    reconnects, and meanwhile the game is taken over when the holder's lease expires."""
+    game (`service.replicas`). False, the socket left open, when that replica cannot be reached."""
     path, headers = _relayed(websocket, secret, client)
     try:
         upstream = await websockets.asyncio.client.connect(
@@ -139,9 +138,9 @@ async def relay_to(websocket: WebSocket, address: str, secret: str, client: str,
             open_timeout=timeout_s,
         )
     except (OSError, TimeoutError, websockets.exceptions.WebSocketException):
-        await websocket.close(RELAY_CLOSE, "the game's server cannot be reached; retry")
-        return
+        return False
     await _carry(websocket, upstream)
+    return True
 
 
 def _relayed(websocket: WebSocket, secret: str, client: str) -> tuple[str, dict[str, str]]:

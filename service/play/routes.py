@@ -34,7 +34,7 @@ from service.play.settings import PlaySettings
 from service.play.words import DeckSetupError
 from service.replicas import Ownership, Replica
 from service.shared import ClientDep, Shared, client_of
-from service.workers import RELAYED, relay, relay_to
+from service.workers import RELAY_CLOSE, RELAYED, relay, relay_to
 from store import StoreError
 from store.leases import Lease
 
@@ -187,12 +187,16 @@ async def play_socket(websocket: WebSocket, game_id: str, games: GamesDep, token
     try:
         if games.ownership is not None:  # one replica of several: the game may be another's
             held = await games.ownership.locate(game_id)
+            if isinstance(held, Lease) and websocket.scope.get(RELAYED):  # relayed once already
+                await websocket.close(CLOSE_TOO_SLOW, "the game is changing servers; reconnect")
+                return
             if isinstance(held, Lease):
-                if websocket.scope.get(RELAYED):  # relayed once already: the page asks again
-                    await websocket.close(CLOSE_TOO_SLOW, "the game is changing servers; reconnect")
-                else:
-                    await relay_to(websocket, held.address, games.ownership.replica.secret,
-                                   client_of(websocket))
+                secret = games.ownership.replica.secret
+                if await relay_to(websocket, held.address, secret, client_of(websocket)):
+                    return
+                held = await games.ownership.outlast(game_id, held)  # its holder is gone: take it over
+            if isinstance(held, Lease):
+                await websocket.close(RELAY_CLOSE, "the game's server cannot be reached; retry")
                 return
         game = games.get(game_id)
     except UnknownGame:
