@@ -149,6 +149,8 @@ class Ownership:
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
         clocks = {gid: s.now() for gid, s in self.manager.games.items() if gid in self.fences}
+        for session in self.manager.games.values():
+            session.moved = True  # handed over: a socket still open closes with 1012 and reconnects
         with contextlib.suppress(StoreError):
             await asyncio.to_thread(self.leases.release, clocks)
             await asyncio.to_thread(self.leases.release, None)

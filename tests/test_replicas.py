@@ -272,3 +272,20 @@ def test_a_replica_paused_past_its_lease_stands_down_without_writing(cluster: Cl
     assert stored is not None and stored.status == "playing"
     assert cluster.holder(page.id) == taker
     page.close()
+
+
+def test_a_replica_stopped_cleanly_hands_its_tables_over(cluster: Cluster) -> None:
+    page = start_table(cluster, "kontour")
+    stopped = cluster.holder(page.id)
+    index = cluster.index(stopped)
+    cluster.replicas.stop(index)  # SIGTERM, as `systemctl stop` during a rolling upgrade
+    live = cluster.db.rows("SELECT count(*) FROM griffon_leases WHERE holder LIKE ? AND "
+                           "expires_at > EXTRACT(EPOCH FROM clock_timestamp())", (f"{stopped}:%",))
+    assert live[0][0] == 0  # every lease given up at the stop: none left to run out
+    back = page.reconnect()
+    assert cluster.holder(page.id) not in ("", stopped)
+    assert back["state"]["turn"]["segments"]  # the person's lines, drawn before the stop
+    assert same_points(page.acked, persons(stored_moves(cluster, page.id)))
+    play_on(page)
+    page.close()
+    cluster.replicas.start(index)
