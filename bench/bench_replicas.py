@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import random
 import time
@@ -104,7 +105,7 @@ def capacity(args: argparse.Namespace, drawings: list[list]) -> list[dict[str, A
             with cluster(count, env) as (replicas, front):
                 row = asyncio.run(play_level(front, replicas, args.game, tables, args.seconds, drawings))
             rows.append(row)
-            problems = sum(sum(row[k].values()) for k in ("errors", "refusals", "failures"))
+            problems = {k: v for part in ("errors", "refusals", "failures") for k, v in row[part].items()}
             print(f"{args.game:<10} N={tables:3d}  replicas {count}  acked {row['strokes_acked']:5d}/"
                   f"{row['strokes_sent']:<5d}  ack p50/p99/max {row['ack_p50_ms']:.0f} / "
                   f"{row['ack_p99_ms']:.0f} / {row['ack_max_ms']:.0f} ms  cores {row['cores']:.2f}  "
@@ -181,6 +182,16 @@ def holders(database: str, ids: list[str]) -> dict[str, str]:
     return {gid: holder.split(":")[0] for gid, holder in rows}
 
 
+def statuses(database: str, ids: list[str]) -> list[tuple[Any, ...]]:
+    """(game id, status, moves, lease holder, fence, seconds the lease has left) of each game."""
+    with open_store(database) as db:
+        assert isinstance(db, SqlStore)
+        return db.rows(
+            "SELECT g.id, g.status, g.moves, l.holder, l.fence, "
+            "l.expires_at - EXTRACT(EPOCH FROM clock_timestamp()) FROM games AS g "
+            "LEFT JOIN griffon_leases AS l ON l.game_id = g.id WHERE g.id = ANY(?)", (ids,))
+
+
 def failover(args: argparse.Namespace) -> dict[str, Any]:
     env = {**server_env("pictomania", args.tables), **LONG_ROUND, "GRIFFON_CAPACITY_CORES": "64"}
     with (
@@ -216,15 +227,19 @@ async def _failover(
         hit = [t for t in tables if held.get(t.game_id) == victim]
         killed_at = time.monotonic()
         replicas.kill(int(victim[1:]) - 1)
-        deadline = killed_at + 60
+        deadline = killed_at + 30
         while time.monotonic() < deadline and any(t.back_at <= killed_at for t in hit):
             await asyncio.sleep(0.05)
         times = [t.back_at - killed_at for t in hit if t.back_at > killed_at]
+        if len(times) < len(hit):  # what became of the others
+            missing = [t.game_id for t in hit if t.back_at <= killed_at]
+            print(f"  not back: {await asyncio.to_thread(statuses, database, missing)}", flush=True)
+            print(replicas.logs()[-3000:], flush=True)
         samples += times
         kills.append({"victim": victim, "tables": len(hit), "back": len(times),
                       "max_s": max(times) if times else None, "load": os.getloadavg()[0]})
         print(f"kill {kill + 1}: {victim} held {len(hit)} tables; back on their pages in "
-              f"{min(times, default=float('nan')):.2f}–{max(times, default=float('nan')):.2f} s "
+              f"{min(times, default=math.nan):.2f}–{max(times, default=math.nan):.2f} s "
               f"({len(times)}/{len(hit)}); load {os.getloadavg()[0]:.1f}", flush=True)
         await asyncio.to_thread(replicas.start, int(victim[1:]) - 1)
         await asyncio.sleep(3)  # HAProxy sees it up again
@@ -240,7 +255,7 @@ async def _failover(
             acked += len(table.acked)
             lost += sum(1 for points in table.acked
                         if json.dumps([[float(x), float(y)] for x, y in points]) not in strokes)
-    ms = np.asarray(samples) if samples else np.asarray([np.nan])
+    ms = np.asarray(samples) if samples else np.asarray([math.nan])
     result = {"kills": kills, "samples": len(samples), "p50_s": float(np.percentile(ms, 50)),
               "max_s": float(ms.max()), "strokes_acked": acked, "moves_lost": lost}
     print(f"fail-over over {len(kills)} kills ({len(samples)} tables back): p50 {result['p50_s']:.2f} s, "

@@ -39,12 +39,7 @@ HOLDER_SETTING = "griffon.holder"
 LEASE_LOST_STATE = "GF409"  # the SQLSTATE of the fence's refusal
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"  # the database's clock, Unix seconds
 
-INSTALL = (
-    "CREATE TABLE IF NOT EXISTS griffon_leases ("
-    " game_id TEXT PRIMARY KEY, holder TEXT NOT NULL, address TEXT NOT NULL, fence BIGINT NOT NULL,"
-    " expires_at DOUBLE PRECISION NOT NULL, game_clock DOUBLE PRECISION NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS griffon_leases_by_holder ON griffon_leases (holder)",
-    f"""CREATE OR REPLACE FUNCTION griffon_fence() RETURNS trigger LANGUAGE plpgsql AS $fence$
+FENCE = f"""
     DECLARE
         me TEXT := current_setting('{HOLDER_SETTING}', true);
         game TEXT;
@@ -61,7 +56,13 @@ INSTALL = (
         END IF;
         RETURN NEW;
     END
-    $fence$""",
+    """  # the trigger's body: refuses a write to a game another replica holds
+INSTALL = (
+    "CREATE TABLE IF NOT EXISTS griffon_leases ("
+    " game_id TEXT PRIMARY KEY, holder TEXT NOT NULL, address TEXT NOT NULL, fence BIGINT NOT NULL,"
+    " expires_at DOUBLE PRECISION NOT NULL, game_clock DOUBLE PRECISION NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS griffon_leases_by_holder ON griffon_leases (holder)",
+    f"CREATE OR REPLACE FUNCTION griffon_fence() RETURNS trigger LANGUAGE plpgsql AS $fence${FENCE}$fence$",
     "CREATE OR REPLACE TRIGGER griffon_fence_moves BEFORE INSERT ON moves "
     "FOR EACH ROW EXECUTE FUNCTION griffon_fence()",
     "CREATE OR REPLACE TRIGGER griffon_fence_games BEFORE UPDATE ON games "
@@ -150,8 +151,23 @@ class Leases:
             raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DATABASE_URL=postgresql://...")
         self.store, self.holder, self.address, self.lease_s = store, holder, address, float(lease_s)
 
+    def installed(self) -> bool:
+        """Whether the lease table and this version's fence are in place (nothing to lock)."""
+        found = self.store.rows(
+            "SELECT to_regclass('griffon_leases') IS NOT NULL, "
+            "(SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgname IN "
+            "('griffon_fence_moves', 'griffon_fence_games') AND tgrelid IN ('moves'::regclass, "
+            "'games'::regclass)), (SELECT prosrc FROM pg_proc WHERE proname = 'griffon_fence' LIMIT 1)"
+        )
+        table, triggers, body = found[0]
+        return bool(table) and int(triggers) == 2 and body == FENCE
+
     def install(self) -> None:
-        """Create the lease table and the fence (idempotent; several replicas may start at once)."""
+        """Create the lease table and the fence when they are missing or older (idempotent; several
+        replicas may start at once). A replica joining live ones finds them in place and changes
+        nothing: a trigger created on a busy table would wait for its writers."""
+        if self.installed():
+            return
         with self.store.lock, self.store.write():
             self.store.run("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             for statement in INSTALL:
