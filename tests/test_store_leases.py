@@ -1,0 +1,123 @@
+"""Game leases and their fence on a real PostgreSQL server (`store.leases`): one holder at a time, a
+lease taken only once expired, a fenced write from the old holder refused without a trace, the
+renewal telling it so, the game clock handed over, a clean stop giving every lease up."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from griffon.launch import PostgresUnavailable, eventually, running_postgres
+from store import StoreError, hash_token, open_store
+from store.base import SqlStore
+from store.leases import FencedStore, LeaseLost, Leases, holder_url
+
+LEASE_S = 0.4
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    server = running_postgres()
+    try:
+        url = server.__enter__()
+    except PostgresUnavailable as error:
+        pytest.skip(f"PostgreSQL tests skipped: {error}")
+    yield url
+    server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def schema_url(pg_url: str) -> Iterator[str]:
+    """A fresh schema of the server (through the URL's ``options``, which `holder_url` extends)."""
+    import psycopg
+
+    schema = f"l_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    yield f"{pg_url}?options=-csearch_path%3D{schema}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def replica(url: str, holder: str) -> tuple[SqlStore, Leases]:
+    store = open_store(holder_url(url, holder))
+    assert isinstance(store, SqlStore)
+    leases = Leases(store, holder, f"127.0.0.1:{len(holder)}", LEASE_S)
+    leases.install()
+    return store, leases
+
+
+def test_one_holder_at_a_time_and_the_old_one_cannot_write(schema_url: str) -> None:
+    a, leases_a = replica(schema_url, "a:1")
+    b, leases_b = replica(schema_url, "b:2")
+    first = leases_a.claim("g1")
+    assert first is not None and (first.holder, first.fence) == ("a:1", 1)
+    a.create_game("g1", "kontour", {"seed": 1}, hash_token("t"))
+    a.append_move("g1", 0, 0.5, {"kind": "draw_card"})
+    assert leases_b.claim("g1") is None  # held, not expired
+    assert leases_a.renew({"g1": (1, 7.5)}) == {"g1"}
+    assert leases_b.orphans(10) == []
+
+    taken = eventually(lambda: leases_b.claim("g1"), 10, "the lease never expired")
+    assert (taken.holder, taken.fence, taken.game_clock) == ("b:2", 2, 7.5)  # the clock handed over
+    lost: list[str] = []
+    fenced = FencedStore(a, "g1", lost.append)
+    with pytest.raises(LeaseLost):
+        fenced.append_move("g1", 1, 0.9, {"kind": "choose_word"})
+    with pytest.raises(LeaseLost):
+        fenced.finish_game("g1", "abandoned")
+    assert lost == ["g1", "g1"]
+    assert leases_a.renew({"g1": (1, 8.0)}) == set()  # the renewal says the same
+    stored = b.load_game("g1")
+    assert stored is not None and stored.status == "playing" and len(stored.moves) == 1
+    b.append_move("g1", 1, 1.0, {"kind": "choose_word"})  # the new holder writes on
+    with open_store(schema_url) as admin:  # a connection that names no replica is not fenced
+        admin.append_move("g1", 2, 1.1, {"kind": "stroke"})
+    assert [m.seq for m in b.load_game("g1").moves] == [0, 1, 2]  # type: ignore[union-attr]
+    for store in (a, b):
+        store.close()
+
+
+def test_a_clean_stop_gives_every_lease_up_and_orphans_are_found(schema_url: str) -> None:
+    a, leases_a = replica(schema_url, "a:1")
+    b, leases_b = replica(schema_url, "b:2")
+    for game in ("g1", "g2"):
+        assert leases_a.claim(game) is not None
+        a.create_game(game, "pictomania", {"seed": 2}, hash_token("t"))
+    a.create_game("g3", "pictomania", {"seed": 3}, hash_token("t"))  # stored by a server without leases
+    assert leases_b.orphans(10) == ["g3"]
+    leases_a.release({"g1": 4.0})
+    assert sorted(leases_b.orphans(10)) == ["g1", "g3"]
+    leases_a.release(None, forget=("g2",))
+    assert sorted(leases_b.orphans(10)) == ["g1", "g2", "g3"]
+    again = leases_b.claim("g1")
+    assert again is not None and again.game_clock == 4.0
+    a.finish_game("g3", "expired")
+    assert sorted(leases_b.orphans(10)) == ["g2"]
+    assert leases_b.holders() == {"b:2": 1}
+    for store in (a, b):
+        store.close()
+
+
+def test_leases_need_postgresql_and_a_plain_replica_name(tmp_path) -> None:
+    with open_store(f"sqlite:///{tmp_path / 'g.db'}") as sqlite:
+        with pytest.raises(StoreError, match="PostgreSQL"):
+            Leases(sqlite, "a:1", "127.0.0.1:1", LEASE_S)  # type: ignore[arg-type]
+    with pytest.raises(StoreError, match="replica name"):
+        holder_url("postgresql://u@h/db", "a b; drop")
+    url = holder_url("postgresql://u@h/db?options=-csearch_path%3Dx&sslmode=disable", "r1:ab")
+    assert url == "postgresql://u@h/db?options=-csearch_path%3Dx%20-c%20griffon.holder%3Dr1%3Aab&sslmode=disable"
+
+
+def test_install_creates_what_is_missing_and_is_idempotent(schema_url: str) -> None:
+    store = open_store(holder_url(schema_url, "a:1"))
+    assert isinstance(store, SqlStore)
+    leases = Leases(store, "a:1", "127.0.0.1:1", LEASE_S)
+    assert not leases.installed()
+    leases.install()
+    assert leases.installed()
+    leases.install()  # in place: nothing done
+    assert leases.installed() and leases.claim("g1") is not None
+    store.close()
