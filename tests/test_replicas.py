@@ -40,7 +40,9 @@ pytestmark = pytest.mark.replicas
 
 RENEW_S = 1.0
 ENV = {
-    "GRIFFON_PLAY_KONTOUR_TIMER_S": "60",  # no turn, no round ends while a replica is down
+    # no turn, no round ends while a replica is down; a Kontour turn the person leaves ends soon
+    # after, and an AI player draws the next one
+    "GRIFFON_PLAY_KONTOUR_TIMER_S": "30",
     "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "60",
     "GRIFFON_PLAY_AI_THINK_S": "0.3",
     "GRIFFON_PLAY_BETWEEN_TURNS_S": "0.3",
@@ -137,7 +139,11 @@ def play_on(page: Page) -> None:
     """One more move of the person: a stroke, or a word while an AI draws (Kontour)."""
     if page.game["game"] == "pictomania":
         page.play("stroke_drawn", kind="stroke", points=[[30, 40], [90, 120]])
-    elif page.state["drawer"] == "joueur" and page.state["phase"] == "drawing":
+    elif page.state["drawer"] == "joueur" and page.state["phase"] == "draw":
+        page.play("card_drawn", kind="draw_card")
+    elif page.state["drawer"] == "joueur" and page.state["phase"] == "choose":
+        page.play("drawing_started", kind="choose_word", color="orange")
+    elif page.state["drawer"] == "joueur":
         page.play("stroke_added", kind="stroke", points=HOUSE[len(page.state["turn"]["segments"]) % 6])
     else:
         page.play("guess_made", kind="guess", text="maison")
@@ -220,8 +226,8 @@ def test_a_killed_replica_s_tables_are_taken_over_with_every_move_and_their_time
         assert back["now"] >= now - RENEW_S - 0.5
         assert time_left(page) <= left + RENEW_S + 0.5
         assert time_left(page) > 0
-    for page in lost:
-        page.until(ai_acts, timeout=20)  # the AI players resume: they draw, guess and bet again
+    for page in lost:  # the AI players resume: they draw, guess and bet (Kontour: the next turn)
+        page.until(ai_acts, timeout=45)
         play_on(page)
         assert same_points(page.acked, persons(stored_moves(cluster, page.id)))
     for page in kept:  # the other replicas' tables never noticed
