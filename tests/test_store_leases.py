@@ -1,20 +1,30 @@
 """Game leases and their fence on a real PostgreSQL server (`store.leases`): one holder at a time, a
 lease taken only once expired, a fenced write from the old holder refused without a trace, the
-renewal telling it so, the game clock handed over, a clean stop giving every lease up."""
+renewal telling it so, the game clock handed over, a clean stop giving every lease up; and the
+service's side (`service.replicas`): a game taken by another replica stands down at its next move."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from griffon.launch import PostgresUnavailable, eventually, running_postgres
-from store import StoreError, hash_token, open_store
+from service.play.manager import GameManager, handle_text
+from service.play.session import ManualClock
+from service.play.settings import PlaySettings
+from service.replicas import Ownership, Replica, ReplicaSettings
+from service.settings import Settings
+from store import StoreError, StoreSettings, hash_token, open_store
 from store.base import SqlStore
 from store.leases import FencedStore, LeaseLost, Leases, holder_url
 
-LEASE_S = 0.4
+LEASE_S = 0.5
+STROKE = json.dumps({"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [60, 80]]}})
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +131,44 @@ def test_install_creates_what_is_missing_and_is_idempotent(schema_url: str) -> N
     leases.install()  # in place: nothing done
     assert leases.installed() and leases.claim("g1") is not None
     store.close()
+
+
+async def uniform(drawing: Any, candidates: Any) -> dict[str, float]:
+    return {c: 1 / len(candidates) for c in candidates}
+
+
+def test_a_replica_whose_game_was_taken_stands_down_on_its_next_move_without_writing(schema_url: str) -> None:
+    """The service's side of the fence, on the game's own clock: the old holder's next move (the
+    person's) is refused by the database, not shown, and the game leaves this replica with its
+    sockets told to reconnect (1012), before any renewal."""
+
+    async def run() -> None:
+        settings = ReplicaSettings(name="a", address="127.0.0.1:1", secret="s" * 16, lease_s=LEASE_S,
+                                   renew_s=LEASE_S / 2)
+        here = Replica(settings)
+        store = open_store(here.store_settings(StoreSettings(database_url=schema_url)).url)
+        clock = ManualClock()
+        games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), store, clock=clock)
+        games.ownership = Ownership(here, games)
+        games.ownership.leases.install()
+        session = games.create("pictomania", 2, "normal", "Ana", seed=3)
+        queue = session.attach()
+        assert handle_text(session, STROKE) is None
+        stored = len(store.load_game(session.id).moves)  # type: ignore[union-attr]
+        other, leases_b = replica(schema_url, "b:2")
+        eventually(lambda: leases_b.claim(session.id), 10, "the lease never expired")
+        seq = session.seq
+        while not queue.empty():
+            queue.get_nowait()
+        assert handle_text(session, STROKE) is None  # refused by the fence: no frame, no error
+        assert session.moved and session.id not in games.games and session.seq == seq
+        assert len(store.load_game(session.id).moves) == stored  # type: ignore[union-attr]
+        await asyncio.sleep(0)
+        assert queue.get_nowait() is None  # the socket closes (1012: service.play.manager._send_loop)
+        session.tick()  # the AI players' next step writes nothing either
+        assert len(other.load_game(session.id).moves) == stored  # type: ignore[union-attr]
+        await games.aclose()
+        for db in (store, other):
+            db.close()
+
+    asyncio.run(run())
