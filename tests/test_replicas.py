@@ -136,17 +136,30 @@ def start_table(cluster: Cluster, game: str) -> Page:
 
 
 def play_on(page: Page) -> None:
-    """One more move of the person: a stroke, or a word while an AI draws (Kontour)."""
+    """One more move of the person, acknowledged: a stroke; in Kontour, what the turn's phase
+    allows (a card, a word, a line, or a word guessed while an AI draws). A Kontour turn may end
+    as the move leaves: then again, in the next turn (three tries)."""
     if page.game["game"] == "pictomania":
         page.play("stroke_drawn", kind="stroke", points=[[30, 40], [90, 120]])
-    elif page.state["drawer"] == "joueur" and page.state["phase"] == "draw":
-        page.play("card_drawn", kind="draw_card")
-    elif page.state["drawer"] == "joueur" and page.state["phase"] == "choose":
-        page.play("drawing_started", kind="choose_word", color="orange")
-    elif page.state["drawer"] == "joueur":
-        page.play("stroke_added", kind="stroke", points=HOUSE[len(page.state["turn"]["segments"]) % 6])
-    else:
-        page.play("guess_made", kind="guess", text="maison")
+        return
+    for attempt in range(3):
+        page.send({"type": "sync"})
+        page.until(lambda f: f["type"] == "state", timeout=10)
+        drawer, phase = page.state["drawer"], page.state["phase"]
+        try:
+            if drawer == "joueur" and phase == "draw":
+                page.play("card_drawn", kind="draw_card")
+            elif drawer == "joueur" and phase == "choose":
+                page.play("drawing_started", kind="choose_word", color="orange")
+            elif drawer == "joueur":
+                line = HOUSE[len(page.state["turn"]["segments"]) % len(HOUSE)]
+                page.play("stroke_added", kind="stroke", points=line)
+            else:
+                page.play("guess_made", kind="guess", text="maison")
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
 
 
 def time_left(page: Page) -> float:
