@@ -35,7 +35,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from service.settings import SettingsError, read_environment
 from store import StoreError, StoreSettings
@@ -82,25 +82,27 @@ class ReplicaSettings(BaseModel):
         default=100, ge=1, le=10_000, description="games a replica takes over at most per renewal"
     )
 
-    @model_validator(mode="after")
-    def _complete(self) -> ReplicaSettings:
+    def check(self) -> ReplicaSettings:
+        """Raise `ReplicaSettingsError` for settings that do not go together."""
         if self.name is not None and (self.address is None or self.secret is None):
-            raise ValueError("a replica (GRIFFON_REPLICA_NAME) needs GRIFFON_REPLICA_ADDRESS and "
-                             "GRIFFON_REPLICA_SECRET")
+            raise ReplicaSettingsError("a replica (GRIFFON_REPLICA_NAME) needs GRIFFON_REPLICA_ADDRESS and "
+                                       "GRIFFON_REPLICA_SECRET")
         if self.renew_s * 2 > self.lease_s:
-            raise ValueError(f"renew_s ({self.renew_s:g}) must be at most half of lease_s ({self.lease_s:g})")
+            raise ReplicaSettingsError(f"GRIFFON_REPLICA_RENEW_S ({self.renew_s:g}) must be at most half of "
+                                       f"GRIFFON_REPLICA_LEASE_S ({self.lease_s:g})")
         return self
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ReplicaSettings:
         """Settings from ``GRIFFON_REPLICA_*`` variables (default: ``os.environ``)."""
-        return read_environment(cls, ENV_PREFIX, environ, "replica settings", ReplicaSettingsError)
+        return read_environment(cls, ENV_PREFIX, environ, "replica settings", ReplicaSettingsError).check()
 
 
 class Replica:
     """This process as a replica: its holder name (new at every start), address and secret."""
 
     def __init__(self, settings: ReplicaSettings) -> None:
+        settings.check()
         assert settings.name is not None and settings.address is not None and settings.secret is not None
         self.settings, self.address, self.secret = settings, settings.address, settings.secret
         self.holder = new_holder(settings.name)

@@ -17,7 +17,7 @@ from griffon.launch import PostgresUnavailable, eventually, running_postgres
 from service.play.manager import GameManager, handle_text
 from service.play.session import ManualClock
 from service.play.settings import PlaySettings
-from service.replicas import Ownership, Replica, ReplicaSettings
+from service.replicas import Ownership, Replica, ReplicaSettings, ReplicaSettingsError
 from service.settings import Settings
 from store import StoreError, StoreSettings, hash_token, open_store
 from store.base import SqlStore
@@ -172,3 +172,18 @@ def test_a_replica_whose_game_was_taken_stands_down_on_its_next_move_without_wri
             db.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize(("environ", "said"), [
+    ({"GRIFFON_REPLICA_NAME": "r1"}, "needs GRIFFON_REPLICA_ADDRESS"),
+    ({"GRIFFON_REPLICA_NAME": "r1", "GRIFFON_REPLICA_ADDRESS": "10.0.0.1:8101",
+      "GRIFFON_REPLICA_SECRET": "x" * 16, "GRIFFON_REPLICA_RENEW_S": "2"},
+     "at most half of GRIFFON_REPLICA_LEASE_S"),
+    ({"GRIFFON_REPLICA_NAME": "r 1", "GRIFFON_REPLICA_SECRET": "short"}, "GRIFFON_REPLICA_NAME"),
+])
+def test_replica_settings_that_do_not_go_together_are_refused_with_their_names(
+    environ: dict[str, str], said: str
+) -> None:
+    with pytest.raises(ReplicaSettingsError, match=said):
+        ReplicaSettings.from_env(environ)
+    assert ReplicaSettings.from_env({}).name is None  # none: a server alone
