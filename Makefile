@@ -14,7 +14,7 @@ ARGS   ?=
 # waiting, not CPU. WORKERS=0 runs it in one process.
 WORKERS ?= 4
 
-.PHONY: setup run test lint bench train eval system-deps
+.PHONY: setup run test test-replicas lint bench train eval system-deps
 
 $(STAMP): pyproject.toml
 	@echo "griffon: setting up $(VENV) with Griffon and its libraries (first run only, a few minutes)..."
@@ -35,6 +35,11 @@ lint: setup
 
 test: setup system-deps lint
 	$(PY) -m pytest -q $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadgroup) $(ARGS)
+
+# Three replicas on one PostgreSQL database behind HAProxy (deploy/, docs/DEPLOY.md): tables played
+# through the balancer, a replica killed and paused mid-game (tests/test_replicas.py).
+test-replicas: setup system-deps
+	$(PY) -m pytest -q -m replicas tests/test_replicas.py $(ARGS)
 
 bench: setup
 	$(PY) -m bench $(ARGS)

@@ -24,8 +24,8 @@ from pydantic.fields import FieldInfo
 
 from griffon import workers as worker_processes
 from model import runtime
+from service import replicas, workers
 from service import settings as service_settings
-from service import workers
 from service.play import settings as play_settings
 from service.play.manager import game_configs
 from store import settings as store_settings
@@ -93,6 +93,12 @@ GROUPS: dict[str, Group] = {
         "Training and data files",
         "Where the offline tools (`griffon data`, `train`, `eval`) and the French lexicon find their files.",
     ),
+    "replicas": Group(
+        "Replicas",
+        "Several servers on one PostgreSQL database behind a load balancer (docs/DEPLOY.md): each game is "
+        "driven by the replica holding its lease, and taken over by another when that one dies. All unset: "
+        "one server alone.",
+    ),
     "dev": Group("Tests and development", "Read by the test suite only."),
 }
 
@@ -126,6 +132,7 @@ SETTINGS: tuple[tuple[type[BaseModel], str, str | None], ...] = (
     (service_settings.Settings, service_settings.ENV_PREFIX, None),
     (play_settings.PlaySettings, play_settings.ENV_PREFIX, "games"),
     (store_settings.StoreSettings, store_settings.ENV_PREFIX, "storage"),
+    (replicas.ReplicaSettings, replicas.ENV_PREFIX, "replicas"),
 )
 
 # Variables read outside the settings classes, each by the function named in its description.

@@ -33,10 +33,13 @@ allowed, x4.1 for the load)
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
+import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -417,3 +420,140 @@ def _run(command: list[str], what: str, patience: Patience, log: Path | None = N
         if "did not start in time" in said:  # pg_ctl -t ran out
             raise patience.failure(tail)
         raise PostgresUnavailable(f"{what} failed: {said} {tail}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Replicas behind HAProxy (docs/DEPLOY.md)
+
+HAPROXY_CONFIG = REPO / "deploy" / "haproxy.cfg"
+
+
+class HaproxyUnavailable(RuntimeError):
+    """HAProxy is not installed here (Debian: apt-get install haproxy)."""
+
+
+@dataclass
+class Replicas:
+    """``count`` replicas (``griffon serve`` processes named r1, r2...) on one PostgreSQL database,
+    each on its own 127.0.0.1 port; `start`, `kill`, `pause` and `resume` one by its index."""
+
+    env: dict[str, str]
+    ports: list[int]
+    servers: dict[int, Server]
+
+    def name(self, index: int) -> str:
+        return f"r{index + 1}"
+
+    def url(self, index: int) -> str:
+        return f"http://127.0.0.1:{self.ports[index]}"
+
+    def start(self, index: int, startup_timeout: float = 240.0, wait: bool = True) -> Server:
+        """Start replica ``index`` (again) and wait until it answers (``wait``)."""
+        port = self.ports[index]
+        environ = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO),
+                   "GRIFFON_REPLICA_NAME": self.name(index),
+                   "GRIFFON_REPLICA_ADDRESS": f"127.0.0.1:{port}"}
+        old = self.servers.get(index)
+        if old is not None:
+            old.log_path.unlink(missing_ok=True)
+        server = _start(REPO, environ, port)
+        self.servers[index] = server
+        if wait:
+            _wait_ready(server, startup_timeout)
+        return server
+
+    def kill(self, index: int, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to replica ``index`` (SIGKILL: it dies at once, and is waited for)."""
+        server = self.servers[index]
+        os.kill(server.process.pid, sig)
+        if sig == signal.SIGKILL:
+            server.process.wait(timeout=30)
+
+    def stop(self, index: int) -> None:
+        """Stop replica ``index`` cleanly (SIGTERM: it gives its leases up)."""
+        _stop(self.servers[index].process)
+
+    def logs(self) -> str:
+        """Every replica's output so far, each under its name."""
+        return "\n".join(f"--- {self.name(i)}\n{s.log()[-4000:]}" for i, s in sorted(self.servers.items()))
+
+
+@contextmanager
+def running_replicas(count: int, database_url: str, env: Mapping[str, str] | None = None,
+                     startup_timeout: float = 240.0) -> Iterator[Replicas]:
+    """Start ``count`` replicas on ``database_url`` (``env`` added to each one's environment, with
+    a shared secret); stopped on exit."""
+    shared = {"GRIFFON_DATABASE_URL": database_url, "GRIFFON_REPLICA_SECRET": secrets.token_urlsafe(24),
+              "GRIFFON_TRUSTED_PROXIES": "127.0.0.1", **(env or {})}
+    replicas = Replicas(shared, [free_port() for _ in range(count)], {})
+    try:
+        for index in range(count):  # all at once: each loads the model
+            replicas.start(index, wait=False)
+        for index in range(count):
+            _wait_ready(replicas.servers[index], startup_timeout)
+        yield replicas
+    finally:
+        for server in replicas.servers.values():
+            if server.process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(server.process.pid, signal.SIGCONT)  # a paused one must hear SIGTERM
+            _stop(server.process)
+            server.log_path.unlink(missing_ok=True)
+
+
+def haproxy_config(ports: list[int], listen: int, source: Path = HAPROXY_CONFIG) -> str:
+    """deploy/haproxy.cfg for a local run: listening on 127.0.0.1:``listen``, its servers the
+    replicas on ``ports``, in the foreground, as this user, logging to its output, without the
+    system's socket, at most 4,000 connections."""
+    dropped = ("chroot", "user", "group", "daemon", "stats socket")
+    lines, servers_done = [], False
+    for line in source.read_text().splitlines():
+        word = line.strip()
+        if word.startswith(dropped):
+            continue
+        if word.startswith("log /dev/log"):
+            line = "    log stdout format raw local0"  # the balancer's output file
+        elif word.startswith("bind "):
+            line = f"    bind 127.0.0.1:{listen}"
+        elif word.startswith("maxconn "):
+            line = "    maxconn 4000"  # within an ordinary limit of open files
+        elif word.startswith("server "):
+            if servers_done:
+                continue
+            servers_done = True
+            lines += [f"    server r{i + 1} 127.0.0.1:{port}" for i, port in enumerate(ports)]
+            continue
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def running_haproxy(ports: list[int]) -> Iterator[str]:
+    """HAProxy with deploy/haproxy.cfg in front of the replicas on ``ports``; yields its URL."""
+    binary = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
+    if binary is None:
+        raise HaproxyUnavailable("HAProxy is not installed (Debian: apt-get install haproxy)")
+    folder = Path(tempfile.mkdtemp(prefix="griffon-haproxy-"))
+    listen = free_port()
+    config = folder / "haproxy.cfg"
+    config.write_text(haproxy_config(ports, listen))
+    log_path = folder / "haproxy.log"
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=log_file,
+                                   stderr=subprocess.STDOUT)
+    try:
+        eventually(lambda: process.poll() is not None or _answers(f"http://127.0.0.1:{listen}/healthz"),
+                   30, "HAProxy was not ready")
+        if process.poll() is not None:
+            raise HaproxyUnavailable(f"HAProxy exited: {log_path.read_text(errors='replace')[-2000:]}")
+        yield f"http://127.0.0.1:{listen}"
+    finally:
+        _stop(process)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False

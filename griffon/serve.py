@@ -54,6 +54,7 @@ def serve(
     from griffon.workers import supervise
     from service.capacity import usable_cores
     from service.play.settings import PlaySettings
+    from service.replicas import ReplicaSettings
     from store import StoreError
 
     raise_file_limit()
@@ -61,7 +62,11 @@ def serve(
     try:
         settings = Settings.from_env()
         PlaySettings.from_env()  # a bad GRIFFON_PLAY_* value stops here too
-        count = workers or usable_cores()
+        replica = ReplicaSettings.from_env().name is not None  # and GRIFFON_REPLICA_*
+        count = workers or (1 if replica else usable_cores())
+        if replica and count > 1:
+            raise SettingsError("a replica (GRIFFON_REPLICA_NAME) is one process: run more replicas "
+                                "rather than --workers N")
         typer.echo(f"griffon: starting on http://{host}:{port} ({count} worker"
                    f"{'s' if count > 1 else ''}); open it in a browser once 'griffon: ready' shows")
         if count == 1:

@@ -68,6 +68,7 @@ from service.errors import STORE_DOWN, ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.metrics import Metrics
 from service.play import routes as play
+from service.replicas import Replica, ReplicaSettingsError
 from service.settings import Settings
 from service.shared import Shared
 from service.workers import RelayedClient, Workers
@@ -370,8 +371,14 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
     server down): the server must not start without it."""
     settings = settings or Settings.from_env()
     workers = Workers.current()
+    replica = Replica.current()  # one of several servers on one PostgreSQL database (service.replicas)
     play_settings = play.read_settings()
-    store = open_store(store_settings or StoreSettings.from_env())
+    store_settings = store_settings or StoreSettings.from_env()
+    if replica is not None:
+        if workers is not None:
+            raise ReplicaSettingsError("a replica is one process: run more replicas, not --workers N")
+        store_settings = replica.store_settings(store_settings)
+    store = open_store(store_settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -415,6 +422,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
     )
     app.state.settings = settings
     app.state.workers = workers
+    app.state.replica = replica
     app.state.play_settings = play_settings
     app.state.store = store
     _install_error_handlers(app)
@@ -426,7 +434,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
     app.add_middleware(
         BrowserGuard, allowed_origins=settings.allowed_origins, max_sockets=settings.max_client_connections
     )
-    app.add_middleware(RelayedClient, workers=workers)  # outermost: a sibling's client, restored
+    app.add_middleware(RelayedClient, workers=workers or replica)  # outermost: a sibling's client, restored
     app.include_router(api.router)
     app.include_router(bot.router)
     app.include_router(play.router)

@@ -10,6 +10,9 @@ secret (:class:`RelayedClient` restores the address), so budgets and checks see 
 
 Bot rooms live where their socket lands; stateless HTTP calls are served by any worker. The
 workers share the database: each resumes the stored games it owns at start.
+
+Replicas (`service.replicas`: several servers on one PostgreSQL database) relay a game's socket to
+the replica that holds its lease the same way, over TCP (:func:`relay_to`), with their own secret.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import hmac
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import websockets
+import websockets.asyncio.client
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from websockets.asyncio.client import ClientConnection, unix_connect
@@ -32,6 +37,8 @@ ENV_INDEX, ENV_COUNT, ENV_FOLDER, ENV_SECRET = (
 )
 RELAY_HEADER = "x-griffon-relay"  # the workers' secret: the handshake comes from a sibling
 CLIENT_HEADER = "x-griffon-client"  # the address the sibling's client connected from
+HOST_HEADER = "x-griffon-host"  # the Host the client asked for (its Origin is checked against it)
+RELAYED = "griffon.relayed"  # scope key: this handshake came from a sibling (never relayed again)
 RELAY_CLOSE = 1011  # the owner could not be reached
 
 
@@ -73,11 +80,18 @@ class Workers:
         return token is not None and hmac.compare_digest(token.encode(), self.secret.encode())
 
 
-class RelayedClient:
-    """ASGI middleware (outermost): a handshake relayed by a sibling worker keeps its client's
-    address (the sibling's own connection is a Unix socket); the relay headers are dropped."""
+class Siblings(Protocol):
+    """Who may relay a handshake here: `Workers`, or a replica (`service.replicas.Replica`)."""
 
-    def __init__(self, app: ASGIApp, workers: Workers | None) -> None:
+    def is_sibling(self, token: str | None) -> bool: ...
+
+
+class RelayedClient:
+    """ASGI middleware (outermost): a handshake relayed by a sibling worker or replica keeps its
+    client's address and the ``Host`` it asked for (the sibling's own connection is a Unix socket,
+    or a connection to this replica's address); the relay headers are dropped."""
+
+    def __init__(self, app: ASGIApp, workers: Siblings | None) -> None:
         self.app, self.workers = app, workers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -85,23 +99,23 @@ class RelayedClient:
             headers = dict(scope.get("headers") or [])
             token = headers.get(RELAY_HEADER.encode())
             if token is not None:
-                kept = [(k, v) for k, v in scope["headers"] if k not in (RELAY_HEADER.encode(),
-                                                                          CLIENT_HEADER.encode())]
+                ours = (RELAY_HEADER.encode(), CLIENT_HEADER.encode(), HOST_HEADER.encode())
+                kept = [(k, v) for k, v in scope["headers"] if k not in ours]
                 scope = {**scope, "headers": kept}
                 if self.workers.is_sibling(token.decode("latin-1")):
                     client = headers.get(CLIENT_HEADER.encode(), b"?").decode("latin-1")
                     scope["client"] = (client, 0)
+                    scope[RELAYED] = True
+                    host = headers.get(HOST_HEADER.encode())
+                    if host is not None:
+                        scope["headers"] = [(k, v) for k, v in kept if k != b"host"] + [(b"host", host)]
         await self.app(scope, receive, send)
 
 
 async def relay(websocket: WebSocket, workers: Workers, owner: int, client: str) -> None:
     """Carry an accepted socket's frames to and from the same path on worker ``owner``, until
     either side closes; the owner's close code and reason reach the client."""
-    path = websocket.url.path + (f"?{websocket.url.query}" if websocket.url.query else "")
-    headers = {RELAY_HEADER: workers.secret, CLIENT_HEADER: client}
-    origin = websocket.headers.get("origin")
-    if origin is not None:
-        headers["origin"] = origin
+    path, headers = _relayed(websocket, workers.secret, client)
     try:
         upstream = await unix_connect(
             str(workers.socket_path(owner)), uri=f"ws://worker{path}", additional_headers=headers,
@@ -110,6 +124,38 @@ async def relay(websocket: WebSocket, workers: Workers, owner: int, client: str)
     except (OSError, websockets.exceptions.WebSocketException):
         await websocket.close(RELAY_CLOSE, "the game's worker cannot be reached; retry")
         return
+    await _carry(websocket, upstream)
+
+
+async def relay_to(websocket: WebSocket, address: str, secret: str, client: str,
+                   timeout_s: float = 3.0) -> bool:
+    """`relay` to another replica at ``address`` (host:port) over TCP: the replica that holds the
+    game (`service.replicas`). False, the socket left open, when that replica cannot be reached."""
+    path, headers = _relayed(websocket, secret, client)
+    try:
+        upstream = await websockets.asyncio.client.connect(
+            f"ws://{address}{path}", additional_headers=headers, max_size=None, ping_interval=None,
+            open_timeout=timeout_s,
+        )
+    except (OSError, TimeoutError, websockets.exceptions.WebSocketException):
+        return False
+    await _carry(websocket, upstream)
+    return True
+
+
+def _relayed(websocket: WebSocket, secret: str, client: str) -> tuple[str, dict[str, str]]:
+    """The path (with its query) and the handshake headers of a relayed socket."""
+    path = websocket.url.path + (f"?{websocket.url.query}" if websocket.url.query else "")
+    headers = {RELAY_HEADER: secret, CLIENT_HEADER: client}
+    for name, header in (("origin", "origin"), ("host", HOST_HEADER)):
+        value = websocket.headers.get(name)
+        if value is not None:
+            headers[header] = value
+    return path, headers
+
+
+async def _carry(websocket: WebSocket, upstream: ClientConnection) -> None:
+    """Frames both ways until either side closes."""
     async with upstream:
         down = asyncio.create_task(_downstream(upstream, websocket))
         try:

@@ -51,6 +51,9 @@ DAY_S = 86_400.0
 # Errors
 
 
+LEASE_LOST_STATE = "GF409"  # SQLSTATE of the replicas' fence refusing a write (store.leases)
+
+
 class StoreError(RuntimeError):
     """Anything the store refuses or cannot do."""
 
@@ -544,6 +547,8 @@ class SqlStore(Store):
         except self.integrity_error as error:
             raise BadRecord(f"refused by the database: {error}") from error
         except self.driver_error as error:
+            if getattr(error, "sqlstate", None) == LEASE_LOST_STATE:  # not a failing database: no retry
+                raise MoveRejected(f"{self.location}: {str(error).strip()}") from error
             raise StoreUnavailable(f"{self.location}: {str(error).strip()}") from error
 
     def rows(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

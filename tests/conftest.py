@@ -218,11 +218,14 @@ WORKER_GROUPS = {
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the markers into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Pin the long files to their worker group (see `WORKER_GROUPS`)."""
+    """Pin the long files to their worker group (see `WORKER_GROUPS`); leave the replica tests out
+    unless ``-m replicas`` asks for them (``make test-replicas``: three servers, HAProxy)."""
     for item in items:
         group = WORKER_GROUPS.get(item.path.name)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+        if item.get_closest_marker("replicas") and "replicas" not in (item.config.option.markexpr or ""):
+            item.add_marker(pytest.mark.skip(reason="three replicas behind HAProxy: make test-replicas"))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -30,7 +30,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import WebSocket, WebSocketDisconnect
 
@@ -59,10 +59,14 @@ from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
 from service.shared import client_of
 from service.workers import Workers
-from store import Store, StoreError, hash_token
+from store import Store, StoredGame, StoreError, hash_token
 from store.background import shared_writer
 from store.group_commit import shared_move_writer
+from store.leases import is_lease_lost
 from vocab.decks import PictomaniaDeckCard
+
+if TYPE_CHECKING:
+    from service.replicas import Ownership
 
 log = logging.getLogger("griffon.play")
 SWEEP_EVERY_S = 5.0
@@ -73,6 +77,7 @@ CLOSE_EXPIRED = 4410
 CLOSE_IDLE = 4408
 CLOSE_FULL = 4429
 CLOSE_TOO_SLOW = 1013
+CLOSE_MOVED = 1012  # the game moved to another replica (service.replicas): reconnect
 
 
 class TooManyGames(RuntimeError):
@@ -103,6 +108,7 @@ class GameManager:
         self.store, self.spend_points, self.clock, self.metrics = store, spend_points, clock, metrics
         self.capacity: Capacity | None = None  # set by the app: the CPU budget shared with bot rooms
         self.workers = workers
+        self.ownership: Ownership | None = None  # set on a replica: the games' leases (service.replicas)
         self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
         self.writer = shared_move_writer(store) if store is not None else None  # moves and ends, in order
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
@@ -228,6 +234,8 @@ class GameManager:
             setup["owner"] = hash_token(withdraw_key)
         session = self._build(self.new_id(), game, setup, token="")
         session.token_hash = host_hash
+        if self.ownership is not None:  # a replica leases the game before it exists for the others
+            self.ownership.claim_new(session.id)
         return session, setup, replaced
 
     def _open(self, session: GameSession, replaced: str | None, client: str) -> GameSession:
@@ -331,27 +339,39 @@ class GameManager:
         if overflow:
             log.info("games beyond the %d slots: %d marked expired", len(keep), len(overflow))
         for stored in reversed(keep):  # oldest first: the newest end up last, as when created
-            try:
-                session = self._build(stored.id, stored.kind, stored.setup, token="")
-                session.token_hash = stored.token_hash
-                replay_into(session, stored)
-                session.log_bytes = sum(len(json.dumps(m.move, separators=(",", ":"))) for m in stored.moves)
-            except Exception:  # a log the rules refuse, a setup of an older Griffon...
-                log.exception("game %s: cannot be resumed; marked abandoned", stored.id)
-                with contextlib.suppress(StoreError):
-                    self.store.finish_game(stored.id, "abandoned")
+            if self.adopt(stored) is None:
                 abandoned += 1
-                continue
-            self._add(session)
-            if stored.setup.get("room"):
-                self.rooms.started[stored.setup["room"]] = session.id
-            self.joined.add(session.id)  # its player has idle_expiry_s to come back
-            session.start()
-            session._read()  # the AI players read the drawings as they are
-            resumed += 1
+            else:
+                resumed += 1
         if resumed or abandoned:
             log.info("games resumed from the database: %d (%d abandoned)", resumed, abandoned)
         return resumed, abandoned
+
+    def adopt(self, stored: StoredGame, game_clock: float = 0.0) -> GameSession | None:
+        """Bring one stored game back: rebuilt from its setup, its log replayed, its AI players
+        resumed; its clock goes on from its last move, or from ``game_clock`` when later (the clock
+        a replica that drove it last renewed its lease with: the round's timers go on from there).
+        One that cannot be replayed is marked ``abandoned`` and logged (None)."""
+        assert self.store is not None
+        try:
+            session = self._build(stored.id, stored.kind, stored.setup, token="")
+            session.token_hash = stored.token_hash
+            replay_into(session, stored)
+            session.log_bytes = sum(len(json.dumps(m.move, separators=(",", ":"))) for m in stored.moves)
+        except Exception:  # a log the rules refuse, a setup of an older Griffon...
+            log.exception("game %s: cannot be resumed; marked abandoned", stored.id)
+            with contextlib.suppress(StoreError):
+                self.store.finish_game(stored.id, "abandoned")
+            return None
+        if game_clock > session.now():
+            session.t0 = session.clock() - game_clock
+        self._add(session)
+        if stored.setup.get("room"):
+            self.rooms.started[stored.setup["room"]] = session.id
+        self.joined.add(session.id)  # its player has idle_expiry_s to come back
+        session.start()
+        session._read()  # the AI players read the drawings as they are
+        return session
 
     def _check_client(self, client: str) -> str | None:
         """Refuse a client over its budget; returns the game a new one of theirs replaces (the
@@ -411,8 +431,13 @@ class GameManager:
         except KeyError:
             raise UnknownGame(game_id) from None
 
-    def _lost(self, session: GameSession) -> None:
-        """A game the database refuses for good (`GameSession.lose`): closed, its sockets told."""
+    def _lost(self, session: GameSession, error: BaseException) -> None:
+        """A game the database refuses for good (`GameSession.lose`): closed, its sockets told;
+        on a replica whose lease another took (the fence refused the write), stood down instead:
+        its sockets close with 1012 and reconnect to the new holder."""
+        if self.ownership is not None and is_lease_lost(error):
+            self.ownership.stand_down(session.id)
+            return
         if self.games.get(session.id) is session:
             task = asyncio.create_task(self.remove(session.id))
             self._closing.add(task)
@@ -426,6 +451,18 @@ class GameManager:
             if not any(game.held for game in self.games.values()):
                 return
             await asyncio.sleep(0.001)
+
+    def forget(self, game_id: str) -> None:
+        """Let go of a game without ending it (another replica drives it: `service.replicas`);
+        its sockets are closed (1012 when it ``moved``: the page reconnects)."""
+        session = self.games.pop(game_id, None)
+        self.owners.pop(game_id, None)
+        self.guesses.pop(game_id, None)
+        self.joined.discard(game_id)
+        if session is not None:
+            task = asyncio.create_task(session.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def remove(self, game_id: str) -> None:
         """Close and forget a game."""
@@ -550,7 +587,9 @@ async def _send_loop(
     while True:
         frame = await queue.get()
         if frame is None:
-            if manager.games.get(session.id) is session:  # dropped for not reading, game goes on
+            if session.moved:  # another replica drives it now (service.replicas): reconnect there
+                await websocket.close(CLOSE_MOVED, "the game moved to another server; reconnect")
+            elif manager.games.get(session.id) is session:  # dropped for not reading, game goes on
                 await websocket.close(CLOSE_TOO_SLOW, "socket too slow; reconnect")
             else:
                 await websocket.close(CLOSE_EXPIRED, "game closed")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, WebSocket
+from fastapi import APIRouter, Depends, FastAPI, Response, WebSocket
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.requests import HTTPConnection
@@ -23,6 +23,7 @@ from service.frames import error_frame
 from service.play.manager import (
     CLOSE_BAD_TOKEN,
     CLOSE_FULL,
+    CLOSE_TOO_SLOW,
     CLOSE_UNKNOWN_GAME,
     GameManager,
     TooManyGames,
@@ -33,15 +34,18 @@ from service.play.rooms import CODE, RoomError, serve_lobby
 from service.play.session import HUMAN, Recognize, accepted_opponents
 from service.play.settings import PlaySettings
 from service.play.words import DeckSetupError
+from service.replicas import Ownership, Replica
 from service.shared import ClientDep, Shared, client_of
-from service.workers import relay
+from service.workers import RELAY_CLOSE, RELAYED, relay, relay_to
 from store import StoreError
+from store.leases import Lease
 
 log = logging.getLogger("griffon.play")
 
 STATIC = Path(__file__).parent.parent / "static"
 MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
 MAX_STATIC_NAME = 100
+GAME_HEADER = "X-Griffon-Game"  # on POST /v1/play's answer: HAProxy's stick table learns the game's replica
 router = APIRouter()
 
 
@@ -147,7 +151,12 @@ async def startup(app: FastAPI) -> None:
         shared.metrics.watch(shared.metrics.tables, functools.partial(manager.open_count, kind), game=kind)
     shared.metrics.watch(shared.metrics.sockets, manager.socket_count, kind="play")
     manager.start()
-    manager.resume()  # the games in progress when the server stopped (service.play.journal)
+    replica: Replica | None = getattr(app.state, "replica", None)
+    if replica is None:
+        manager.resume()  # the games in progress when the server stopped (service.play.journal)
+    else:  # the games are taken over as their leases expire (service.replicas)
+        manager.ownership = Ownership(replica, manager)
+        manager.ownership.start()
 
 
 def get_games(connection: HTTPConnection) -> GameManager:
@@ -162,6 +171,8 @@ async def shutdown(app: FastAPI) -> None:
     """Close every game (also after a `startup` that failed half-way)."""
     manager: GameManager | None = getattr(app.state, "play", None)
     if manager is not None:
+        if manager.ownership is not None:  # the leases given up first: the others take the games now
+            await manager.ownership.aclose()
         await manager.aclose()
 
 
@@ -191,7 +202,7 @@ async def play_options(games: GamesDep) -> dict[str, Any]:
 
 
 @router.post("/v1/play", response_model=GameCreated, status_code=201, tags=["solo games"])
-async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCreated:
+async def new_game(body: NewGame, games: GamesDep, client: ClientDep, response: Response) -> GameCreated:
     """Start a solo game against AI players; returns its id and the player's token.
 
     Bounded per client: ``games_per_client`` live games, ``games_per_client_hour`` created."""
@@ -211,6 +222,7 @@ async def new_game(body: NewGame, games: GamesDep, client: ClientDep) -> GameCre
         log.warning("a new game could not be stored: %s", error)
         raise Unavailable(STORE_DOWN, code="database_unavailable", retry_after=30) from None
     ws = f"/v1/play/{game.id}?token={game.token}"
+    response.headers[GAME_HEADER] = game.id  # a load balancer sends the game's socket here (deploy/)
     return GameCreated(game_id=game.id, token=game.token, player=HUMAN, game=body.game, ws=ws)
 
 
@@ -264,6 +276,19 @@ async def play_socket(websocket: WebSocket, game_id: str, games: GamesDep, token
         await relay(websocket, workers, workers.owner(game_id), client_of(websocket))
         return
     try:
+        if games.ownership is not None:  # one replica of several: the game may be another's
+            held = await games.ownership.locate(game_id)
+            if isinstance(held, Lease) and websocket.scope.get(RELAYED):  # relayed once already
+                await websocket.close(CLOSE_TOO_SLOW, "the game is changing servers; reconnect")
+                return
+            if isinstance(held, Lease):
+                secret = games.ownership.replica.secret
+                if await relay_to(websocket, held.address, secret, client_of(websocket)):
+                    return
+                held = await games.ownership.outlast(game_id, held)  # its holder is gone: take it over
+            if isinstance(held, Lease):
+                await websocket.close(RELAY_CLOSE, "the game's server cannot be reached; retry")
+                return
         game = games.get(game_id)
     except UnknownGame:
         await websocket.send_json(error_frame("unknown_game", f"no game '{game_id[:40]}' (over or expired)"))

@@ -54,6 +54,7 @@ from service.play.settings import PlaySettings
 from service.play.words import Words
 from service.ratelimit import RateLimit
 from store import hash_token, token_matches
+from store.leases import is_lease_lost
 
 log = logging.getLogger("griffon.play")
 
@@ -190,8 +191,9 @@ class GameSession:
         self.paused_at: float | None = None  # clock() when the table paused (the database cannot write)
         self.pauses = 0  # how many times the table paused
         self.lost = False  # the database refused a move for good: the game is being closed
-        self.on_lost: Callable[[GameSession], None] | None = None  # the manager closes a game not storable
+        self.on_lost: Callable[[GameSession, BaseException], None] | None = None  # the manager closes it
         self.loop_budget: RateLimit | None = None  # set by the manager: this table's share of the loop
+        self.moved = False  # another replica took the game over (service.replicas): this copy is dead
 
     @property
     def token_hash(self) -> str:
@@ -419,14 +421,16 @@ class GameSession:
 
     def lose(self, error: BaseException) -> None:
         """A move the database refuses for good (another server writes this game): the game can
-        no longer be kept; the person is told and the game is closed."""
-        log.error("game %s: move %d refused by the database (%s); the game is closed", self.id,
+        no longer be kept here; it stops, and the manager closes it (`on_lost`) — the person is
+        told, unless another replica took the game over (the page then reconnects to it)."""
+        log.error("game %s: move %d refused by the database (%s); the game stops here", self.id,
                   self.held[0].seq if self.held else self.seq, error)
         self.lost = True
         self.held.clear()
-        self.send({"type": "error", "code": "not_stored", "message": LOST_MESSAGE})
+        if not is_lease_lost(error):
+            self.send({"type": "error", "code": "not_stored", "message": LOST_MESSAGE})
         if self.on_lost is not None:
-            self.on_lost(self)
+            self.on_lost(self, error)
 
     def human_move(self, data: Any, seat: str = HUMAN) -> None:
         """A move from the socket of a person's `seat` (``player`` is set here); raises `RuleError`.

@@ -1,0 +1,272 @@
+"""Several replicas on one PostgreSQL database behind a load balancer: which one drives each game.
+
+An operator runs N ``griffon serve`` replicas (one process each, on one host or several) on one
+PostgreSQL database, behind HAProxy (deploy/, docs/DEPLOY.md). Each replica is named
+(``GRIFFON_REPLICA_NAME``), says where the others reach it (``GRIFFON_REPLICA_ADDRESS``) and shares
+a secret with them (``GRIFFON_REPLICA_SECRET``).
+
+- **Ownership.** A game is driven by the replica holding its lease (`store.leases`): the one that
+  created it, until it dies or stops. `Ownership.run` renews this replica's leases every
+  ``renew_s`` (with each game's clock) and takes over the games whose lease expired (a replica that
+  died: ``lease_s`` later, about 3 s) or was given up (a replica stopped cleanly: at once): each is
+  loaded from its stored log (`GameManager.adopt`), its AI players resume, and its clock goes on
+  from the game clock of the last renewal, so the round's timers are not restarted.
+- **Fence.** A replica that was paused past its lease (SIGSTOP, a long GC, a frozen VM) and then
+  resumed cannot write one move of a game another replica took: the database refuses it
+  (`store.leases`), the move is neither stored nor shown, and the replica stands down at once (its
+  sockets close with 1012 and reconnect to the new holder); its next renewal says the same.
+- **Routing.** HAProxy sends a game's socket to the replica that created it (a stick table filled
+  from the ``X-Griffon-Game`` header of ``POST /v1/play``'s answer). A socket that lands elsewhere
+  (after a fail-over, or with several balancers) is relayed to the lease's holder
+  (`service.workers.relay_to`, the replicas' secret in its handshake); when the holder cannot be
+  reached (it died), the socket waits for its lease to run out and the replica it reached takes the
+  game over. A relayed socket is never relayed again: a replica it reaches by mistake closes it
+  with 1013 and the page reconnects.
+- **Bot rooms** live on the replica their socket reached; a replica that dies drops its rooms,
+  which reconnect (to another replica) and start a new session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.settings import SettingsError, read_environment
+from store import StoreError, StoreSettings
+from store.leases import Lease, Leases, holder_url, new_holder
+
+if TYPE_CHECKING:
+    from service.play.manager import GameManager
+    from service.play.session import GameSession
+
+log = logging.getLogger("griffon.replicas")
+ENV_PREFIX = "GRIFFON_REPLICA_"
+
+
+class ReplicaSettingsError(SettingsError):
+    """A ``GRIFFON_REPLICA_*`` variable that does not hold a valid value."""
+
+
+class ReplicaSettings(BaseModel):
+    """This process as one replica of several (all unset: a server alone)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_-]{1,32}$",
+        description="this replica's name, unique among the replicas (unset: one server alone, no leases)",
+    )
+    address: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$",
+        description="host:port where the other replicas reach this one (the relay of a game's socket)",
+    )
+    secret: str | None = Field(
+        default=None, min_length=16,
+        description="secret shared by the replicas: a socket one relays to another carries it",
+    )
+    lease_s: float = Field(
+        default=3.0, ge=0.5, le=60,
+        description="seconds a game's lease lasts unrenewed: a dead replica's games are taken over after it",
+    )
+    renew_s: float = Field(
+        default=1.0, gt=0, le=30,
+        description="seconds between two renewals of the leases (and looks for games to take over)",
+    )
+    claim_batch: int = Field(
+        default=100, ge=1, le=10_000, description="games a replica takes over at most per renewal"
+    )
+
+    def check(self) -> ReplicaSettings:
+        """Raise `ReplicaSettingsError` for settings that do not go together."""
+        if self.name is not None and (self.address is None or self.secret is None):
+            raise ReplicaSettingsError("a replica (GRIFFON_REPLICA_NAME) needs GRIFFON_REPLICA_ADDRESS and "
+                                       "GRIFFON_REPLICA_SECRET")
+        if self.renew_s * 2 > self.lease_s:
+            raise ReplicaSettingsError(f"GRIFFON_REPLICA_RENEW_S ({self.renew_s:g}) must be at most half of "
+                                       f"GRIFFON_REPLICA_LEASE_S ({self.lease_s:g})")
+        return self
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ReplicaSettings:
+        """Settings from ``GRIFFON_REPLICA_*`` variables (default: ``os.environ``)."""
+        return read_environment(cls, ENV_PREFIX, environ, "replica settings", ReplicaSettingsError).check()
+
+
+class Replica:
+    """This process as a replica: its holder name (new at every start), address and secret."""
+
+    def __init__(self, settings: ReplicaSettings) -> None:
+        settings.check()
+        assert settings.name is not None and settings.address is not None and settings.secret is not None
+        self.settings, self.address, self.secret = settings, settings.address, settings.secret
+        self.holder = new_holder(settings.name)
+
+    @classmethod
+    def current(cls, environ: Mapping[str, str] | None = None) -> Replica | None:
+        """The replica ``GRIFFON_REPLICA_*`` describes (None: not a replica)."""
+        settings = ReplicaSettings.from_env(environ)
+        return cls(settings) if settings.name is not None else None
+
+    def store_settings(self, settings: StoreSettings) -> StoreSettings:
+        """The database settings whose connections name this replica (the fence: `store.leases`)."""
+        url = settings.url
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DATABASE_URL=postgresql://...")
+        return settings.model_copy(update={"database_url": holder_url(url, self.holder)})
+
+    def is_sibling(self, token: str | None) -> bool:
+        """Whether a handshake's relay header carries the replicas' secret."""
+        return token is not None and hmac.compare_digest(token.encode(), self.secret.encode())
+
+
+class Ownership:
+    """The games this replica drives: their leases renewed, the orphans taken over, the lost ones
+    stood down (`service.play.manager.GameManager.ownership`)."""
+
+    def __init__(self, replica: Replica, manager: GameManager) -> None:
+        assert manager.store is not None
+        self.replica, self.manager, self.settings = replica, manager, replica.settings
+        self.leases = Leases(manager.store, replica.holder, replica.address, replica.settings.lease_s)
+        self.fences: dict[str, int] = {}  # game id -> the fence of our lease
+        self.taking: dict[str, asyncio.Task[GameSession | None]] = {}
+        self.task: asyncio.Task[None] | None = None
+        self.taken = self.lost_count = 0
+
+    def start(self) -> None:
+        """Install the leases (idempotent) and start renewing and taking over."""
+        self.leases.install()
+        self.task = asyncio.create_task(self.run(), name="replica-leases")
+
+    async def aclose(self) -> None:
+        """A clean shutdown: stop renewing, and give every lease up at once (with the games'
+        clocks), for the other replicas to take them over without waiting for the expiry."""
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        clocks = {gid: s.now() for gid, s in self.manager.games.items() if gid in self.fences}
+        for session in self.manager.games.values():
+            session.moved = True  # handed over: a socket still open closes with 1012 and reconnects
+        with contextlib.suppress(StoreError):
+            await asyncio.to_thread(self.leases.release, clocks)
+            await asyncio.to_thread(self.leases.release, None)
+        self.fences.clear()
+
+    # -- new games, fenced writes ------------------------------------------------------------------
+    def claim_new(self, game_id: str) -> None:
+        """The lease of a game this replica is creating (before it is stored: no other replica can
+        take a stored game without a lease in between). Raises `StoreError`."""
+        lease = self.leases.claim(game_id)
+        if lease is None or lease.holder != self.replica.holder:
+            raise StoreError(f"game {game_id!r}: its lease is held elsewhere")
+        self.fences[game_id] = lease.fence
+
+    def stand_down(self, game_id: str) -> None:
+        """Stop driving a game another replica took, without writing: its tasks stop, its sockets
+        close with 1012 (the page reconnects, to the new holder)."""
+        self.fences.pop(game_id, None)
+        session = self.manager.games.get(game_id)
+        if session is None or session.moved:
+            return
+        session.moved = True
+        if session.journal is not None:
+            session.journal.writing = False
+            session.journal.ended = True  # its end is the new holder's to write
+        self.lost_count += 1
+        log.warning("game %s: its lease was taken by another replica; standing down", game_id)
+        self.manager.forget(game_id)
+
+    # -- the loop ----------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Every ``renew_s``: renew, stand down the lost games, release the closed ones, take over
+        the orphans. A database error is logged and tried again next time."""
+        while True:
+            try:
+                await self.round()
+            except StoreError as error:
+                log.warning("leases: %s", error)
+            except Exception:  # a bug must not stop the renewals for good
+                log.exception("leases: the renewal failed")
+            await asyncio.sleep(self.settings.renew_s)
+
+    async def round(self) -> None:
+        """One renewal and one look for games to take over."""
+        games = self.manager.games
+        held = {gid: (fence, games[gid].now()) for gid, fence in self.fences.items()
+                if gid in games and not games[gid].moved}
+        closed = tuple(gid for gid in self.fences if gid not in games)
+        if closed:
+            await asyncio.to_thread(self.leases.release, {}, closed)
+            for gid in closed:
+                self.fences.pop(gid, None)
+        kept = await asyncio.to_thread(self.leases.renew, held)
+        for gid in set(held) - kept:
+            self.stand_down(gid)
+        room = self.manager.settings.max_sessions - len(games)
+        if room > 0:
+            for gid in await asyncio.to_thread(self.leases.orphans, min(room, self.settings.claim_batch)):
+                await self.take(gid)
+
+    # -- taking a game over ------------------------------------------------------------------------
+    async def take(self, game_id: str) -> GameSession | None:
+        """Take over a game whose lease expired (or that has none) from its stored log; None when
+        another replica holds it, or it is over, or cannot be replayed (marked abandoned)."""
+        running = self.taking.get(game_id)
+        if running is None:
+            running = asyncio.create_task(self._take(game_id))
+            self.taking[game_id] = running
+            running.add_done_callback(lambda _: self.taking.pop(game_id, None))
+        return await asyncio.shield(running)
+
+    async def _take(self, game_id: str) -> GameSession | None:
+        session = self.manager.games.get(game_id)
+        if session is not None and not session.moved and game_id in self.fences:
+            return session
+        if session is not None:  # a stale copy (lease lost): gone before the game comes back
+            self.manager.forget(game_id)
+        lease = await asyncio.to_thread(self.leases.claim, game_id)
+        if lease is None:
+            return None
+        stored = await asyncio.to_thread(self.manager.store.load_game, game_id)  # type: ignore[union-attr]
+        if stored is None or stored.status != "playing":
+            await asyncio.to_thread(self.leases.release, {}, (game_id,))
+            return None
+        self.fences[game_id] = lease.fence
+        adopted = self.manager.adopt(stored, game_clock=lease.game_clock)
+        if adopted is None:
+            self.fences.pop(game_id, None)
+            return None
+        self.taken += 1
+        log.info("game %s: taken over (lease %d, %d moves, clock %.1f s)", game_id, lease.fence,
+                 len(stored.moves), adopted.now())
+        return adopted
+
+    async def outlast(self, game_id: str, lease: Lease) -> GameSession | Lease | None:
+        """The holder of ``lease`` cannot be reached (it died): wait for its lease to run out (at
+        most ``lease_s``), then `locate` the game again: taken over here, most often."""
+        left = lease.expires_at - await asyncio.to_thread(self.leases.now)
+        await asyncio.sleep(min(max(0.0, left) + 0.05, self.settings.lease_s + 0.5))
+        return await self.locate(game_id)
+
+    async def locate(self, game_id: str) -> GameSession | Lease | None:
+        """Where a socket for ``game_id`` goes: the session here (held, or taken over now), the
+        live lease of another replica (relay there), or None (no such game in play)."""
+        session = self.manager.games.get(game_id)
+        if session is not None and not session.moved:
+            return session
+        lease = await asyncio.to_thread(self.leases.get, game_id)
+        if lease is not None and not lease.expired and lease.holder != self.replica.holder:
+            return lease
+        taken = await self.take(game_id)
+        if taken is not None:
+            return taken
+        lease = await asyncio.to_thread(self.leases.get, game_id)  # another replica was quicker
+        if lease is not None and not lease.expired and lease.holder != self.replica.holder:
+            return lease
+        return None

@@ -1,0 +1,310 @@
+"""Three replicas on one PostgreSQL database behind HAProxy (deploy/haproxy.cfg), as an operator runs
+them (docs/DEPLOY.md): Kontour and Pictomania tables played through the balancer; one replica
+killed with SIGKILL mid-game, its tables taken over by the others from the stored log with every
+acknowledged move, the AI players going on and the round's timers not restarted; the replica
+started again and given new tables. A replica paused (SIGSTOP) past its lease, then resumed, stands
+down without writing a move.
+
+Run with ``make test-replicas`` (``pytest -m replicas``): it needs PostgreSQL and HAProxy
+(``make system-deps``) and starts three servers, so the ordinary suite leaves it out.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
+from websockets.sync.client import connect
+
+from griffon.launch import (
+    Patience,
+    Replicas,
+    eventually,
+    patient,
+    running_haproxy,
+    running_postgres,
+    running_replicas,
+)
+from store import open_store
+from store.base import SqlStore
+from tests.play_helpers import HOUSE, Player, has_event
+
+pytestmark = pytest.mark.replicas
+
+RENEW_S = 1.0
+ENV = {
+    # no turn, no round ends while a replica is down; a Kontour turn the person leaves ends soon
+    # after, and an AI player draws the next one
+    "GRIFFON_PLAY_KONTOUR_TIMER_S": "30",
+    "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "60",
+    "GRIFFON_PLAY_AI_THINK_S": "0.3",
+    "GRIFFON_PLAY_BETWEEN_TURNS_S": "0.3",
+    "GRIFFON_GAMES_PER_CLIENT": "50",
+    "GRIFFON_GAMES_PER_CLIENT_HOUR": "500",
+    "GRIFFON_CAPACITY_CORES": "8",
+    "GRIFFON_REPLICA_LEASE_S": "3",
+    "GRIFFON_REPLICA_RENEW_S": str(RENEW_S),
+}
+
+
+@dataclass
+class Cluster:
+    replicas: Replicas
+    url: str  # HAProxy's
+    db: SqlStore
+
+    def holder(self, game_id: str) -> str:
+        """The replica (r1, r2...) that holds the game's lease."""
+        rows = self.db.rows("SELECT holder FROM griffon_leases WHERE game_id = ?", (game_id,))
+        return rows[0][0].split(":")[0] if rows else ""
+
+    def index(self, name: str) -> int:
+        return int(name[1:]) - 1
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with (
+        running_postgres() as database,
+        running_replicas(3, database, ENV) as replicas,
+        running_haproxy(replicas.ports) as url,
+    ):
+        db = open_store(database)
+        assert isinstance(db, SqlStore)
+        try:
+            yield Cluster(replicas, url, db)
+        finally:
+            db.close()
+
+
+class Page(Player):
+    """A person's page on one table, through the balancer; reconnects as the page does
+    (service/static/app.js: any close but 4403, 4404 and 4410, again and again)."""
+
+    def __init__(self, url: str, game: dict[str, Any]) -> None:
+        self.url, self.game = url.replace("http://", "ws://") + game["ws"], game
+        self.id: str = game["game_id"]
+        self.acked: list[dict[str, Any]] = []  # the person's moves the server acknowledged
+        self.reconnect()
+
+    def reconnect(self) -> dict[str, Any]:
+        """Connect until the game's state comes; returns that frame."""
+        patience = Patience(30, f"game {self.id} did not come back")
+        while not patience.expired():
+            try:
+                self.ws = connect(self.url, open_timeout=patient(5)).__enter__()
+                frame = json.loads(self.ws.recv(timeout=patient(10)))
+            except (OSError, TimeoutError, ConnectionClosed, InvalidStatus, InvalidURI):
+                time.sleep(0.5)
+                continue
+            assert frame["type"] == "state", frame
+            self.frames, self.frame, self.state = [], {}, {}
+            return self.accept(frame)
+        raise patience.failure()
+
+    def play(self, event: str, **move: Any) -> dict[str, Any]:
+        """A move of the person, and the frame that acknowledges it (its event, by them)."""
+        self.move(**move)
+        who = "drawer" if event in ("stroke_added", "card_drawn", "drawing_started") else "player"
+        frame = self.until(has_event(event, **{who: "joueur"}))
+        self.acked.append(move)
+        return frame
+
+
+def start_table(cluster: Cluster, game: str) -> Page:
+    """A new table through the balancer, its page connected, the person's first moves made."""
+    created = httpx.post(cluster.url + "/v1/play", json={"game": game, "opponents": 2}, timeout=patient(10))
+    assert created.status_code == 201, created.text
+    assert created.headers["x-griffon-game"] == created.json()["game_id"]
+    page = Page(cluster.url, created.json())
+    if game == "pictomania":
+        page.play("stroke_drawn", kind="stroke", points=[[20, 20], [100, 100], [150, 60]])
+    else:
+        assert page.state["drawer"] == "joueur"
+        page.play("card_drawn", kind="draw_card")
+        page.play("drawing_started", kind="choose_word", color="orange")
+        for line in HOUSE[:2]:
+            page.play("stroke_added", kind="stroke", points=line)
+    return page
+
+
+def play_on(page: Page) -> None:
+    """One more move of the person, acknowledged: a stroke; in Kontour, what the turn's phase
+    allows (a card, a word, a line, or a word guessed while an AI draws). A Kontour turn may end
+    as the move leaves: then again, in the next turn (three tries)."""
+    if page.game["game"] == "pictomania":
+        page.play("stroke_drawn", kind="stroke", points=[[30, 40], [90, 120]])
+        return
+    for attempt in range(3):
+        page.send({"type": "sync"})
+        page.until(lambda f: f["type"] == "state", timeout=10)
+        drawer, phase = page.state["drawer"], page.state["phase"]
+        try:
+            if drawer == "joueur" and phase == "draw":
+                page.play("card_drawn", kind="draw_card")
+            elif drawer == "joueur" and phase == "choose":
+                page.play("drawing_started", kind="choose_word", color="orange")
+            elif drawer == "joueur":
+                line = HOUSE[len(page.state["turn"]["segments"]) % len(HOUSE)]
+                page.play("stroke_added", kind="stroke", points=line)
+            else:
+                page.play("guess_made", kind="guess", text="maison")
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
+
+
+def time_left(page: Page) -> float:
+    return float(page.frame["time_left"])
+
+
+def stage(page: Page) -> tuple[Any, ...]:
+    """Where the game is: the Pictomania round, the Kontour turn (turns done, drawer)."""
+    if page.game["game"] == "pictomania":
+        return ("round", page.state["round"]["number"])
+    return ("turn", len(page.state["history"]), page.state["drawer"])
+
+
+def stored_moves(cluster: Cluster, game_id: str) -> list[dict[str, Any]]:
+    stored = cluster.db.load_game(game_id)
+    assert stored is not None
+    return [m.move for m in stored.moves]
+
+
+def persons(moves: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The person's moves of a log, as the page sent them (without ``player``)."""
+    return [{k: v for k, v in m.items() if k != "player"} for m in moves if m.get("player") == "joueur"]
+
+
+def ai_acts(frame: dict[str, Any]) -> bool:
+    """A frame with an AI player's action (a stroke, a guess, a bet)."""
+    return frame["type"] in ("state", "update") and any(
+        str(e.get("player") or e.get("guesser") or e.get("drawer") or "").startswith("ia")
+        and e["kind"] in ("stroke_drawn", "guess_placed", "guess_made", "stroke_added")
+        for e in frame["events"]
+    )
+
+
+def plain(value: Any) -> Any:
+    """A move with its whole floats as ints (the server stores points as floats)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def same_points(sent: list[dict[str, Any]], stored: list[dict[str, Any]]) -> bool:
+    """The moves the person sent are the stored ones."""
+    return plain(sent) == plain(stored)
+
+
+def test_a_killed_replica_s_tables_are_taken_over_with_every_move_and_their_timers(cluster: Cluster) -> None:
+    pages: list[Page] = []
+    victim = ""
+    while not victim and len(pages) < 12:  # until one replica holds a table of each game
+        pages += [start_table(cluster, "pictomania"), start_table(cluster, "kontour")]
+        kinds: dict[str, set[str]] = {}
+        for page in pages:
+            kinds.setdefault(cluster.holder(page.id), set()).add(page.game["game"])
+        victim = next((name for name, held in kinds.items() if len(held) == 2), "")
+    assert victim, f"the balancer never gave one replica both games: {kinds}"
+    assert len(kinds) == 3, f"the balancer left a replica without tables: {kinds}"
+    lost = [p for p in pages if cluster.holder(p.id) == victim]
+    kept = [p for p in pages if p not in lost]
+    for page in lost:  # the game's clock and timer, read just now
+        page.send({"type": "sync"})
+        page.until(lambda f: f["type"] == "state", timeout=5)
+    before = {p.id: (p.frame["seq"], p.frame["now"], time_left(p), stage(p)) for p in lost}
+
+    cluster.replicas.kill(cluster.index(victim))  # SIGKILL: no goodbye, no lease given up
+    for page in lost:
+        back = page.reconnect()
+        seq, now, left, where = before[page.id]
+        assert back["seq"] >= seq  # every move acknowledged before the kill, and maybe an AI's since
+        assert cluster.holder(page.id) not in ("", victim)
+        log = stored_moves(cluster, page.id)
+        assert same_points(page.acked, persons(log)), (page.acked, persons(log))
+        # The round's timer goes on from the last lease renewal (at most RENEW_S before the kill):
+        # not restarted, not lost.
+        assert stage(page) == where
+        assert back["now"] >= now - RENEW_S - 0.5
+        assert time_left(page) <= left + RENEW_S + 0.5
+        assert time_left(page) > 0
+    for page in lost:  # the AI players resume: they draw, guess and bet (Kontour: the next turn)
+        page.until(ai_acts, timeout=45)
+        play_on(page)
+        assert same_points(page.acked, persons(stored_moves(cluster, page.id)))
+    for page in kept:  # the other replicas' tables never noticed
+        play_on(page)
+
+    cluster.replicas.start(cluster.index(victim))  # back, with a new holder name
+    fresh: list[Page] = []
+
+    def new_table_there() -> bool:
+        """A new table; True once one lands on the restarted replica (the balancer sends it the
+        next tables once its health checks pass: it holds the fewest connections)."""
+        fresh.append(start_table(cluster, "pictomania"))
+        if cluster.holder(fresh[-1].id) == victim:
+            return True
+        time.sleep(0.5)
+        return False
+
+    eventually(new_table_there, 30, f"no new table reached the restarted {victim}")
+    fresh[-1].play("stroke_drawn", kind="stroke", points=[[70, 70], [140, 90]])
+    for page in [*pages, *fresh]:
+        page.close()
+
+
+def test_a_replica_paused_past_its_lease_stands_down_without_writing(cluster: Cluster) -> None:
+    page = start_table(cluster, "pictomania")
+    paused = cluster.holder(page.id)
+    index = cluster.index(paused)
+    server = cluster.replicas.servers[index]
+    cluster.replicas.kill(index, signal.SIGSTOP)
+    try:
+        page.reconnect()  # after the lease expired: another replica took the game over
+        taker = cluster.holder(page.id)
+        assert taker not in ("", paused)
+        page.play("stroke_drawn", kind="stroke", points=[[40, 40], [80, 120]])
+    finally:
+        cluster.replicas.kill(index, signal.SIGCONT)
+    # Resumed, the paused replica finds the game is another's: it stands down and writes nothing
+    # (a move of its own would put the log out of step with the new holder's game).
+    eventually(lambda: f"game {page.id}: its lease was taken" in server.log(), 30,
+               "the resumed replica did not stand down")
+    page.play("stroke_drawn", kind="stroke", points=[[10, 200], [200, 10]])
+    page.send({"type": "sync"})
+    synced = page.until(lambda f: f["type"] == "state", timeout=10)
+    log = stored_moves(cluster, page.id)
+    assert len(log) == synced["seq"]  # the log is exactly the new holder's game, move for move
+    assert same_points(page.acked, persons(log))
+    stored = cluster.db.load_game(page.id)
+    assert stored is not None and stored.status == "playing"
+    assert cluster.holder(page.id) == taker
+    page.close()
+
+
+def test_a_replica_stopped_cleanly_hands_its_tables_over(cluster: Cluster) -> None:
+    page = start_table(cluster, "kontour")
+    stopped = cluster.holder(page.id)
+    index = cluster.index(stopped)
+    cluster.replicas.stop(index)  # SIGTERM, as `systemctl stop` during a rolling upgrade
+    live = cluster.db.rows("SELECT count(*) FROM griffon_leases WHERE holder LIKE ? AND "
+                           "expires_at > EXTRACT(EPOCH FROM clock_timestamp())", (f"{stopped}:%",))
+    assert live[0][0] == 0  # every lease given up at the stop: none left to run out
+    back = page.reconnect()
+    assert cluster.holder(page.id) not in ("", stopped)
+    assert back["state"]["turn"]["segments"]  # the person's lines, drawn before the stop
+    assert same_points(page.acked, persons(stored_moves(cluster, page.id)))
+    play_on(page)
+    page.close()
+    cluster.replicas.start(index)

@@ -1,0 +1,192 @@
+"""Game leases and their fence on a real PostgreSQL server (`store.leases`): one holder at a time, a
+lease taken only once expired, a fenced write from the old holder refused without a trace, the
+renewal telling it so, the game clock handed over, a clean stop giving every lease up; and the
+service's side (`service.replicas`): a game taken by another replica stands down at its next move."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from griffon.launch import PostgresUnavailable, eventually, running_postgres
+from service.play.manager import GameManager, handle_text
+from service.play.session import ManualClock
+from service.play.settings import PlaySettings
+from service.replicas import Ownership, Replica, ReplicaSettings, ReplicaSettingsError
+from service.settings import Settings
+from store import MoveRejected, StoreError, StoreSettings, hash_token, open_store
+from store.base import SqlStore
+from store.group_commit import MoveWriter
+from store.leases import Leases, holder_url, is_lease_lost
+
+LEASE_S = 0.5
+STROKE = json.dumps({"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [60, 80]]}})
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    server = running_postgres()
+    try:
+        url = server.__enter__()
+    except PostgresUnavailable as error:
+        pytest.skip(f"PostgreSQL tests skipped: {error}")
+    yield url
+    server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def schema_url(pg_url: str) -> Iterator[str]:
+    """A fresh schema of the server (through the URL's ``options``, which `holder_url` extends)."""
+    import psycopg
+
+    schema = f"l_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    yield f"{pg_url}?options=-csearch_path%3D{schema}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def replica(url: str, holder: str) -> tuple[SqlStore, Leases]:
+    store = open_store(holder_url(url, holder))
+    assert isinstance(store, SqlStore)
+    leases = Leases(store, holder, f"127.0.0.1:{len(holder)}", LEASE_S)
+    leases.install()
+    return store, leases
+
+
+def test_one_holder_at_a_time_and_the_old_one_cannot_write(schema_url: str) -> None:
+    a, leases_a = replica(schema_url, "a:1")
+    b, leases_b = replica(schema_url, "b:2")
+    first = leases_a.claim("g1")
+    assert first is not None and (first.holder, first.fence) == ("a:1", 1)
+    a.create_game("g1", "kontour", {"seed": 1}, hash_token("t"))
+    a.append_move("g1", 0, 0.5, {"kind": "draw_card"})
+    assert leases_b.claim("g1") is None  # held, not expired
+    assert leases_a.renew({"g1": (1, 7.5)}) == {"g1"}
+    assert leases_b.orphans(10) == []
+
+    taken = eventually(lambda: leases_b.claim("g1"), 10, "the lease never expired")
+    assert (taken.holder, taken.fence, taken.game_clock) == ("b:2", 2, 7.5)  # the clock handed over
+    with pytest.raises(MoveRejected) as refused:  # refused for good, not a database to wait for
+        a.append_move("g1", 1, 0.9, {"kind": "choose_word"})
+    assert is_lease_lost(refused.value)
+    writer = MoveWriter(a)  # the service's path: the move's future carries the refusal, no retry
+    future = writer.submit("g1", 1, 0.9, {"kind": "choose_word"})
+    assert is_lease_lost(future.exception(timeout=30)) and writer.retries == 0
+    writer.close()
+    with pytest.raises(MoveRejected):
+        a.finish_game("g1", "abandoned")
+    assert leases_a.renew({"g1": (1, 8.0)}) == set()  # the renewal says the same
+    stored = b.load_game("g1")
+    assert stored is not None and stored.status == "playing" and len(stored.moves) == 1
+    b.append_move("g1", 1, 1.0, {"kind": "choose_word"})  # the new holder writes on
+    with open_store(schema_url) as admin:  # a connection that names no replica is not fenced
+        admin.append_move("g1", 2, 1.1, {"kind": "stroke"})
+    assert [m.seq for m in b.load_game("g1").moves] == [0, 1, 2]  # type: ignore[union-attr]
+    for store in (a, b):
+        store.close()
+
+
+def test_a_clean_stop_gives_every_lease_up_and_orphans_are_found(schema_url: str) -> None:
+    a, leases_a = replica(schema_url, "a:1")
+    b, leases_b = replica(schema_url, "b:2")
+    for game in ("g1", "g2"):
+        assert leases_a.claim(game) is not None
+        a.create_game(game, "pictomania", {"seed": 2}, hash_token("t"))
+    a.create_game("g3", "pictomania", {"seed": 3}, hash_token("t"))  # stored by a server without leases
+    assert leases_b.orphans(10) == ["g3"]
+    leases_a.release({"g1": 4.0})
+    assert sorted(leases_b.orphans(10)) == ["g1", "g3"]
+    leases_a.release(None, forget=("g2",))
+    assert sorted(leases_b.orphans(10)) == ["g1", "g2", "g3"]
+    again = leases_b.claim("g1")
+    assert again is not None and again.game_clock == 4.0
+    a.finish_game("g3", "expired")
+    assert sorted(leases_b.orphans(10)) == ["g2"]
+    assert leases_b.holders() == {"b:2": 1}
+    for store in (a, b):
+        store.close()
+
+
+def test_leases_need_postgresql_and_a_plain_replica_name(tmp_path) -> None:
+    with open_store(f"sqlite:///{tmp_path / 'g.db'}") as sqlite:
+        with pytest.raises(StoreError, match="PostgreSQL"):
+            Leases(sqlite, "a:1", "127.0.0.1:1", LEASE_S)  # type: ignore[arg-type]
+    with pytest.raises(StoreError, match="replica name"):
+        holder_url("postgresql://u@h/db", "a b; drop")
+    url = holder_url("postgresql://u@h/db?options=-csearch_path%3Dx&sslmode=disable", "r1:ab")
+    assert url == "postgresql://u@h/db?options=-csearch_path%3Dx%20-c%20griffon.holder%3Dr1%3Aab&sslmode=disable"
+
+
+def test_install_creates_what_is_missing_and_is_idempotent(schema_url: str) -> None:
+    store = open_store(holder_url(schema_url, "a:1"))
+    assert isinstance(store, SqlStore)
+    leases = Leases(store, "a:1", "127.0.0.1:1", LEASE_S)
+    assert not leases.installed()
+    leases.install()
+    assert leases.installed()
+    leases.install()  # in place: nothing done
+    assert leases.installed() and leases.claim("g1") is not None
+    store.close()
+
+
+async def uniform(drawing: Any, candidates: Any) -> dict[str, float]:
+    return {c: 1 / len(candidates) for c in candidates}
+
+
+def test_a_replica_whose_game_was_taken_stands_down_on_its_next_move_without_writing(schema_url: str) -> None:
+    """The service's side of the fence, on the game's own clock: the old holder's next move (the
+    person's) is refused by the database, not shown, and the game leaves this replica with its
+    sockets told to reconnect (1012), before any renewal."""
+
+    async def run() -> None:
+        settings = ReplicaSettings(name="a", address="127.0.0.1:1", secret="s" * 16, lease_s=LEASE_S,
+                                   renew_s=LEASE_S / 2)
+        here = Replica(settings)
+        store = open_store(here.store_settings(StoreSettings(database_url=schema_url)).url)
+        clock = ManualClock()
+        games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), store, clock=clock)
+        games.ownership = Ownership(here, games)
+        games.ownership.leases.install()
+        session = games.create("pictomania", 2, "normal", "Ana", seed=3)
+        queue = session.attach()
+        assert handle_text(session, STROKE) is None
+        stored = len(store.load_game(session.id).moves)  # type: ignore[union-attr]
+        other, leases_b = replica(schema_url, "b:2")
+        eventually(lambda: leases_b.claim(session.id), 10, "the lease never expired")
+        seq = session.seq
+        while not queue.empty():
+            queue.get_nowait()
+        assert handle_text(session, STROKE) is None  # refused by the fence: no frame, no error
+        assert session.moved and session.id not in games.games and session.seq == seq
+        assert len(store.load_game(session.id).moves) == stored  # type: ignore[union-attr]
+        await asyncio.sleep(0)
+        assert queue.get_nowait() is None  # the socket closes (1012: service.play.manager._send_loop)
+        session.tick()  # the AI players' next step writes nothing either
+        assert len(other.load_game(session.id).moves) == stored  # type: ignore[union-attr]
+        await games.aclose()
+        for db in (store, other):
+            db.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(("environ", "said"), [
+    ({"GRIFFON_REPLICA_NAME": "r1"}, "needs GRIFFON_REPLICA_ADDRESS"),
+    ({"GRIFFON_REPLICA_NAME": "r1", "GRIFFON_REPLICA_ADDRESS": "10.0.0.1:8101",
+      "GRIFFON_REPLICA_SECRET": "x" * 16, "GRIFFON_REPLICA_RENEW_S": "2"},
+     "at most half of GRIFFON_REPLICA_LEASE_S"),
+    ({"GRIFFON_REPLICA_NAME": "r 1", "GRIFFON_REPLICA_SECRET": "short"}, "GRIFFON_REPLICA_NAME"),
+])
+def test_replica_settings_that_do_not_go_together_are_refused_with_their_names(
+    environ: dict[str, str], said: str
+) -> None:
+    with pytest.raises(ReplicaSettingsError, match=said):
+        ReplicaSettings.from_env(environ)
+    assert ReplicaSettings.from_env({}).name is None  # none: a server alone
