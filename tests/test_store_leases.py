@@ -142,8 +142,9 @@ async def uniform(drawing: Any, candidates: Any) -> dict[str, float]:
 
 def test_a_replica_whose_game_was_taken_stands_down_on_its_next_move_without_writing(schema_url: str) -> None:
     """The service's side of the fence, on the game's own clock: the old holder's next move (the
-    person's) is refused by the database, not shown, and the game leaves this replica with its
-    sockets told to reconnect (1012), before any renewal."""
+    person's) is refused by the database through the move writer (for good: no retry), never
+    shown, and the game leaves this replica with its sockets told to reconnect (1012), before any
+    renewal."""
 
     async def run() -> None:
         settings = ReplicaSettings(name="a", address="127.0.0.1:1", secret="s" * 16, lease_s=LEASE_S,
@@ -157,17 +158,21 @@ def test_a_replica_whose_game_was_taken_stands_down_on_its_next_move_without_wri
         session = games.create("pictomania", 2, "normal", "Ana", seed=3)
         queue = session.attach()
         assert handle_text(session, STROKE) is None
+        await games.settle()  # written: the database has it
         stored = len(store.load_game(session.id).moves)  # type: ignore[union-attr]
         other, leases_b = replica(schema_url, "b:2")
         eventually(lambda: leases_b.claim(session.id), 10, "the lease never expired")
-        seq = session.seq
         while not queue.empty():
             queue.get_nowait()
-        assert handle_text(session, STROKE) is None  # refused by the fence: no frame, no error
-        assert session.moved and session.id not in games.games and session.seq == seq
+        assert handle_text(session, STROKE) is None  # held until written: the fence refuses it
+        await games.settle()
+        assert session.moved and session.id not in games.games
         assert len(store.load_game(session.id).moves) == stored  # type: ignore[union-attr]
         await asyncio.sleep(0)
-        assert queue.get_nowait() is None  # the socket closes (1012: service.play.manager._send_loop)
+        frames = []
+        while not queue.empty():
+            frames.append(queue.get_nowait())
+        assert frames == [None]  # never shown; the socket closes (1012: service.play.manager._send_loop)
         session.tick()  # the AI players' next step writes nothing either
         assert len(other.load_game(session.id).moves) == stored  # type: ignore[union-attr]
         await games.aclose()
