@@ -12,6 +12,7 @@ import pytest
 from starlette.websockets import WebSocketDisconnect
 
 from service.play.manager import GameManager
+from service.play.rooms import RoomError
 from service.play.session import HUMAN
 from tests.service_server import in_process
 
@@ -71,11 +72,18 @@ def test_a_room_from_lobby_to_each_persons_own_view(app) -> None:
             lobby = until(host, "lobby")
             while [s["seat"] for s in lobby["seats"]] != [HUMAN, "ami1", "ia2"] or lobby["level"] != "hard":
                 lobby = until(host, "lobby")
+            assert lobby["seats"][2]["level"] == "hard" and "level" not in lobby["seats"][1]
+            host.send_json({"type": "level", "seat": "ami1", "level": "easy"})  # a person has no level
+            assert until(host, "error")["code"] == "bad_seat"
+            host.send_json({"type": "level", "seat": "ia2", "level": "easy"})
+            while until(host, "lobby")["seats"][2]["level"] != "easy":
+                pass
             host.send_json({"type": "start"})
             started = until(host, "started")
             assert until(friend, "started")["game_id"] == started["game_id"]
     game = manager(app).games[started["game_id"]]
     assert game.people == [HUMAN, "ami1"] and game.ais == ["ia2"]
+    assert game.ai.level_of("ia2").name == "easy" and game.level.name == "hard"  # its own, not the room's
     play = f"/v1/play/{started['game_id']}"
     with app.websocket_connect(f"{play}?token={room['token']}") as ana, \
             app.websocket_connect(f"{play}?token={joined['token']}") as lea:
@@ -193,6 +201,66 @@ def test_a_kontour_room_survives_a_restart_and_an_ai_draws_for_a_person_away(tmp
         assert back.seat_of(friend_token) == seat and back.seat_of(host_token) == HUMAN
         assert second.rooms.started == {room.code: session.id}
         assert back.frame([], seat)["you"] == seat
+        await second.aclose()
+        store.close()
+
+    asyncio.run(run())
+
+
+def test_each_ai_plays_at_its_own_level_and_the_levels_come_back_after_a_restart(tmp_path: Path) -> None:
+    """An easy and a hard AI in one room: each driver's players at their own level, kept in the
+    stored setup and given back when the game is resumed; a setup without per-seat levels (a solo
+    game's) gives every AI the game's level."""
+    from games.ai.levels import load_level
+    from service.play.session import ManualClock
+    from service.play.settings import PlaySettings
+    from service.settings import Settings
+    from store import open_store
+    from tests.test_service_persistence import line, play_a_while, uniform
+
+    def manager_on(store) -> GameManager:
+        return GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), store,
+                           clock=ManualClock())
+
+    easy, hard = load_level("easy"), load_level("hard")
+    assert easy.pictomania_guesser != hard.pictomania_guesser and easy.drawer != hard.drawer
+
+    def levels_of(session) -> dict[str, str]:
+        """Each AI's level as its guesser and drawer play it (the driver's own objects)."""
+        by_guesser = {lv.pictomania_guesser: lv.name for lv in (easy, hard, load_level("normal"))}
+        return {p: by_guesser[session.ai.brains[p].level] for p in session.ais}
+
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'levels.db'}")
+        first = manager_on(store)
+        room, _ = first.rooms.create("pictomania", "Ana", "normal", 2, client="c")
+        first.rooms.request(room, HUMAN, {"type": "level", "seat": "ia1", "level": "easy"})
+        first.rooms.request(room, HUMAN, {"type": "level", "seat": "ia2", "level": "hard"})
+        with pytest.raises(RoomError) as refused:
+            first.rooms.request(room, HUMAN, {"type": "level", "seat": "ia2", "level": "expert"})
+        assert refused.value.code == "bad_level"
+        session = first.rooms.request(room, HUMAN, {"type": "start"})
+        assert session is not None and session.driver is not None
+        session.driver.cancel()  # the test drives the game
+        assert levels_of(session) == {"ia1": "easy", "ia2": "hard"}
+        assert session.ai.level_of("ia1") == easy and session.ai.level_of("ia2") == hard
+        play_a_while(session, 20, [line(0), line(1)])
+        moves = session.moves
+        await first.aclose()
+        assert store.load_game(session.id).setup["levels"] == {"ia1": "easy", "ia2": "hard"}
+
+        solo = manager_on(store)
+        alone = solo.create("pictomania", opponents=2, level="hard", name="Ana", seed=3)
+        alone.driver.cancel()
+        assert "levels" not in store.load_game(alone.id).setup
+        assert levels_of(alone) == {"ia1": "hard", "ia2": "hard"}
+        await solo.aclose()
+
+        second = manager_on(store)
+        assert second.resume() == (2, 0)
+        back = second.get(session.id)
+        assert back.moves == moves and levels_of(back) == {"ia1": "easy", "ia2": "hard"}
+        assert levels_of(second.get(alone.id)) == {"ia1": "hard", "ia2": "hard"}
         await second.aclose()
         store.close()
 

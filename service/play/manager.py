@@ -192,13 +192,14 @@ class GameManager:
     def open(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
         host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
-        withdraw_key: str | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
     ) -> GameSession:
         """A new game of the seats `names` (`HUMAN`: the host, their token's hash `host_hash`; `friends`:
-        the other people's seats and token hashes; the other seats are AI players), stored (on the
-        caller's thread) and started. A solo game is a room of one person. Raises as `create`."""
+        the other people's seats and token hashes; the other seats are AI players, at `level` but
+        those `levels` names), stored (on the caller's thread) and started. A solo game is a room of
+        one person. Raises as `create`."""
         session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
-                                              room, withdraw_key)
+                                              room, withdraw_key, levels)
         if self.store is not None:
             self.store.create_game(session.id, game, setup, host_hash)
         return self._open(session, replaced, client)
@@ -211,9 +212,11 @@ class GameManager:
     def _deal(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
         host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
-        withdraw_key: str | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
     ) -> tuple[GameSession, dict[str, Any], str | None]:
-        """A new game's session and setup, not stored nor started; and the game it replaces."""
+        """A new game's session and setup, not stored nor started; and the game it replaces. The
+        setup's ``level`` is every AI seat's but those its ``levels`` names (a room's: AI seat ->
+        level); a setup without ``levels`` has one level for all."""
         if len(self.games) >= self.settings.max_sessions:
             raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
         replaced = self._check_client(client)
@@ -222,8 +225,12 @@ class GameManager:
         seed = seed if seed is not None else secrets.randbelow(2**31)
         deal = self._kontour_setup if game == "kontour" else self._pictomania_setup
         setup = deal(names, seed) | {"level": level, "learn": learn}
+        if room:
+            setup["room"] = room
         if friends:
-            setup |= {"friends": friends, "room": room}
+            setup["friends"] = friends
+        if levels:
+            setup["levels"] = dict(levels)
         if learn and withdraw_key:
             setup["owner"] = hash_token(withdraw_key)
         session = self._build(self.new_id(), game, setup, token="")
@@ -288,6 +295,8 @@ class GameManager:
             names=dict(setup["names"]),
             clock=self.clock,
             friends=dict(setup.get("friends") or {}),
+            levels={seat: load_level(name) for seat, name in (setup.get("levels") or {}).items()},
+            room_code=setup.get("room"),
         )
         if kind == "kontour":
             rules = KontourRules(KontourConfig.from_dict(setup["config"]), judge=words.judge)

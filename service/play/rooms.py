@@ -2,7 +2,7 @@
 
 A person creates a room (``POST /v1/rooms``) and gets its code (four letters: the page's link
 ``/r/ABCD``) and their seat's token. Friends open the link and take a seat under a name through
-the lobby socket (``WS /v1/rooms/{code}``); the host adds AI players, sets their level, removes a
+the lobby socket (``WS /v1/rooms/{code}``); the host adds AI players, sets each one's level, removes a
 seat and starts. The game is then an ordinary game of the `GameManager` (`GameManager.open`; a solo
 game is a room of one person): each person plays through the game socket ``/v1/play/{id}`` with
 their own token and is sent their own seat's view. A person away longer than ``room_grace_s`` has
@@ -59,17 +59,19 @@ class RoomError(Exception):
 
 @dataclass
 class Seat:
-    """One seat of a lobby: a person (with their token's hash) or an AI player."""
+    """One seat of a lobby: a person (with their token's hash) or an AI player (with its level)."""
 
     seat: str
     name: str
     person: bool
     token_hash: str = ""
+    level: str = ""
 
 
 @dataclass
 class Room:
-    """A lobby: the game chosen, its seats in order (the host first), who is connected."""
+    """A lobby: the game chosen, its seats in order (the host first), who is connected; `level`:
+    the level of the AI players added next."""
 
     code: str
     game: str
@@ -155,7 +157,7 @@ class Rooms:
         names = self.manager.play.ai_names
         used = {s.name for s in room.seats}
         name = next((n for n in names if n not in used), f"IA {number}")
-        room.seats.append(Seat(f"ia{number}", name, False))
+        room.seats.append(Seat(f"ia{number}", name, False, level=room.level))
 
     def request(self, room: Room, seat: str, frame: dict[str, Any]) -> GameSession | None:
         """One lobby frame of `seat`: the host's ``add_ai``, ``remove``, ``level``, ``start``,
@@ -187,12 +189,28 @@ class Rooms:
                     _offer(queue, error_frame("removed", "the host removed your seat"))
                     _offer(queue, None)
         elif kind == "level":
-            if frame.get("level") not in level_names():
-                raise RoomError("bad_level", f"the AI levels are {', '.join(level_names())}")
-            room.level = str(frame["level"])
+            self._set_level(room, frame)
         else:
             return self.start(room)
         return None
+
+    @staticmethod
+    def _set_level(room: Room, frame: dict[str, Any]) -> None:
+        """``{"type": "level", "level", "seat"}``: that AI seat's level; without a seat, every AI's
+        (and that of the AI players added next)."""
+        level, target = frame.get("level"), frame.get("seat")
+        if level not in level_names():
+            raise RoomError("bad_level", f"the AI levels are {', '.join(level_names())}")
+        if target is None:
+            room.level = str(level)
+            for seat in room.seats:
+                if not seat.person:
+                    seat.level = room.level
+            return
+        ai = next((s for s in room.seats if s.seat == target and not s.person), None)
+        if ai is None:
+            raise RoomError("bad_seat", "no such AI seat to set the level of")
+        ai.level = str(level)
 
     def start(self, room: Room) -> GameSession:
         """Start the room's game (the seats as they are). Raises `RoomError` when the seats do not
@@ -203,9 +221,10 @@ class Rooms:
                             f"this room has {len(room.seats)}")
         names = {s.seat: s.name for s in room.seats}
         friends = {s.seat: s.token_hash for s in room.seats if s.person and s.seat != HUMAN}
+        levels = {s.seat: s.level or room.level for s in room.seats if not s.person}
         host = room.seats[0].token_hash
         session = self.manager.open(room.game, names, room.level, None, room.client, False, host_hash=host,
-                                    friends=friends, room=room.code)
+                                    friends=friends, room=room.code, levels=levels)
         room.game_id = session.id
         self.started[room.code] = session.id
         del self.lobbies[room.code]
@@ -239,14 +258,14 @@ class Rooms:
 
     # -- frames ------------------------------------------------------------------------------------
     def lobby_frame(self, room: Room, seat: str) -> dict[str, Any]:
-        """What a lobby socket of `seat` shows: the seats, who is here, the limits."""
+        """What a lobby socket of `seat` shows: the seats (each AI's level), who is here, the limits."""
         here = set(room.listeners.values())
         fewest, most = player_limits(room.game, self.manager.play.room_seats)
         return {
             "type": "lobby", "code": room.code, "game": room.game, "level": room.level, "you": seat,
             "host": HUMAN, "min": fewest, "max": most, "levels": list(level_names()),
-            "seats": [{"seat": s.seat, "name": s.name, "person": s.person, "here": s.seat in here}
-                      for s in room.seats],
+            "seats": [{"seat": s.seat, "name": s.name, "person": s.person, "here": s.seat in here,
+                       **({} if s.person else {"level": s.level or room.level})} for s in room.seats],
         }
 
     def broadcast(self, room: Room) -> None:

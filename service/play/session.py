@@ -159,10 +159,15 @@ class GameSession:
         play: PlaySettings,
         clock: Clock = time.monotonic,
         friends: dict[str, str] | None = None,
+        levels: dict[str, AILevel] | None = None,
+        room_code: str | None = None,
     ) -> None:
         """``token``: the host's (seat `HUMAN`); ``friends``: the other people's seats of a room
-        and the SHA-256 of each one's token (none in a solo game)."""
+        and the SHA-256 of each one's token (none in a solo game); ``level``: the AI players',
+        but those ``levels`` names (AI seat -> its own); ``room_code``: the room the game is of."""
         self.id, self.token, self.names, self.level, self.seed = game_id, token, names, level, seed
+        self.levels, self.room_code = dict(levels or {}), room_code
+        self.next_game: str | None = None  # the room's next game (« Rejouer »), once the host started it
         # a game resumed from the database knows only the hashes
         self.hashes: dict[str, str] = {HUMAN: hash_token(token), **(friends or {})}
         self.people = list(self.hashes)  # the seats played by people (the host first)
@@ -654,7 +659,7 @@ class KontourSession(GameSession):
         self.rules, self.state, self.candidates = rules, state, candidates
         self.ai: KontourDriver = KontourDriver(
             rules, self.ais, self.level, self.words.kit(), self.seed, candidates,
-            between_turns_s=self.play.between_turns_s, card_s=self.play.ai_think_s,
+            between_turns_s=self.play.between_turns_s, card_s=self.play.ai_think_s, levels=self.levels,
         )
 
     def time_left(self, state: Any = None) -> float:
@@ -698,7 +703,7 @@ class PictomaniaSession(GameSession):
         self.rules, self.state = rules, state
         self.ai: PictomaniaDriver = PictomaniaDriver(
             rules, self.ais, self.level, self.words.kit(), self.seed, state,
-            labels=self.labels, human_done_after_s=self.play.human_done_after_s,
+            labels=self.labels, human_done_after_s=self.play.human_done_after_s, levels=self.levels,
         )
 
     def time_left(self, state: Any = None) -> float:
