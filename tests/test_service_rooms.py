@@ -128,6 +128,53 @@ def test_an_ai_plays_the_seat_of_a_person_away_until_they_return(app) -> None:
             assert "ami1" not in game.ai.ais and game.ais == ["ia1"]
 
 
+def test_the_host_plays_again_with_the_same_seats_and_every_page_follows(app) -> None:
+    """« Rejouer » in a room: once the game has ended, the host's ``again`` frame starts a new game
+    of the same seats (people, names, each AI's level); every socket of the ended game, and one
+    that joins it late, is sent on to it, where each person's token opens their own seat again."""
+    room = new_room(app, game="kontour", ai=1)
+    with app.websocket_connect(room["ws"]) as host:
+        with app.websocket_connect(f"/v1/rooms/{room['code']}") as friend:
+            friend.send_json({"type": "join", "name": "Léa"})
+            joined = friend.receive_json()
+            host.send_json({"type": "level", "seat": "ia1", "level": "hard"})
+            host.send_json({"type": "start"})
+            started = until(host, "started")
+    first = manager(app).games[started["game_id"]]
+    play = f"/v1/play/{started['game_id']}"
+    with app.websocket_connect(f"{play}?token={room['token']}") as ana, \
+            app.websocket_connect(f"{play}?token={joined['token']}") as lea:
+        until(ana, "state")
+        until(lea, "state")
+        lea.send_json({"type": "again"})
+        assert until(lea, "error")["code"] == "not_host"
+        ana.send_json({"type": "again"})
+        assert until(ana, "error")["code"] == "not_over"
+        first.state = first.state.replace(phase="game_over")  # the game has ended (its rules: elsewhere)
+        ana.send_json({"type": "again"})
+        sent_on = until(ana, "next_game")
+        assert until(lea, "next_game") == sent_on and sent_on["code"] == room["code"]
+        ana.send_json({"type": "again"})  # asked twice: the same next game, not a third one
+        assert until(ana, "next_game") == sent_on
+    second = manager(app).games[sent_on["game_id"]]
+    assert second.id != first.id and second.state.phase != "game_over"
+    assert (second.people, second.ais, second.names) == (first.people, first.ais, first.names)
+    assert second.ai.level_of("ia1").name == "hard" and second.room_code == room["code"]
+    assert manager(app).rooms.started[room["code"]] == second.id
+    with app.websocket_connect(f"{play}?token={joined['token']}") as late:  # a page that reloads late
+        until(late, "state")
+        assert until(late, "next_game")["game_id"] == second.id
+    with app.websocket_connect(f"/v1/play/{second.id}?token={joined['token']}") as lea:
+        assert until(lea, "state")["you"] == "ami1"
+    with app.websocket_connect(f"/v1/rooms/{room['code']}?token={room['token']}") as lobby:
+        assert lobby.receive_json()["game_id"] == second.id
+    solo = app.post("/v1/play", json={"game": "kontour", "opponents": 1}).json()
+    with app.websocket_connect(solo["ws"]) as alone:
+        until(alone, "state")
+        alone.send_json({"type": "again"})
+        assert until(alone, "error")["code"] == "not_a_room"
+
+
 def test_rooms_are_bounded_and_refusals_say_why(app) -> None:
     assert app.post("/v1/rooms", json={"game": "kontour", "name": "A", "ai": 9}).status_code == 422
     full = new_room(app, game="kontour", ai=manager(app).play.room_seats - 1)

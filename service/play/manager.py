@@ -505,25 +505,32 @@ def read_frame(text: str) -> dict[str, Any]:
         raise FrameError(BAD_FRAME, error.message) from None
     if not isinstance(data, dict):
         raise FrameError(BAD_FRAME, "a frame must be a JSON object with a 'type'")
-    if data.get("type") not in ("move", "ping", "sync"):
+    if data.get("type") not in ("move", "ping", "sync", "again"):
         got = str(data.get("type"))[:40]
-        raise FrameError(BAD_FRAME, "unknown frame type (expected 'move', 'ping' or 'sync')", got=got)
+        expected = "expected 'move', 'ping', 'sync' or 'again'"
+        raise FrameError(BAD_FRAME, f"unknown frame type ({expected})", got=got)
     return data
 
 
 def handle_text(
     session: GameSession, text: str, guesses: RateLimit | None = None,
     spend: Callable[[int], None] | None = None, seat: str = HUMAN,
+    again: Callable[[GameSession, str], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any] | None:
     """Apply one client frame of `seat`'s socket; returns the frame to send back (error or pong), if any.
 
     ``guesses`` bounds the typed guesses (a person types a word a second, not fifty); ``spend(n)``
-    charges a stroke's points to the client's point budget before any work (`RateLimited`)."""
+    charges a stroke's points to the client's point budget before any work (`RateLimited`);
+    ``again(session, seat)`` plays a room's ended game again (`Rooms.again`: the ``again`` frame)."""
     started = time.perf_counter()
     try:
         data = read_frame(text)
         if data["type"] == "ping":
             return {"type": "pong", "now": round(session.now(), 3)}
+        if data["type"] == "again":
+            if again is None:
+                raise FrameError(BAD_FRAME, "this socket cannot start another game")
+            return again(session, seat)
         if data["type"] == "sync":  # the page missed an update: the whole state again
             return session.frame([], seat)
         move = data.get("move")
@@ -573,6 +580,7 @@ async def _send_loop(
 def _reply(
     session: GameSession, text: str, settings: Settings, limit: RateLimit, guesses: RateLimit | None,
     spend: Callable[[int], None] | None = None, seat: str = HUMAN,
+    again: Callable[[GameSession, str], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any] | None:
     if len(text) > settings.max_frame_bytes:
         return error_frame("frame_too_large", f"a frame holds at most {settings.max_frame_bytes} bytes")
@@ -582,7 +590,7 @@ def _reply(
         limit.warned = True
         return error_frame("rate_limited", f"at most {settings.max_message_rate:g} frames per second")
     limit.warned = False
-    return handle_text(session, text, guesses, spend, seat)
+    return handle_text(session, text, guesses, spend, seat, again)
 
 
 async def serve_socket(
@@ -616,7 +624,7 @@ async def serve_socket(
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
             started = time.perf_counter()
             guesses = manager.guesses.get((session.id, seat))
-            reply = _reply(session, text, settings, limit, guesses, spend, seat)
+            reply = _reply(session, text, settings, limit, guesses, spend, seat, manager.rooms.again)
             await session.take_turn(time.perf_counter() - started)
             if reply is not None:
                 await queue.put(reply)  # a client that does not read is slowed down, not buffered

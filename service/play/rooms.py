@@ -6,7 +6,8 @@ the lobby socket (``WS /v1/rooms/{code}``); the host adds AI players, sets each 
 seat and starts. The game is then an ordinary game of the `GameManager` (`GameManager.open`; a solo
 game is a room of one person): each person plays through the game socket ``/v1/play/{id}`` with
 their own token and is sent their own seat's view. A person away longer than ``room_grace_s`` has
-their seat played by an AI until they come back (`GameSession.check_people`).
+their seat played by an AI until they come back (`GameSession.check_people`). Once the game has
+ended the host may play again with the same seats (`Rooms.again`: « Rejouer »).
 
 A lobby lives in memory (it lasts minutes; ``lobby_expiry_s`` closes a forgotten one); the
 started game is stored and resumed like a solo game, the room's code and seats with it.
@@ -234,6 +235,38 @@ class Rooms:
         for queue in list(room.listeners):
             _offer(queue, started)
         return session
+
+    def again(self, session: GameSession, seat: str) -> dict[str, Any] | None:
+        """« Rejouer »: the host (`seat` `HUMAN`) of a room's game that has ended starts a new one with
+        the same seats, names, people (their tokens open their seats again) and AI levels, a new deal.
+        Every socket of the ended game is sent ``{"type": "next_game", "game_id"}`` (and any socket
+        that joins it later), and the room's code leads to the new game. Returns an error frame for
+        `seat` when refused, else None."""
+        code = session.room_code
+        if code is None:
+            return error_frame("not_a_room", "only a room's game is played again from its table")
+        if seat != HUMAN:
+            return error_frame("not_host", "only the host may start the next game")
+        if session.state.phase != "game_over":
+            return error_frame("not_over", "the game is still being played")
+        if session.next_game is None or session.next_game not in self.manager.games:
+            neutral = getattr(session.rules.config, "neutral_drawer", None)
+            names = {p: name for p, name in session.names.items() if p != neutral}
+            friends = {p: session.hashes[p] for p in session.people if p != HUMAN}
+            levels = {p: session.levels.get(p, session.level).name for p in names if p not in session.hashes}
+            client = self.manager.owners.get(session.id, f"room:{code}")  # a resumed game has no owner
+            try:
+                new = self.manager.open(session.kind, names, session.level.name, None, client, False,
+                                        host_hash=session.hashes[HUMAN], friends=friends, room=code,
+                                        levels=levels)
+            except Exception as error:  # TooManyGames, RateLimited, Unavailable, a refused store...
+                log.info("room %s: next game refused: %s", code, error)
+                return error_frame("cannot_start", "the server cannot start the next game now; retry later")
+            session.next_game = new.id
+            self.started[code] = new.id
+            log.info("room %s: game %s follows game %s", code, new.id, session.id)
+        session.send(session.next_frame())
+        return None
 
     def close(self, room: Room, why: str) -> None:
         """Close a lobby: its sockets are told and let go."""

@@ -513,6 +513,8 @@ class GameSession:
         _offer(queue, self.frame([], seat))
         if self.paused_at is not None:
             _offer(queue, self.pause_frame())
+        if self.next_game is not None:  # a page late for « Rejouer » follows too
+            _offer(queue, self.next_frame())
         if came_back and self.room:
             self.send_presence()
         return queue
@@ -553,6 +555,10 @@ class GameSession:
             if not _offer(queue, frame):
                 self.listeners.pop(queue, None)
                 _offer(queue, None, force=True)
+
+    def next_frame(self) -> dict[str, Any]:
+        """The frame that sends the pages of an ended room's game to the next one (« Rejouer »)."""
+        return {"type": "next_game", "game_id": self.next_game, "code": self.room_code}
 
     def frame(self, events: list[Event], seat: str = HUMAN, state: Any = None,
               seq: int | None = None) -> dict[str, Any]:
