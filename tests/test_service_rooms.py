@@ -234,6 +234,7 @@ def test_a_kontour_room_survives_a_restart_and_an_ai_draws_for_a_person_away(tmp
         session.check_people()
         play_a_while(session, 15, [])
         assert session.presence()[seat] == "ai"
+        await first.settle()  # every move applied is written
         logged = store.load_game(session.id).moves
         by_friend = [m.move["kind"] for m in logged if m.move.get("player") == seat]
         assert by_friend[:2] == ["draw_card", "choose_word"] and "stroke" in by_friend  # the AI drew for her
