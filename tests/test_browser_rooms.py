@@ -1,6 +1,7 @@
 """Rooms with friends in real headless Chromium: two browser contexts (two people, each with their
 own storage) and an AI seat play a whole Kontour game and a whole Pictomania game together, from
-the host's « Jouer avec des amis » and the link a friend opens, with a reload mid-game.
+the host's « Jouer avec des amis » and the link a friend opens, with a reload mid-game; the Kontour
+game's host plays again (« Rejouer ») and the friend's page follows.
 Fixtures and helpers: tests/test_browser_play.py; the lobby's refusals: tests/test_service_rooms.py."""
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def friend(browser):  # noqa: F811
 
 def open_room(host, friend, server, game: str) -> str:
     """The host opens a room of `game`, the friend joins it from its link under « Léa », the host
-    adds one AI and starts; returns the room's code."""
+    adds one AI, sets its level to « Difficile » and starts; returns the room's code."""
     from playwright.sync_api import expect
 
     host.goto(server.url + "/")
@@ -69,6 +70,8 @@ def open_room(host, friend, server, game: str) -> str:
     host.click("#add-ai")
     expect(host.locator(".seat.ai")).to_have_count(1)
     expect(friend.locator(".seat.ai")).to_have_count(1)
+    host.select_option(".seat.ai select", "hard")  # this AI's own level
+    expect(friend.locator(".seat.ai")).to_contain_text("IA, niveau difficile")
     shot(host, f"room-lobby-{game}")
     host.click("#start-room")
     return code
@@ -97,9 +100,15 @@ def test_kontour_two_people_and_an_ai_to_the_end_with_a_reload(host, friend, ser
     expect(host.locator(".winners")).to_have_text("Vous gagnez la partie !")
     expect(friend.locator(".winners")).to_contain_text("Ana")
     expect(friend.locator(".ranking li.me")).to_contain_text("1 point")
-    expect(friend.locator("#rematch")).to_have_count(0)  # « Rejouer » is for solo games
+    expect(friend.locator("#rematch")).to_have_count(0)  # « Rejouer » is the host's: the others follow
     shot(friend, "room-kontour-end-friend")
-    friend.get_by_role("button", name="Nouvelle partie").click()
+    host.click("#rematch")  # the same seats, a new game: both pages follow
+    for page in (host, friend):
+        expect(page.get_by_test_id("game-over")).to_be_hidden(timeout=ms(10))
+    expect(host.locator("#draw-card")).to_be_visible()  # the host draws first again
+    expect(friend.locator(".status")).to_contain_text("Ana")
+    friend.click("#quit")  # « Quitter » asks first
+    friend.click("#quit")
     expect(friend.locator("#setup")).to_be_visible()
     assert friend.evaluate("localStorage.getItem('griffon.rooms')") == "{}"  # the room's token is forgotten
 

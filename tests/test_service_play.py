@@ -165,6 +165,48 @@ def test_a_full_kontour_turn_each_way(table: LocalTable) -> None:
     p.close()
 
 
+def test_a_word_not_chosen_in_time_reaches_the_page_as_a_turn_without_a_word() -> None:
+    """« Temps écoulé »: the Kontour page (kontour.js ``renderOverlay``) shows it, and « Vous n'avez
+    pas choisi de mot à temps », when the state it holds is back in ``draw`` and the last turn of its
+    history has no word. Those are the frames a person who took the card and never chose gets (the
+    update of the timer's end, and the whole state on a reload); a turn whose word was chosen (the
+    AI's, next) keeps its word, the overlay's « Le mot était »."""
+    import asyncio
+
+    from service.play.manager import GameManager
+    from service.play.session import HUMAN, ManualClock
+    from service.play.settings import PlaySettings
+    from service.settings import Settings
+    from tests.test_service_persistence import move, play_a_while, uniform
+
+    async def run() -> None:
+        games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), clock=ManualClock())
+        session = games.create("kontour", opponents=1, level="normal", name="Ana", seed=7)
+        assert session.driver is not None
+        session.driver.cancel()  # the test moves the clock
+        queue = session.attach(HUMAN)
+        play_a_while(session, 1, [move(kind="draw_card")])
+        timer = session.rules.config.timer_s
+        assert session.state.phase == "choose" and session.state.turn.drawer == HUMAN
+        play_a_while(session, timer + 1, [])  # the card taken, no word chosen: the timer runs out
+        frames = []
+        while not queue.empty():
+            frames.append(queue.get_nowait())
+        ended = [e for f in frames if f["type"] == "update" for e in f["events"] if e["kind"] == "turn_ended"]
+        assert ended and (ended[0]["drawer"], ended[0]["word"], ended[0]["reason"]) == (HUMAN, None, "time")
+        page = session.frame([], HUMAN)  # what the page holds (the whole state: a reload's)
+        last = page["state"]["history"][-1]
+        assert page["state"]["phase"] == "draw" and page["state"]["drawer"] == "ia1"
+        assert last["drawer"] == HUMAN and last["word"] is None and last["finders"] == []
+        play_a_while(session, 3 * timer, [])  # the AI's turn: a word chosen, then the timer
+        history = session.frame([], HUMAN)["state"]["history"]
+        assert len(history) >= 2 and history[1]["drawer"] == "ia1" and history[1]["word"]
+        session.detach(queue)
+        await games.aclose()
+
+    asyncio.run(run())
+
+
 def test_malformed_frames_get_typed_errors_and_the_game_goes_on(server) -> None:
     p = Player(server, new_game(server, game="kontour", opponents=1))
     p.until(is_state)

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.websockets import WebSocketDisconnect
 
 from service.play.manager import GameManager
+from service.play.rooms import RoomError
 from service.play.session import HUMAN
 from tests.service_server import in_process
 
@@ -71,17 +73,25 @@ def test_a_room_from_lobby_to_each_persons_own_view(app) -> None:
             lobby = until(host, "lobby")
             while [s["seat"] for s in lobby["seats"]] != [HUMAN, "ami1", "ia2"] or lobby["level"] != "hard":
                 lobby = until(host, "lobby")
+            assert lobby["seats"][2]["level"] == "hard" and "level" not in lobby["seats"][1]
+            host.send_json({"type": "level", "seat": "ami1", "level": "easy"})  # a person has no level
+            assert until(host, "error")["code"] == "bad_seat"
+            host.send_json({"type": "level", "seat": "ia2", "level": "easy"})
+            while until(host, "lobby")["seats"][2]["level"] != "easy":
+                pass
             host.send_json({"type": "start"})
             started = until(host, "started")
             assert until(friend, "started")["game_id"] == started["game_id"]
     game = manager(app).games[started["game_id"]]
     assert game.people == [HUMAN, "ami1"] and game.ais == ["ia2"]
+    assert game.ai.level_of("ia2").name == "easy" and game.level.name == "hard"  # its own, not the room's
     play = f"/v1/play/{started['game_id']}"
     with app.websocket_connect(f"{play}?token={room['token']}") as ana, \
             app.websocket_connect(f"{play}?token={joined['token']}") as lea:
         mine, hers = until(ana, "state"), until(lea, "state")
         assert (mine["you"], hers["you"]) == (HUMAN, "ami1")
-        assert mine["seats"] == hers["seats"] == {HUMAN: "here", "ami1": "here"}
+        assert mine["seats"] == {HUMAN: "here", "ami1": "away"}  # her page had not come yet
+        assert hers["seats"] == seat_becomes(ana, "ami1", "here") == {HUMAN: "here", "ami1": "here"}
         def known(frame: dict) -> set[str]:
             return {p for p, secret in frame["state"]["round"]["secrets"].items() if secret is not None}
 
@@ -96,6 +106,15 @@ def test_a_room_from_lobby_to_each_persons_own_view(app) -> None:
         assert stranger.receive_json()["code"] == "room_started"
 
 
+def seat_becomes(ws: Any, seat: str, wanted: str) -> dict[str, str]:
+    """The seats of the first presence frame (within a few) where `seat` is `wanted`."""
+    for _ in range(5):
+        seats = until(ws, "presence")["seats"]
+        if seats[seat] == wanted:
+            return seats
+    raise AssertionError(f"{seat} never became {wanted}")
+
+
 def test_an_ai_plays_the_seat_of_a_person_away_until_they_return(app) -> None:
     room = new_room(app, ai=1)
     with app.websocket_connect(room["ws"]) as host:
@@ -107,17 +126,64 @@ def test_an_ai_plays_the_seat_of_a_person_away_until_they_return(app) -> None:
     game = manager(app).games[started["game_id"]]
     play = f"/v1/play/{started['game_id']}"
     with app.websocket_connect(f"{play}?token={room['token']}") as ana:
-        until(ana, "state")
+        assert until(ana, "state")["seats"]["ami1"] == "away"  # a seat is away until its page comes
         with app.websocket_connect(f"{play}?token={joined['token']}") as lea:
             until(lea, "state")
-        presence = until(ana, "presence")
-        assert presence["seats"]["ami1"] == "away"
+        seat_becomes(ana, "ami1", "here")
+        seat_becomes(ana, "ami1", "away")
         game.away["ami1"] -= game.play.room_grace_s  # the grace period is over
         game.check_people()
         assert until(ana, "presence")["seats"]["ami1"] == "ai" and "ami1" in game.ai.ais
         with app.websocket_connect(f"{play}?token={joined['token']}") as lea:
             assert until(lea, "state")["seats"]["ami1"] == "here"
             assert "ami1" not in game.ai.ais and game.ais == ["ia1"]
+
+
+def test_the_host_plays_again_with_the_same_seats_and_every_page_follows(app) -> None:
+    """« Rejouer » in a room: once the game has ended, the host's ``again`` frame starts a new game
+    of the same seats (people, names, each AI's level); every socket of the ended game, and one
+    that joins it late, is sent on to it, where each person's token opens their own seat again."""
+    room = new_room(app, game="kontour", ai=1)
+    with app.websocket_connect(room["ws"]) as host:
+        with app.websocket_connect(f"/v1/rooms/{room['code']}") as friend:
+            friend.send_json({"type": "join", "name": "Léa"})
+            joined = friend.receive_json()
+            host.send_json({"type": "level", "seat": "ia1", "level": "hard"})
+            host.send_json({"type": "start"})
+            started = until(host, "started")
+    first = manager(app).games[started["game_id"]]
+    play = f"/v1/play/{started['game_id']}"
+    with app.websocket_connect(f"{play}?token={room['token']}") as ana, \
+            app.websocket_connect(f"{play}?token={joined['token']}") as lea:
+        until(ana, "state")
+        until(lea, "state")
+        lea.send_json({"type": "again"})
+        assert until(lea, "error")["code"] == "not_host"
+        ana.send_json({"type": "again"})
+        assert until(ana, "error")["code"] == "not_over"
+        first.state = first.state.replace(phase="game_over")  # the game has ended (its rules: elsewhere)
+        ana.send_json({"type": "again"})
+        sent_on = until(ana, "next_game")
+        assert until(lea, "next_game") == sent_on and sent_on["code"] == room["code"]
+        ana.send_json({"type": "again"})  # asked twice: the same next game, not a third one
+        assert until(ana, "next_game") == sent_on
+    second = manager(app).games[sent_on["game_id"]]
+    assert second.id != first.id and second.state.phase != "game_over"
+    assert (second.people, second.ais, second.names) == (first.people, first.ais, first.names)
+    assert second.ai.level_of("ia1").name == "hard" and second.room_code == room["code"]
+    assert manager(app).rooms.started[room["code"]] == second.id
+    with app.websocket_connect(f"{play}?token={joined['token']}") as late:  # a page that reloads late
+        until(late, "state")
+        assert until(late, "next_game")["game_id"] == second.id
+    with app.websocket_connect(f"/v1/play/{second.id}?token={joined['token']}") as lea:
+        assert until(lea, "state")["you"] == "ami1"
+    with app.websocket_connect(f"/v1/rooms/{room['code']}?token={room['token']}") as lobby:
+        assert lobby.receive_json()["game_id"] == second.id
+    solo = app.post("/v1/play", json={"game": "kontour", "opponents": 1}).json()
+    with app.websocket_connect(solo["ws"]) as alone:
+        until(alone, "state")
+        alone.send_json({"type": "again"})
+        assert until(alone, "error")["code"] == "not_a_room"
 
 
 def test_rooms_are_bounded_and_refusals_say_why(app) -> None:
@@ -179,7 +245,7 @@ def test_a_kontour_room_survives_a_restart_and_an_ai_draws_for_a_person_away(tmp
         session.check_people()
         play_a_while(session, 15, [])
         assert session.presence()[seat] == "ai"
-        await first.settle()  # the writer's thread has every move
+        await first.settle()  # every move applied is written
         logged = store.load_game(session.id).moves
         by_friend = [m.move["kind"] for m in logged if m.move.get("player") == seat]
         assert by_friend[:2] == ["draw_card", "choose_word"] and "stroke" in by_friend  # the AI drew for her
@@ -194,6 +260,66 @@ def test_a_kontour_room_survives_a_restart_and_an_ai_draws_for_a_person_away(tmp
         assert back.seat_of(friend_token) == seat and back.seat_of(host_token) == HUMAN
         assert second.rooms.started == {room.code: session.id}
         assert back.frame([], seat)["you"] == seat
+        await second.aclose()
+        store.close()
+
+    asyncio.run(run())
+
+
+def test_each_ai_plays_at_its_own_level_and_the_levels_come_back_after_a_restart(tmp_path: Path) -> None:
+    """An easy and a hard AI in one room: each driver's players at their own level, kept in the
+    stored setup and given back when the game is resumed; a setup without per-seat levels (a solo
+    game's) gives every AI the game's level."""
+    from games.ai.levels import load_level
+    from service.play.session import ManualClock
+    from service.play.settings import PlaySettings
+    from service.settings import Settings
+    from store import open_store
+    from tests.test_service_persistence import line, play_a_while, uniform
+
+    def manager_on(store) -> GameManager:
+        return GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), store,
+                           clock=ManualClock())
+
+    easy, hard = load_level("easy"), load_level("hard")
+    assert easy.pictomania_guesser != hard.pictomania_guesser and easy.drawer != hard.drawer
+
+    def levels_of(session) -> dict[str, str]:
+        """Each AI's level as its guesser and drawer play it (the driver's own objects)."""
+        by_guesser = {lv.pictomania_guesser: lv.name for lv in (easy, hard, load_level("normal"))}
+        return {p: by_guesser[session.ai.brains[p].level] for p in session.ais}
+
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'levels.db'}")
+        first = manager_on(store)
+        room, _ = first.rooms.create("pictomania", "Ana", "normal", 2, client="c")
+        first.rooms.request(room, HUMAN, {"type": "level", "seat": "ia1", "level": "easy"})
+        first.rooms.request(room, HUMAN, {"type": "level", "seat": "ia2", "level": "hard"})
+        with pytest.raises(RoomError) as refused:
+            first.rooms.request(room, HUMAN, {"type": "level", "seat": "ia2", "level": "expert"})
+        assert refused.value.code == "bad_level"
+        session = first.rooms.request(room, HUMAN, {"type": "start"})
+        assert session is not None and session.driver is not None
+        session.driver.cancel()  # the test drives the game
+        assert levels_of(session) == {"ia1": "easy", "ia2": "hard"}
+        assert session.ai.level_of("ia1") == easy and session.ai.level_of("ia2") == hard
+        play_a_while(session, 20, [line(0), line(1)])
+        moves = session.moves
+        await first.aclose()
+        assert store.load_game(session.id).setup["levels"] == {"ia1": "easy", "ia2": "hard"}
+
+        solo = manager_on(store)
+        alone = solo.create("pictomania", opponents=2, level="hard", name="Ana", seed=3)
+        alone.driver.cancel()
+        assert "levels" not in store.load_game(alone.id).setup
+        assert levels_of(alone) == {"ia1": "hard", "ia2": "hard"}
+        await solo.aclose()
+
+        second = manager_on(store)
+        assert second.resume() == (2, 0)
+        back = second.get(session.id)
+        assert back.moves == moves and levels_of(back) == {"ia1": "easy", "ia2": "hard"}
+        assert levels_of(second.get(alone.id)) == {"ia1": "hard", "ia2": "hard"}
         await second.aclose()
         store.close()
 

@@ -21,14 +21,15 @@ strokes they had not drawn and read the drawings as they are (what they had read
 For that, every drawing plan is made in ``on_events`` (Kontour: on ``word_chosen``; Pictomania:
 on ``round_started``), at the event's time, from generators that only events advance: replaying
 the log makes every past plan again, in order, so a resumed drawer goes on with the same drawing.
-Pacing (reading, typing, drawing, betting times) comes from the AI level (`games/data/ai_levels.yaml`);
+Pacing (reading, typing, drawing, betting times) comes from the AI level (`games/data/ai_levels.yaml`):
+one for the whole game, or one per AI seat (``levels``: a room whose host set each AI's level);
 docs/AI_PLAYERS.md states the model and its measured figures.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -120,11 +121,14 @@ class KontourDriver:
         candidates: Sequence[str],
         between_turns_s: float = 3.0,
         card_s: float | None = None,
+        levels: Mapping[str, AILevel] | None = None,
     ) -> None:
+        """`level`: every AI player's, but those `levels` names (AI seat -> its own level)."""
         self.rules, self.ais, self.level, self.kit, self.seed = rules, list(ais), level, kit, seed
+        self.levels = dict(levels or {})
         self.candidates = tuple(candidates)
         self.between_turns_s = between_turns_s
-        self.card_s = level.drawer.card_s if card_s is None else card_s
+        self.card_s = card_s  # None: each drawer's level's pace
         self.guessers = {p: self._guesser(p) for p in self.ais}
         self.used: dict[str, set[int]] = {}  # drawings met this game, shared by every AI drawer
         self.drawers = {p: self._drawer(p) for p in [*self.ais, rules.config.neutral_drawer]}
@@ -141,9 +145,17 @@ class KontourDriver:
         self.seq = 0  # looks asked this turn
         self.pending: list[Look] = []
 
+    def level_of(self, p: str) -> AILevel:
+        """The level AI player `p` plays at."""
+        return self.levels.get(p, self.level)
+
+    def card_wait(self, drawer: str) -> float:
+        """Seconds AI drawer `drawer` waits before taking its card."""
+        return self.level_of(drawer).drawer.card_s if self.card_s is None else self.card_s
+
     def _guesser(self, p: str) -> KontourGuesser:
         return KontourGuesser(
-            level=self.level.kontour_guesser,
+            level=self.level_of(p).kontour_guesser,
             rng=seeded(self.seed, p, "guess"),
             to_french=self.kit.to_french,
             related=self.kit.related,
@@ -152,7 +164,7 @@ class KontourDriver:
 
     def _drawer(self, p: str) -> AIDrawer:
         kit = self.kit
-        return AIDrawer(self.level.drawer, seeded(self.seed, p, "draw"), kit.drawings, kit.related,
+        return AIDrawer(self.level_of(p).drawer, seeded(self.seed, p, "draw"), kit.drawings, kit.related,
                         kit.straight_lines, self.rules.config.max_strokes, self.used)
 
     # -- a person's seat -------------------------------------------------------------------------
@@ -203,9 +215,9 @@ class KontourDriver:
             if st.phase == "drawing":
                 self._guess(table, now)
             return
-        pacing = self.level.drawer
+        pacing = self.level_of(drawer).drawer
         if self.wait_until is None:
-            self.wait_until = now + self.card_s
+            self.wait_until = now + self.card_wait(drawer)
         if st.phase == "draw" and now >= self.wait_until:
             self.wait_until = now + pacing.choose_s
             table.apply(DrawCard(player=drawer))
@@ -271,7 +283,7 @@ class KontourDriver:
                         self.guessers[p].gesture(e.gesture, key)
             elif e.kind == "turn_ended":
                 self.active, self.plan, self.gestures, self.pending = [], [], [], []
-                self.wait_until = now + self.between_turns_s + self.card_s
+                self.wait_until = now + self.between_turns_s + self.card_wait(state.drawer)
 
     def resume(self, state: KontourState, now: float) -> None:
         """Pick up a game replayed from its log (events fed to `on_events`, which made the AI
@@ -301,7 +313,7 @@ class KontourDriver:
             return
         kind = self.drawers[turn.drawer].gesture(key, turn.word)
         if kind is not None:
-            self.gestures.append((now + self.level.drawer.gesture_s, kind, text))
+            self.gestures.append((now + self.level_of(turn.drawer).drawer.gesture_s, kind, text))
 
     # -- recognition -----------------------------------------------------------------------------
     def looks(self, busy: Collection[str] = ()) -> list[Look]:
@@ -345,8 +357,11 @@ class PictomaniaDriver:
         human_done_after_s: float = 6.0,
         next_round_s: float | None = None,
         joint: bool = True,
+        levels: Mapping[str, AILevel] | None = None,
     ) -> None:
+        """`level`: every AI player's, but those `levels` names (AI seat -> its own level)."""
         self.rules, self.ais, self.level, self.kit, self.seed = rules, list(ais), level, kit, seed
+        self.levels = dict(levels or {})
         self.labels, self.joint = labels, joint
         self.human_done_after_s, self.next_round_s = human_done_after_s, next_round_s
         self.used: dict[str, set[int]] = {}  # drawings met this game, shared by every AI drawer
@@ -363,6 +378,10 @@ class PictomaniaDriver:
         self.pauses = seeded(seed, "bet pauses")
         self._new_round(state, state.round.started_at)
 
+    def level_of(self, p: str) -> AILevel:
+        """The level AI player `p` plays at."""
+        return self.levels.get(p, self.level)
+
     def _new_round(self, state: PictomaniaState, now: float) -> None:
         rnd = state.round
         words = {w for card in rnd.cards for w in card.words}
@@ -378,14 +397,14 @@ class PictomaniaDriver:
         """AI player `p`'s plan (``draw``: its drawing of this round) and guesser for the round."""
         rnd, players = state.round, state.players
         key = rnd.word(p)
-        drawer = AIDrawer(self.level.drawer, seeded(self.seed, p, "draw", rnd.number),
+        drawer = AIDrawer(self.level_of(p).drawer, seeded(self.seed, p, "draw", rnd.number),
                           self.kit.drawings, used=self.used)
         self.plans[p] = centered(drawer.plan(key, now)) if draw and key and drawer.can_draw(key) else []
         self.drawn[p] = 0
         self.delay[p] = 0.0
         secret = rnd.secrets[p]
         self.brains[p] = PictomaniaGuesser(
-            level=self.level.pictomania_guesser,
+            level=self.level_of(p).pictomania_guesser,
             rng=seeded(self.seed, p, "guess", rnd.number),
             cards=[list(card.words) for card in rnd.cards],
             my_symbol=secret.symbol,
@@ -448,12 +467,12 @@ class PictomaniaDriver:
                 table.apply(PlaceGuess(player=p, target=commit.opponent, number=commit.number))
                 self.quiet_until = now + self.pauses.uniform(*BET_PAUSE_S)
                 if not own_done:  # one hand: the drawing waits while it bets
-                    self.delay[p] += self.level.pictomania_guesser.bet_s
+                    self.delay[p] += self.level_of(p).pictomania_guesser.bet_s
             if not own_done or table.state.phase != "playing" or not self.brains[p].finished(now, states):
                 self.ready_since.pop(p, None)
                 continue
             since = self.ready_since.setdefault(p, now)
-            if now - since >= self.level.pictomania_guesser.done_s:  # a last look, then the token
+            if now - since >= self.level_of(p).pictomania_guesser.done_s:  # a last look, then the token
                 table.apply(Done(player=p))
 
     def _draw(self, table: Table, p: str, now: float) -> None:

@@ -198,13 +198,14 @@ class GameManager:
     def open(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
         host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
-        withdraw_key: str | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
     ) -> GameSession:
         """A new game of the seats `names` (`HUMAN`: the host, their token's hash `host_hash`; `friends`:
-        the other people's seats and token hashes; the other seats are AI players), stored (on the
-        caller's thread) and started. A solo game is a room of one person. Raises as `create`."""
+        the other people's seats and token hashes; the other seats are AI players, at `level` but
+        those `levels` names), stored (on the caller's thread) and started. A solo game is a room of
+        one person. Raises as `create`."""
         session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
-                                              room, withdraw_key)
+                                              room, withdraw_key, levels)
         if self.store is not None:
             self.store.create_game(session.id, game, setup, host_hash)
         return self._open(session, replaced, client)
@@ -217,9 +218,11 @@ class GameManager:
     def _deal(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
         host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
-        withdraw_key: str | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
     ) -> tuple[GameSession, dict[str, Any], str | None]:
-        """A new game's session and setup, not stored nor started; and the game it replaces."""
+        """A new game's session and setup, not stored nor started; and the game it replaces. The
+        setup's ``level`` is every AI seat's but those its ``levels`` names (a room's: AI seat ->
+        level); a setup without ``levels`` has one level for all."""
         if len(self.games) >= self.settings.max_sessions:
             raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
         replaced = self._check_client(client)
@@ -228,8 +231,12 @@ class GameManager:
         seed = seed if seed is not None else secrets.randbelow(2**31)
         deal = self._kontour_setup if game == "kontour" else self._pictomania_setup
         setup = deal(names, seed) | {"level": level, "learn": learn}
+        if room:
+            setup["room"] = room
         if friends:
-            setup |= {"friends": friends, "room": room}
+            setup["friends"] = friends
+        if levels:
+            setup["levels"] = dict(levels)
         if learn and withdraw_key:
             setup["owner"] = hash_token(withdraw_key)
         session = self._build(self.new_id(), game, setup, token="")
@@ -296,6 +303,8 @@ class GameManager:
             names=dict(setup["names"]),
             clock=self.clock,
             friends=dict(setup.get("friends") or {}),
+            levels={seat: load_level(name) for seat, name in (setup.get("levels") or {}).items()},
+            room_code=setup.get("room"),
         )
         if kind == "kontour":
             rules = KontourRules(KontourConfig.from_dict(setup["config"]), judge=words.judge)
@@ -533,25 +542,32 @@ def read_frame(text: str) -> dict[str, Any]:
         raise FrameError(BAD_FRAME, error.message) from None
     if not isinstance(data, dict):
         raise FrameError(BAD_FRAME, "a frame must be a JSON object with a 'type'")
-    if data.get("type") not in ("move", "ping", "sync"):
+    if data.get("type") not in ("move", "ping", "sync", "again"):
         got = str(data.get("type"))[:40]
-        raise FrameError(BAD_FRAME, "unknown frame type (expected 'move', 'ping' or 'sync')", got=got)
+        expected = "expected 'move', 'ping', 'sync' or 'again'"
+        raise FrameError(BAD_FRAME, f"unknown frame type ({expected})", got=got)
     return data
 
 
 def handle_text(
     session: GameSession, text: str, guesses: RateLimit | None = None,
     spend: Callable[[int], None] | None = None, seat: str = HUMAN,
+    again: Callable[[GameSession, str], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any] | None:
     """Apply one client frame of `seat`'s socket; returns the frame to send back (error or pong), if any.
 
     ``guesses`` bounds the typed guesses (a person types a word a second, not fifty); ``spend(n)``
-    charges a stroke's points to the client's point budget before any work (`RateLimited`)."""
+    charges a stroke's points to the client's point budget before any work (`RateLimited`);
+    ``again(session, seat)`` plays a room's ended game again (`Rooms.again`: the ``again`` frame)."""
     started = time.perf_counter()
     try:
         data = read_frame(text)
         if data["type"] == "ping":
             return {"type": "pong", "now": round(session.now(), 3)}
+        if data["type"] == "again":
+            if again is None:
+                raise FrameError(BAD_FRAME, "this socket cannot start another game")
+            return again(session, seat)
         if data["type"] == "sync":  # the page missed an update: the whole state again
             return session.frame([], seat)
         move = data.get("move")
@@ -603,6 +619,7 @@ async def _send_loop(
 def _reply(
     session: GameSession, text: str, settings: Settings, limit: RateLimit, guesses: RateLimit | None,
     spend: Callable[[int], None] | None = None, seat: str = HUMAN,
+    again: Callable[[GameSession, str], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any] | None:
     if len(text) > settings.max_frame_bytes:
         return error_frame("frame_too_large", f"a frame holds at most {settings.max_frame_bytes} bytes")
@@ -612,7 +629,7 @@ def _reply(
         limit.warned = True
         return error_frame("rate_limited", f"at most {settings.max_message_rate:g} frames per second")
     limit.warned = False
-    return handle_text(session, text, guesses, spend, seat)
+    return handle_text(session, text, guesses, spend, seat, again)
 
 
 async def serve_socket(
@@ -646,7 +663,7 @@ async def serve_socket(
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
             started = time.perf_counter()
             guesses = manager.guesses.get((session.id, seat))
-            reply = _reply(session, text, settings, limit, guesses, spend, seat)
+            reply = _reply(session, text, settings, limit, guesses, spend, seat, manager.rooms.again)
             await session.take_turn(time.perf_counter() - started)
             if reply is not None:
                 await queue.put(reply)  # a client that does not read is slowed down, not buffered

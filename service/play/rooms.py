@@ -2,11 +2,12 @@
 
 A person creates a room (``POST /v1/rooms``) and gets its code (four letters: the page's link
 ``/r/ABCD``) and their seat's token. Friends open the link and take a seat under a name through
-the lobby socket (``WS /v1/rooms/{code}``); the host adds AI players, sets their level, removes a
+the lobby socket (``WS /v1/rooms/{code}``); the host adds AI players, sets each one's level, removes a
 seat and starts. The game is then an ordinary game of the `GameManager` (`GameManager.open`; a solo
 game is a room of one person): each person plays through the game socket ``/v1/play/{id}`` with
 their own token and is sent their own seat's view. A person away longer than ``room_grace_s`` has
-their seat played by an AI until they come back (`GameSession.check_people`).
+their seat played by an AI until they come back (`GameSession.check_people`). Once the game has
+ended the host may play again with the same seats (`Rooms.again`: « Rejouer »).
 
 A lobby lives in memory (it lasts minutes; ``lobby_expiry_s`` closes a forgotten one); the
 started game is stored and resumed like a solo game, the room's code and seats with it.
@@ -59,17 +60,19 @@ class RoomError(Exception):
 
 @dataclass
 class Seat:
-    """One seat of a lobby: a person (with their token's hash) or an AI player."""
+    """One seat of a lobby: a person (with their token's hash) or an AI player (with its level)."""
 
     seat: str
     name: str
     person: bool
     token_hash: str = ""
+    level: str = ""
 
 
 @dataclass
 class Room:
-    """A lobby: the game chosen, its seats in order (the host first), who is connected."""
+    """A lobby: the game chosen, its seats in order (the host first), who is connected; `level`:
+    the level of the AI players added next."""
 
     code: str
     game: str
@@ -155,7 +158,7 @@ class Rooms:
         names = self.manager.play.ai_names
         used = {s.name for s in room.seats}
         name = next((n for n in names if n not in used), f"IA {number}")
-        room.seats.append(Seat(f"ia{number}", name, False))
+        room.seats.append(Seat(f"ia{number}", name, False, level=room.level))
 
     def request(self, room: Room, seat: str, frame: dict[str, Any]) -> GameSession | None:
         """One lobby frame of `seat`: the host's ``add_ai``, ``remove``, ``level``, ``start``,
@@ -187,12 +190,28 @@ class Rooms:
                     _offer(queue, error_frame("removed", "the host removed your seat"))
                     _offer(queue, None)
         elif kind == "level":
-            if frame.get("level") not in level_names():
-                raise RoomError("bad_level", f"the AI levels are {', '.join(level_names())}")
-            room.level = str(frame["level"])
+            self._set_level(room, frame)
         else:
             return self.start(room)
         return None
+
+    @staticmethod
+    def _set_level(room: Room, frame: dict[str, Any]) -> None:
+        """``{"type": "level", "level", "seat"}``: that AI seat's level; without a seat, every AI's
+        (and that of the AI players added next)."""
+        level, target = frame.get("level"), frame.get("seat")
+        if level not in level_names():
+            raise RoomError("bad_level", f"the AI levels are {', '.join(level_names())}")
+        if target is None:
+            room.level = str(level)
+            for seat in room.seats:
+                if not seat.person:
+                    seat.level = room.level
+            return
+        ai = next((s for s in room.seats if s.seat == target and not s.person), None)
+        if ai is None:
+            raise RoomError("bad_seat", "no such AI seat to set the level of")
+        ai.level = str(level)
 
     def start(self, room: Room) -> GameSession:
         """Start the room's game (the seats as they are). Raises `RoomError` when the seats do not
@@ -203,9 +222,10 @@ class Rooms:
                             f"this room has {len(room.seats)}")
         names = {s.seat: s.name for s in room.seats}
         friends = {s.seat: s.token_hash for s in room.seats if s.person and s.seat != HUMAN}
+        levels = {s.seat: s.level or room.level for s in room.seats if not s.person}
         host = room.seats[0].token_hash
         session = self.manager.open(room.game, names, room.level, None, room.client, False, host_hash=host,
-                                    friends=friends, room=room.code)
+                                    friends=friends, room=room.code, levels=levels)
         room.game_id = session.id
         self.started[room.code] = session.id
         del self.lobbies[room.code]
@@ -215,6 +235,38 @@ class Rooms:
         for queue in list(room.listeners):
             _offer(queue, started)
         return session
+
+    def again(self, session: GameSession, seat: str) -> dict[str, Any] | None:
+        """« Rejouer »: the host (`seat` `HUMAN`) of a room's game that has ended starts a new one with
+        the same seats, names, people (their tokens open their seats again) and AI levels, a new deal.
+        Every socket of the ended game is sent ``{"type": "next_game", "game_id"}`` (and any socket
+        that joins it later), and the room's code leads to the new game. Returns an error frame for
+        `seat` when refused, else None."""
+        code = session.room_code
+        if code is None:
+            return error_frame("not_a_room", "only a room's game is played again from its table")
+        if seat != HUMAN:
+            return error_frame("not_host", "only the host may start the next game")
+        if session.state.phase != "game_over":
+            return error_frame("not_over", "the game is still being played")
+        if session.next_game is None or session.next_game not in self.manager.games:
+            neutral = getattr(session.rules.config, "neutral_drawer", None)
+            names = {p: name for p, name in session.names.items() if p != neutral}
+            friends = {p: session.hashes[p] for p in session.people if p != HUMAN}
+            levels = {p: session.levels.get(p, session.level).name for p in names if p not in session.hashes}
+            client = self.manager.owners.get(session.id, f"room:{code}")  # a resumed game has no owner
+            try:
+                new = self.manager.open(session.kind, names, session.level.name, None, client, False,
+                                        host_hash=session.hashes[HUMAN], friends=friends, room=code,
+                                        levels=levels)
+            except Exception as error:  # TooManyGames, RateLimited, Unavailable, a refused store...
+                log.info("room %s: next game refused: %s", code, error)
+                return error_frame("cannot_start", "the server cannot start the next game now; retry later")
+            session.next_game = new.id
+            self.started[code] = new.id
+            log.info("room %s: game %s follows game %s", code, new.id, session.id)
+        session.send(session.next_frame())
+        return None
 
     def close(self, room: Room, why: str) -> None:
         """Close a lobby: its sockets are told and let go."""
@@ -239,14 +291,14 @@ class Rooms:
 
     # -- frames ------------------------------------------------------------------------------------
     def lobby_frame(self, room: Room, seat: str) -> dict[str, Any]:
-        """What a lobby socket of `seat` shows: the seats, who is here, the limits."""
+        """What a lobby socket of `seat` shows: the seats (each AI's level), who is here, the limits."""
         here = set(room.listeners.values())
         fewest, most = player_limits(room.game, self.manager.play.room_seats)
         return {
             "type": "lobby", "code": room.code, "game": room.game, "level": room.level, "you": seat,
             "host": HUMAN, "min": fewest, "max": most, "levels": list(level_names()),
-            "seats": [{"seat": s.seat, "name": s.name, "person": s.person, "here": s.seat in here}
-                      for s in room.seats],
+            "seats": [{"seat": s.seat, "name": s.name, "person": s.person, "here": s.seat in here,
+                       **({} if s.person else {"level": s.level or room.level})} for s in room.seats],
         }
 
     def broadcast(self, room: Room) -> None:

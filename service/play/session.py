@@ -160,10 +160,15 @@ class GameSession:
         play: PlaySettings,
         clock: Clock = time.monotonic,
         friends: dict[str, str] | None = None,
+        levels: dict[str, AILevel] | None = None,
+        room_code: str | None = None,
     ) -> None:
         """``token``: the host's (seat `HUMAN`); ``friends``: the other people's seats of a room
-        and the SHA-256 of each one's token (none in a solo game)."""
+        and the SHA-256 of each one's token (none in a solo game); ``level``: the AI players',
+        but those ``levels`` names (AI seat -> its own); ``room_code``: the room the game is of."""
         self.id, self.token, self.names, self.level, self.seed = game_id, token, names, level, seed
+        self.levels, self.room_code = dict(levels or {}), room_code
+        self.next_game: str | None = None  # the room's next game (« Rejouer »), once the host started it
         # a game resumed from the database knows only the hashes
         self.hashes: dict[str, str] = {HUMAN: hash_token(token), **(friends or {})}
         self.people = list(self.hashes)  # the seats played by people (the host first)
@@ -513,6 +518,8 @@ class GameSession:
         _offer(queue, self.frame([], seat))
         if self.paused_at is not None:
             _offer(queue, self.pause_frame())
+        if self.next_game is not None:  # a page late for « Rejouer » follows too
+            _offer(queue, self.next_frame())
         if came_back and self.room:
             self.send_presence()
         return queue
@@ -553,6 +560,10 @@ class GameSession:
             if not _offer(queue, frame):
                 self.detach(queue)  # a socket that does not read: let go, its seat away
                 _offer(queue, None, force=True)
+
+    def next_frame(self) -> dict[str, Any]:
+        """The frame that sends the pages of an ended room's game to the next one (« Rejouer »)."""
+        return {"type": "next_game", "game_id": self.next_game, "code": self.room_code}
 
     def frame(self, events: list[Event], seat: str = HUMAN, state: Any = None,
               seq: int | None = None) -> dict[str, Any]:
@@ -659,7 +670,7 @@ class KontourSession(GameSession):
         self.rules, self.state, self.candidates = rules, state, candidates
         self.ai: KontourDriver = KontourDriver(
             rules, self.ais, self.level, self.words.kit(), self.seed, candidates,
-            between_turns_s=self.play.between_turns_s, card_s=self.play.ai_think_s,
+            between_turns_s=self.play.between_turns_s, card_s=self.play.ai_think_s, levels=self.levels,
         )
 
     def time_left(self, state: Any = None) -> float:
@@ -703,7 +714,7 @@ class PictomaniaSession(GameSession):
         self.rules, self.state = rules, state
         self.ai: PictomaniaDriver = PictomaniaDriver(
             rules, self.ais, self.level, self.words.kit(), self.seed, state,
-            labels=self.labels, human_done_after_s=self.play.human_done_after_s,
+            labels=self.labels, human_done_after_s=self.play.human_done_after_s, levels=self.levels,
         )
 
     def time_left(self, state: Any = None) -> float:

@@ -231,9 +231,11 @@ function presence(frame) {
   }
 }
 
-// « Rejouer » at the end of a solo game: the same settings, a new deal (none for a room's game).
-function rematch(game) {
-  if (game.code) return null;
+// « Rejouer » at the end of a game: a solo game's same settings, a new deal; in a room, the host
+// asks the server for a new game of the same seats (`again`), which sends every page on to it
+// (`next_game`). The room's other people have no button: they follow the host.
+function rematch(game, frame) {
+  if (game.code) return frame.you === frame.host ? () => connection.send({ type: "again" }) : null;
   let last = null;
   try { last = JSON.parse(localStorage.getItem(LAST) || "null"); } catch { /* storage off */ }
   return last ? () => { forget(); showSetup(); startSolo(last); } : null;
@@ -249,6 +251,7 @@ function play(game) {
   root.replaceChildren(el("p", { class: "loading" }, "Connexion à la partie…"));
   connection = new Connection(game, {
     frame: (frame) => {
+      if (!connection || connection.game !== game) return; // a frame of a game this page has left
       if (frame.type === "state" || frame.type === "update") {
         rules.setConfig(frame.game, frame.config);
         if (frame.config.opponents) {
@@ -257,7 +260,7 @@ function play(game) {
         if (!view || view.kind !== frame.game) {
           const View = frame.game === "kontour" ? KontourView : PictomaniaView;
           if (view) view.close();
-          view = new View(root, (move) => connection.move(move), () => { forget(); showSetup(); }, rematch(game));
+          view = new View(root, (move) => connection.move(move), () => { forget(); showSetup(); }, rematch(game, frame));
         }
         if (frame.type === "state" && frame.seats) seatsShown = frame.seats;
         view.update(frame);
@@ -265,6 +268,12 @@ function play(game) {
         pause(frame.type === "paused" ? frame.message : null);
       } else if (frame.type === "presence") {
         presence(frame);
+      } else if (frame.type === "next_game") { // « Rejouer » in a room: the same seat in the next game
+        connection.close();
+        if (view) view.close();
+        view = null;
+        toast("Nouvelle partie, mêmes joueurs !", "good");
+        play({ game_id: frame.game_id, token: game.token, code: game.code });
       } else if (frame.type === "error") {
         if (frame.code === "unknown_game" || frame.code === "bad_token") return;
         if (view) view.error(frame);

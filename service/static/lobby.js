@@ -1,5 +1,5 @@
 // A room's lobby: the link to share, the seats (people and AI players), the host's buttons (add an
-// AI, its level, remove a seat, start). The server holds the room (service/play/rooms.py); this
+// AI, each AI's level or all of them at once, remove a seat, start). The server holds the room (service/play/rooms.py); this
 // view renders its `lobby` frames and sends the host's requests on the lobby socket.
 
 import { el, toast } from "./ui.js";
@@ -11,7 +11,8 @@ const ERRORS = {
   not_host: "Seul l'hôte peut changer les places ou lancer la partie.",
   bad_seats: "Pas assez de joueurs pour ce jeu : ajoutez une IA ou attendez vos amis.",
   bad_name: "Ce nom n'est pas accepté (1 à 24 caractères, sans < > & \").",
-  bad_seat: "Cette place ne peut pas être retirée.",
+  bad_seat: "Cette place ne peut pas être retirée ni changer de niveau.",
+  bad_level: "Ce niveau d'IA n'existe pas.",
   cannot_start: "Le serveur ne peut pas lancer la partie pour l'instant : réessayez dans un moment.",
   removed: "L'hôte vous a retiré du salon.",
 };
@@ -34,8 +35,11 @@ export class LobbyView {
     const people = frame.seats.filter((s) => s.person).length;
     const seats = frame.seats.map((s) => el("li", { class: `seat ${s.person ? "person" : "ai"}`, "data-seat": s.seat },
       el("span", { class: "seat-name" }, s.seat === frame.you ? `${s.name} (vous)` : s.name),
-      el("small", {}, s.person ? (s.seat === frame.host ? "hôte" : s.here ? "connecté" : "pas connecté")
-        : `IA, ${LEVELS[frame.level] || frame.level}`),
+      s.person ? el("small", {}, s.seat === frame.host ? "hôte" : s.here ? "connecté" : "pas connecté")
+        : host ? el("label", { class: "seat-level" }, el("small", {}, "IA, niveau"),
+          levelChoice(frame.levels, s.level, `Niveau de ${s.name}`,
+            (level) => this.send({ type: "level", seat: s.seat, level })))
+          : el("small", {}, `IA, niveau ${(LEVELS[s.level] || s.level).toLowerCase()}`),
       host && s.seat !== frame.host
         ? el("button", { type: "button", class: "remove", "aria-label": `Retirer ${s.name}`,
           onclick: () => this.send({ type: "remove", seat: s.seat }) }, "Retirer")
@@ -44,9 +48,9 @@ export class LobbyView {
     const tools = host ? el("div", { class: "lobby-tools" },
       el("button", { type: "button", id: "add-ai", disabled: frame.seats.length >= frame.max,
         onclick: () => this.send({ type: "add_ai" }) }, "Ajouter une IA"),
-      el("label", {}, "Niveau des IA ",
-        el("select", { id: "ai-level", onchange: (e) => this.send({ type: "level", level: e.target.value }) },
-          frame.levels.map((l) => el("option", { value: l, selected: l === frame.level }, LEVELS[l] || l)))),
+      el("label", {}, "Toutes les IA au niveau ",
+        levelChoice(frame.levels, frame.level, "Niveau de toutes les IA",
+          (level) => this.send({ type: "level", level }), "ai-level")),
       el("button", { type: "button", class: "primary", id: "start-room", disabled: !enough,
         onclick: () => this.send({ type: "start" }) }, "Lancer la partie"))
       : el("p", { class: "small" }, "L'hôte lancera la partie quand tout le monde sera là.");
@@ -66,6 +70,12 @@ export class LobbyView {
   }
 
   close() {}
+}
+
+// A choice among the AI levels; `pick(level)` when another is chosen.
+function levelChoice(levels, current, label, pick, id = undefined) {
+  return el("select", { id, "aria-label": label, onchange: (e) => pick(e.target.value) },
+    levels.map((l) => el("option", { value: l, selected: l === current }, LEVELS[l] || l)));
 }
 
 // The form of a person who opens a room's link: their name, then the lobby.

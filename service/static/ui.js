@@ -17,6 +17,9 @@ export function el(tag, attrs = {}, ...children) {
 }
 
 const ERRORS = {
+  not_host: "Seul l'hôte peut relancer une partie.",
+  not_over: "La partie n'est pas terminée.",
+  cannot_start: "Le serveur ne peut pas lancer une nouvelle partie pour l'instant : réessayez dans un moment.",
   not_your_turn: "Ce n'est pas à vous de jouer.",
   not_allowed: "Ce coup n'est pas permis.",
   wrong_phase: "Pas maintenant !",
