@@ -107,6 +107,8 @@ def test_a_student_of_the_cache_says_what_the_teachers_say(fixture_data: Path, t
     rng = np.random.default_rng(5)
     said = {guesser.guess(shape(word, rng), top_k=1)[0].label for word in FIXTURE_WORDS * 3}
     assert said == {"square"}
+    card = (tmp_path / "s" / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert "DoodleNet" in card and "quickdraw-prediction-model" in card and card.count("MIT licence") >= 2
 
 
 @pytest.mark.parametrize(
