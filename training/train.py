@@ -226,9 +226,9 @@ def train(config: TrainConfig) -> dict:
     if config.icons:
         drawings, labels = icon_drawings(data.classes, [name for name in config.icons.split(",") if name])
         data = data.with_extra(drawings, labels)
-    targets = has_target = None
+    cached = has_target = None
     if config.teacher_cache:
-        data, targets, has_target = with_cached_targets(
+        data, cached, has_target = with_cached_targets(
             data, config.teacher_cache, config.distill_temperature
         )
     spec = config.raster_spec()
@@ -287,7 +287,7 @@ def train(config: TrainConfig) -> dict:
         loader = DataLoader(
             AugmentedDrawings(
                 data, order, spec, config, epoch, sequences=bool(sequence_teachers),
-                targets=targets, has_target=has_target,
+                targets=cached, has_target=has_target,
             ),
             batch_size=config.batch_size,
             shuffle=False,
@@ -300,7 +300,7 @@ def train(config: TrainConfig) -> dict:
         turning = np.random.default_rng((config.seed, epoch, rank, 2))
         bar = tqdm(loader, desc=f"epoch {epoch + 1}/{config.epochs}", disable=rank != 0, leave=False)
         for batch in bar:
-            if targets is not None:
+            if cached is not None:
                 loss = taught_loss(model, batch, device, bf16, loss_each, config)
                 labels = batch[2]
                 optimizer.zero_grad(set_to_none=True)
