@@ -14,7 +14,7 @@ ARGS   ?=
 # waiting, not CPU. WORKERS=0 runs it in one process.
 WORKERS ?= 4
 
-.PHONY: setup run test test-replicas lint bench train eval system-deps
+.PHONY: setup run test test-replicas lint bench train distilled eval system-deps
 
 $(STAMP): pyproject.toml
 	@echo "griffon: setting up $(VENV) with Griffon and its libraries (first run only, a few minutes)..."
@@ -80,6 +80,14 @@ train: setup
 	$(MODEL) calibrate $(DATA_FLAG) --model runs/shipped/attached.pt --match runs/shipped/calibrated.pt \
 		--out runs/shipped/two-view.pt
 	$(MODEL) ship $(DATA_FLAG) runs/shipped/two-view.pt
+
+# The raster student of the two public teachers (docs/TRAINING.md, "Learning from the public
+# teachers"): their answers cached once (read from $GRIFFON_TEACHERS, default ../shared/models/), then
+# `griffon train --preset distilled`. Not part of `make train`.
+TEACHERS_CACHE := runs/teachers/answers.npz
+distilled: setup
+	test -f $(TEACHERS_CACHE) || $(PY) -m training.teachers cache $(DATA_FLAG) --out $(TEACHERS_CACHE) --top-k 32
+	$(TRAIN) --preset distilled $(ARGS)
 
 eval: setup
 	$(VENV)/bin/griffon eval $(if $(DATA),--data $(DATA)) --out reports/eval $(ARGS)

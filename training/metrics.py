@@ -92,14 +92,27 @@ def headline_metrics(
     ``predict`` maps rasters ``(n, channels, size, size)`` to probabilities ``(n, classes)``; with
     ``inputs``, it maps ``inputs(drawings)`` instead (a model that does not read rasters).
     """
-    results: dict[str, float] = {"count": float(len(labels))}
     probs_of = {}
     for name, transform in CONDITIONS.items():
         chunks = []
         for start in range(0, len(drawings), batch):
             part = [transform(strokes) for strokes in drawings[start : start + batch]]
             chunks.append(predict(inputs(part) if inputs else rasterize_all(part, spec)))
-        probs = probs_of[name] = np.concatenate(chunks)
+        probs_of[name] = np.concatenate(chunks)
+    return metrics_from_probabilities(probs_of, labels, seed, class_names)
+
+
+def metrics_from_probabilities(
+    probs_of: dict[str, np.ndarray],
+    labels: np.ndarray,
+    seed: int = 0,
+    class_names: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """:func:`headline_metrics` from each condition's probabilities (``probs_of[name]``, one row per
+    drawing, for every name of :data:`CONDITIONS`)."""
+    results: dict[str, float] = {"count": float(len(labels))}
+    for name in CONDITIONS:
+        probs = probs_of[name]
         results[f"{name}_top1"] = topk_accuracy(probs, labels, 1)
         results[f"{name}_top3"] = topk_accuracy(probs, labels, 3)
         if name == "full":

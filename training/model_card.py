@@ -76,6 +76,20 @@ def _distillation(config: Any) -> str:
         )
         if sequence:
             parts.append(f"{len(sequence)} of them read stroke sequences (`training/sequence.py`).")
+    if getattr(config, "teacher_cache", ""):
+        parts.append(
+            f"Distilled from two public Quick, Draw! classifiers through their answers cached in "
+            f"`{config.teacher_cache}` (`training/taught.py`): weight {config.distill_weight} on the "
+            f"geometric mean of their answers on each whole drawing, softened at temperature "
+            f"{config.distill_temperature}, the rest on the labels, for every view of that drawing "
+            f"(strokes of another drawing mixed in with probability {config.stroke_mix}). The teachers: "
+            "DoodleNet (ml5.js, github.com/ml5js/ml5-data-and-models, MIT licence, Copyright (c) 2018 "
+            "ml5) and a small ResNet (github.com/jinnyday0719/quickdraw-prediction-model, MIT licence, "
+            "Copyright (c) 2024 안서진), both trained by their authors on the full Quick, Draw! "
+            "dataset: what they bring is what about 70,000 drawings a category taught them. The extra "
+            "Quick, Draw! drawings of the cache (33 categories; © Google, CC BY 4.0) are training "
+            "drawings too."
+        )
     if config.icons:
         parts.append(
             f"Extra training drawings: the outline icons of {config.icons} mapped in "

@@ -7,7 +7,8 @@ so raw and simplified files end up alike. Drawings our validator refuses are cou
 Arrays (``drawings.npz``): ``points`` (all points, float32 ``(P, 2)``), ``stroke_ends`` (end offset of
 every stroke into ``points``), ``drawing_ends`` (end offset of every drawing into the strokes),
 ``labels`` (class index per drawing), ``splits`` (0 = train, 1 = validation, 2 = dev: a part of the
-training split that experiments hold out to choose settings without touching validation).
+training split that experiments hold out to choose settings without touching validation), ``key_ids``
+(each drawing's ``key_id``: what the teachers' cache of :mod:`training.teachers` is keyed by).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class PreparedData:
     splits: np.ndarray
     classes: list[str]
     meta: dict
+    key_ids: np.ndarray | None = None  # each drawing's key_id ("" for added drawings without one)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -60,10 +62,15 @@ class PreparedData:
             return np.flatnonzero(self.splits != SPLIT_CODES["val"])
         return np.flatnonzero(self.splits == SPLIT_CODES[split])
 
-    def with_extra(self, drawings: list[list], labels: list[int]) -> PreparedData:
+    def with_extra(
+        self, drawings: list[list], labels: list[int], key_ids: list[str] | None = None
+    ) -> PreparedData:
         """A copy with more training-only drawings (Quick, Draw! strokes, simplified here like the
-        dataset's) in the ``extra`` split: never in validation or dev, so every report stays comparable."""
+        dataset's) in the ``extra`` split: never in validation or dev, so every report stays comparable.
+        ``key_ids``: theirs, when they have one (e.g. the extra Quick, Draw! folder's drawings)."""
         simplified = [simplify_drawing(validate_drawing(drawing)) for drawing in drawings]
+        own = self.key_ids if self.key_ids is not None else np.full(len(self), "")
+        added = np.asarray(key_ids if key_ids is not None else [""] * len(drawings), dtype=str)
         points, stroke_ends, drawing_ends = _flatten(simplified, len(self.points), len(self.stroke_ends))
         extra = len(drawings)
         return PreparedData(
@@ -74,6 +81,7 @@ class PreparedData:
             splits=np.concatenate([self.splits, np.full(extra, SPLIT_CODES["extra"], dtype=np.int8)]),
             classes=self.classes,
             meta={**self.meta, "extra_drawings": self.meta.get("extra_drawings", 0) + extra},
+            key_ids=np.concatenate([own.astype(str), added]),
         )
 
 
@@ -104,7 +112,7 @@ def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None)
     split_of = assign_splits(records)
     index_of = {name: i for i, name in enumerate(classes)}
     records.sort(key=lambda r: (index_of[r.word], r.key_id))
-    kept, labels, splits, rejected = [], [], [], 0
+    kept, labels, splits, key_ids, rejected = [], [], [], [], 0
     for record in tqdm(records, desc="prepare", unit="drawing", leave=False):
         try:
             kept.append(simplify_drawing(validate_drawing(record.strokes)))
@@ -112,6 +120,7 @@ def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None)
             rejected += 1
             continue
         labels.append(index_of[record.word])
+        key_ids.append(str(record.key_id))
         code = split_of[record.key_id]
         dev = code == "train" and in_dev_band(record.key_id)
         splits.append(SPLIT_CODES["dev" if dev else code])
@@ -124,6 +133,7 @@ def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None)
         splits=np.asarray(splits, dtype=np.int8),
         classes=list(classes),
         meta={},
+        key_ids=np.asarray(key_ids, dtype=str),
     )
     digest = hashlib.sha256()
     for array in (data.points, data.stroke_ends, data.drawing_ends, data.labels, data.splits):
@@ -150,6 +160,7 @@ def prepare(root: Path | str, out: Path | str, classes: list[str] | None = None)
         drawing_ends=data.drawing_ends,
         labels=data.labels,
         splits=data.splits,
+        key_ids=data.key_ids,
     )
     os.replace(arrays, out / "drawings.npz")
     meta = arrays.with_name(f"meta.{os.getpid()}.{threading.get_ident()}.tmp.json")
@@ -167,7 +178,8 @@ def load_prepared(out: Path | str) -> PreparedData:
 
 
 def prepare_cached(root: Path | str, cache_dir: Path | str, classes: list[str] | None = None) -> PreparedData:
-    """Prepared data for ``root``, re-used from ``cache_dir`` when it was prepared from the same folder."""
+    """Prepared data for ``root``, re-used from ``cache_dir`` when it was prepared from the same folder
+    (and stores the drawings' key ids)."""
     cache_dir = Path(cache_dir)
     meta_path = cache_dir / "meta.json"
     if meta_path.is_file():
@@ -175,5 +187,7 @@ def prepare_cached(root: Path | str, cache_dir: Path | str, classes: list[str] |
         if meta.get("source") == str(Path(root).resolve()) and (
             classes is None or meta["classes"] == classes
         ):
-            return load_prepared(cache_dir)
+            data = load_prepared(cache_dir)
+            if data.key_ids is not None:
+                return data
     return prepare(root, cache_dir, classes)

@@ -63,6 +63,8 @@ class TrainConfig:
     teacher: list[str] = field(default_factory=list)  # checkpoints to distil from (empty = no distillation)
     teacher_backend: str = "torch"  # the teachers' back-end: torch (float reference) or onnx-int8 (faster)
     sequence_teacher: list[str] = field(default_factory=list)  # stroke-sequence members to distil from
+    teacher_cache: str = ""  # the teachers' cached answers (training.teachers cache): distil from them
+    stroke_mix: float = 0.0  # chance a view adds another drawing's first strokes (--teacher-cache)
     init: str = ""  # a checkpoint whose weights start the run (same classes, raster, architecture)
     distill_temperature: float = 2.0  # softens teacher and student distributions in the distillation loss
     distill_weight: float = 0.7  # share of the distillation loss (the rest: cross-entropy on the labels)

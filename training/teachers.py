@@ -30,8 +30,11 @@ strokes: 39.6, 44.5, 43.9). Thinner or thicker lines, other margins, a blur, a c
 half-pixel shift or a gamma read no better (DoodleNet falls to 5 % on a half-pixel bilinear shift).
 
 ``python -m training.teachers score`` prints each teacher's top-1 (and that of their geometric mean) on
-whole, Kontour-style and half drawings; ``python -m training.teachers cache --out FILE`` stores their
-answers on every training drawing as a compact ``.npz`` keyed by ``key_id`` (:func:`read_cache`).
+whole, Kontour-style and half drawings; ``python -m training.teachers metrics --split dev`` every
+headline metric of the experiments table (Kontour deck and Pictomania tables included);
+``python -m training.teachers cache --out FILE`` stores their answers on every training drawing as a
+compact ``.npz`` keyed by ``key_id`` (:func:`read_cache`), what ``--teacher-cache`` distils from
+(:mod:`training.taught`).
 """
 
 from __future__ import annotations
@@ -838,6 +841,56 @@ def score_command(args: argparse.Namespace) -> None:
             print(f"| {label} | {view} | {len(labels)} | {' | '.join(scores)} |", flush=True)
 
 
+METRIC_COLUMNS = (
+    ("top-1", "full_top1"),
+    ("top-3", "full_top3"),
+    ("Kontour", "kontour_top1"),
+    ("K. deck", "kontour_deck_top1"),
+    ("half", "half_top1"),
+    ("t-42 s0", "table42_top1"),
+    ("Picto.", "pictomania_top1"),
+)
+
+
+def teacher_metrics(
+    teachers: Sequence[Teacher],
+    drawings: Sequence[list[np.ndarray]],
+    labels: np.ndarray,
+    batch_size: int = 512,
+) -> dict[str, dict[str, float]]:
+    """The headline metrics of :func:`training.metrics.headline_metrics` (every game condition) for
+    each teacher and for their geometric mean, on simplified drawings; each view is simplified again
+    on its own before the teachers see it, as the game would send it."""
+    from training.metrics import CONDITIONS, metrics_from_probabilities
+
+    names = [t.name for t in teachers] + ["geometric mean"]
+    probs_of: dict[str, dict[str, np.ndarray]] = {name: {} for name in names}
+    for condition, transform in CONDITIONS.items():
+        shown = [transform(strokes) for strokes in drawings]
+        answers = teachers_probabilities(teachers, shown, batch_size, simplified=condition == "full")
+        answers.append(geometric_mean(answers))
+        for name, answer in zip(names, answers, strict=True):
+            probs_of[name][condition] = answer
+    classes = teachers[0].classes
+    return {name: metrics_from_probabilities(probs_of[name], labels, 0, classes) for name in names}
+
+
+def metrics_command(args: argparse.Namespace) -> None:
+    """Print each teacher's (and their geometric mean's) headline metrics on a split, as a table."""
+    teachers = load_teachers(args.models)
+    records = load_dataset(args.data, args.split)
+    _, drawings, labels, _ = _labelled_drawings(records, teachers[0].classes)
+    results = teacher_metrics(teachers, drawings, labels, args.batch_size)
+    print(f"{args.split}: {len(labels)} drawings")
+    print(f"| teacher | {' | '.join(title for title, _ in METRIC_COLUMNS)} |")
+    print(f"|---|{'---:|' * len(METRIC_COLUMNS)}")
+    for name, values in results.items():
+        cells = [f"{100 * values[key]:.1f}" if key in values else "—" for _, key in METRIC_COLUMNS]
+        print(f"| {name} | {' | '.join(cells)} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
 def cache_command(args: argparse.Namespace) -> None:
     """Compute and store the teachers' answers on every training drawing (and the extra folder's)."""
     started = time.perf_counter()
@@ -878,7 +931,7 @@ def cache_command(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m training.teachers {score,cache} …``."""
+    """``python -m training.teachers {score,metrics,cache} …``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
@@ -900,11 +953,14 @@ def main(argv: list[str] | None = None) -> None:
         "--extra", default=str(EXTRA_DATA), help="extra training drawings (a Quick, Draw! folder), or 'none'"
     )
     cache.add_argument("--top-k", type=int, default=0, help="keep each row's k largest answers (0: all)")
+    metrics = commands.add_parser("metrics", parents=[common], help=metrics_command.__doc__)
+    metrics.add_argument("--split", default="dev", help="train, dev or val (the teachers likely saw all)")
+    metrics.add_argument("--json", default="", help="also write the metrics to this JSON file")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        (score_command if args.command == "score" else cache_command)(args)
+        {"score": score_command, "cache": cache_command, "metrics": metrics_command}[args.command](args)
     except (TeacherError, DataError) as error:
         parser.exit(1, f"error: {error}\n")
 

@@ -64,6 +64,7 @@ from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
 from training.sequence import check_sequence_config, train_sequence
 from training.settings import TEACHER_BACKENDS, SequenceConfig, TrainConfig, parse_config
+from training.taught import mix_strokes, with_cached_targets
 
 
 # -- data ----------------------------------------------------------------------------------------
@@ -71,25 +72,44 @@ class AugmentedDrawings(Dataset):
     """Random augmented rasters of the chosen drawings; the RNG depends on (seed, epoch, position).
 
     With ``sequences`` each item also carries the same view as a stroke sequence, for the
-    stroke-sequence teachers (``model.sequence.featurize``)."""
+    stroke-sequence teachers (``model.sequence.featurize``). With ``targets`` (the teachers' cached
+    answers, :mod:`training.taught`) an item is ``(image, target, label, partner label, λ)``: a view
+    that took strokes of a partner drawing (``config.stroke_mix``) learns ``λ`` of its own drawing's
+    target and label and ``1 − λ`` of the partner's (``λ``: its share of the ink; 1 without a partner).
+    """
 
     def __init__(
         self, data: PreparedData, order: np.ndarray, spec: RasterSpec, config: TrainConfig, epoch: int,
-        sequences: bool = False,
+        sequences: bool = False, targets: np.ndarray | None = None, has_target: np.ndarray | None = None,
     ):
         self.data, self.order, self.spec = data, order, spec
         self.augment = AugmentConfig(**config.augment)
         self.seed, self.epoch, self.sequences = config.seed, epoch, sequences
+        self.targets, self.has_target, self.stroke_mix = targets, has_target, config.stroke_mix
 
     def __len__(self) -> int:
         return len(self.order)
 
+    def _target(self, index: int) -> np.ndarray:
+        if self.has_target is not None and self.has_target[index]:
+            return self.targets[index]  # type: ignore[index]
+        out = np.zeros(len(self.data.classes), dtype=np.float32)
+        out[int(self.data.labels[index])] = 1.0
+        return out
+
     def __getitem__(self, position: int) -> tuple:
         index = int(self.order[position])
         rng = np.random.default_rng((self.seed, self.epoch, position))
-        strokes = augment(self.data.strokes(index), rng, self.augment)
+        strokes, partner, lam = self.data.strokes(index), index, 1.0
+        if self.targets is not None and self.stroke_mix and rng.random() < self.stroke_mix:
+            partner = int(self.order[int(rng.integers(len(self.order)))])
+            strokes, lam = mix_strokes(strokes, self.data.strokes(partner), rng)
+        strokes = augment(strokes, rng, self.augment)
         spec = line_width_view(self.spec, rng, self.augment.line_width_jitter)
         image, label = torch.from_numpy(rasterize(strokes, spec)), int(self.data.labels[index])
+        if self.targets is not None:
+            target = lam * self._target(index) + (1 - lam) * self._target(partner)
+            return image, torch.from_numpy(target), label, int(self.data.labels[partner]), float(lam)
         if not self.sequences:
             return image, label
         return image, featurize(strokes), label
@@ -206,6 +226,11 @@ def train(config: TrainConfig) -> dict:
     if config.icons:
         drawings, labels = icon_drawings(data.classes, [name for name in config.icons.split(",") if name])
         data = data.with_extra(drawings, labels)
+    cached = has_target = None
+    if config.teacher_cache:
+        data, cached, has_target = with_cached_targets(
+            data, config.teacher_cache, config.distill_temperature
+        )
     spec = config.raster_spec()
     held_out = data.indices(config.holdout)
     pool = np.setdiff1d(data.indices("train"), held_out)
@@ -242,6 +267,7 @@ def train(config: TrainConfig) -> dict:
         lambda step: warmup_cosine(step, warmup, progress(step)),
     )
     loss_fn = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing)
+    loss_each = nn.CrossEntropyLoss(label_smoothing=config.label_smoothing, reduction="none")
     if world > 1 and rank != 0:
         dist.barrier()  # rank 0 makes any missing int8 teacher copy first: one writer per file
     teachers = load_teachers(config.teacher, data.classes, spec, config.teacher_backend, config.data)
@@ -259,7 +285,10 @@ def train(config: TrainConfig) -> dict:
         )
         order = order[rank::world]
         loader = DataLoader(
-            AugmentedDrawings(data, order, spec, config, epoch, sequences=bool(sequence_teachers)),
+            AugmentedDrawings(
+                data, order, spec, config, epoch, sequences=bool(sequence_teachers),
+                targets=cached, has_target=has_target,
+            ),
             batch_size=config.batch_size,
             shuffle=False,
             num_workers=config.workers,
@@ -271,6 +300,19 @@ def train(config: TrainConfig) -> dict:
         turning = np.random.default_rng((config.seed, epoch, rank, 2))
         bar = tqdm(loader, desc=f"epoch {epoch + 1}/{config.epochs}", disable=rank != 0, leave=False)
         for batch in bar:
+            if cached is not None:
+                loss = taught_loss(model, batch, device, bf16, loss_each, config)
+                labels = batch[2]
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                schedule.step()
+                if averaged is not None:
+                    averaged.update_parameters(network)
+                running += float(loss.detach()) * len(labels)
+                seen += len(labels)
+                bar.set_postfix(loss=f"{running / seen:.3f}")
+                continue
             images, labels = batch[0].to(device), batch[-1].to(device)
             sequences = batch[1] if sequence_teachers else None
             perm, lam = None, 1.0
@@ -340,6 +382,22 @@ def train(config: TrainConfig) -> dict:
     return metrics
 
 
+def taught_loss(
+    model: nn.Module, batch: list, device: torch.device, bf16: bool, loss_each: nn.Module, config: TrainConfig
+) -> torch.Tensor:
+    """``(1 − w) · cross-entropy + w · τ² · KL(target ‖ student)`` on a batch of
+    :class:`AugmentedDrawings` with cached targets; a mixed view's cross-entropy is ``λ`` on its own
+    label and ``1 − λ`` on its partner's."""
+    images, targets, labels, partners, lams = (item.to(device) for item in batch)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        logits = model(images)
+    logits = logits.float()
+    lams = lams.float()
+    ce = (lams * loss_each(logits, labels) + (1 - lams) * loss_each(logits, partners)).mean()
+    kd = distillation_loss(logits, targets, config.distill_temperature)
+    return (1 - config.distill_weight) * ce + config.distill_weight * kd
+
+
 def check_config(config: TrainConfig) -> None:
     """Refuse settings that cannot train, before any data is read (``ValueError``)."""
     if not 0.0 <= config.distill_weight <= 1.0 or config.distill_temperature <= 0 or config.mixup < 0:
@@ -350,6 +408,14 @@ def check_config(config: TrainConfig) -> None:
         raise ValueError("stroke-sequence teachers with mixup are not supported (a sequence cannot be mixed)")
     if config.init and config.rotation_labels:
         raise ValueError("--init with rotation labels is not supported (the checkpoint has 1 turn per class)")
+    if config.teacher_cache and (config.teacher or config.sequence_teacher or config.mixup):
+        raise ValueError("--teacher-cache replaces --teacher and --sequence-teacher, and takes no mixup")
+    if config.teacher_cache and config.rotation_labels:
+        raise ValueError("--teacher-cache with rotation labels is not supported (the teachers see no turns)")
+    if config.stroke_mix and not config.teacher_cache:
+        raise ValueError("--stroke-mix needs --teacher-cache (a mixed view learns both drawings' targets)")
+    if not 0.0 <= config.stroke_mix <= 1.0:
+        raise ValueError("stroke_mix is a probability, in [0, 1]")
     if config.teacher_backend not in TEACHER_BACKENDS:
         raise ValueError(f"teacher_backend must be one of {', '.join(TEACHER_BACKENDS)}")
     AugmentConfig(**config.augment)  # unknown augmentation keys raise TypeError
