@@ -504,3 +504,35 @@ def test_a_restart_resumes_the_newest_games_and_expires_the_others(tmp_path: Pat
         assert counts == (2, 0) and sorted(again) == sorted(made[-2:])
     finally:
         store.close()
+
+
+def test_games_asked_for_at_once_count_against_the_limits_one_by_one(tmp_path: Path) -> None:
+    """Eight new games asked for at the same instant by one client, each database write slow: the
+    client's games and hourly budget count each one (not eight checks before any is open)."""
+    import asyncio
+    import time
+
+    from service.errors import RateLimited
+    from store import open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 'g.db'}")
+    real = store.create_game
+
+    def slow(*args, **kwargs) -> None:
+        time.sleep(0.05)  # the write holds its thread: the other requests run meanwhile
+        real(*args, **kwargs)
+
+    store.create_game = slow  # type: ignore[method-assign]
+
+    async def run() -> list[object]:
+        games = _manager(store, games_per_client=1, games_per_client_hour=2, max_sessions=3)
+        asked = [games.open_game("kontour", 1, "normal", "Ana", seed=i, client="c") for i in range(8)]
+        results = await asyncio.gather(*asked, return_exceptions=True)
+        assert len(games.games) == 1  # the second replaced the first (no socket held it)
+        await games.aclose()
+        return results
+
+    results = asyncio.run(run())
+    store.close()
+    made = [r for r in results if not isinstance(r, Exception)]
+    assert len(made) == 2 and all(isinstance(r, RateLimited) for r in results if r not in made)

@@ -113,6 +113,7 @@ class GameManager:
         self.writer = shared_move_writer(store) if store is not None else None  # moves and ends, in order
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
         self.games: dict[str, GameSession] = {}
+        self.creating = asyncio.Lock()  # one new game at a time (`open_game`)
         self.owners: dict[str, str] = {}  # game id -> client that created it
         self.joined: set[str] = set()  # games a socket has joined at least once
         self.created = Buckets(settings.games_per_client_hour / 3600, settings.games_per_client_hour)
@@ -184,16 +185,19 @@ class GameManager:
         self, game: Literal["kontour", "pictomania"], opponents: int, level: str, name: str,
         seed: int | None = None, client: str = "?", learn: bool = False, withdraw_key: str | None = None,
     ) -> GameSession:
-        """`create`, the database write in a thread (the event loop and the other tables go on)."""
-        token = secrets.token_urlsafe(18)
-        session, setup, replaced = self._deal(game, self._solo_seats(name, opponents), level, seed, client,
-                                              learn, hash_token(token), withdraw_key=withdraw_key)
-        if self.store is not None:
-            await asyncio.to_thread(self.store.create_game, session.id, game, setup, session.token_hash)
-        if replaced is not None and replaced not in self.games:
-            replaced = None  # it went meanwhile
-        session.token = token
-        return self._open(session, replaced, client)
+        """`create`, the database write in a thread (the event loop and the other tables go on).
+        New games are made one at a time: the limits `_deal` checks (slots, the client's games and
+        budget, the CPU budget) count each game only once it is open."""
+        async with self.creating:
+            token = secrets.token_urlsafe(18)
+            session, setup, replaced = self._deal(game, self._solo_seats(name, opponents), level, seed,
+                                                  client, learn, hash_token(token), withdraw_key=withdraw_key)
+            if self.store is not None:
+                await asyncio.to_thread(self.store.create_game, session.id, game, setup, session.token_hash)
+            if replaced is not None and replaced not in self.games:
+                replaced = None  # it went meanwhile
+            session.token = token
+            return self._open(session, replaced, client)
 
     def open(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
