@@ -391,13 +391,14 @@ class Store(ABC):
     # drawings
     @abstractmethod
     def add_drawing(self, record: DrawingRecord, consent: bool, now: float | None = None) -> str:
-        """Store a finished drawing the player agreed to give; returns its ``key_id``.
-        Without consent nothing is written (`BadRecord`)."""
+        """Store a finished drawing the player agreed to give; returns its ``key_id`` (empty when
+        its giver's withdrawal key was withdrawn: nothing is stored). Without consent nothing is
+        written (`BadRecord`)."""
 
     @abstractmethod
     def withdraw_drawings(self, owner_hash: str) -> int:
-        """Delete every drawing given under the withdrawal key whose hash is ``owner_hash``;
-        returns how many were deleted."""
+        """Delete every drawing given under the withdrawal key whose hash is ``owner_hash``, and
+        refuse any later one (`add_drawing` then stores nothing); returns how many were deleted."""
 
     @abstractmethod
     def iter_drawings(self, word: str | None = None, batch: int = 500,
@@ -759,6 +760,9 @@ class SqlStore(Store):
         if owner is not None and not re.fullmatch(r"[0-9a-f]{64}", owner):
             raise BadRecord("owner_hash must be a SHA-256 in hexadecimal (store.hash_token)")
         with self.lock, self.write():
+            if owner is not None and self.run("SELECT 1 FROM withdrawn_owners WHERE owner_hash = ?",
+                                              (owner,)).fetchone():
+                return ""  # its giver withdrew their consent: nothing is stored
             self.run(
                 "INSERT INTO drawings (key_id, word, game, conditions, strokes, recognized, consent, "
                 "created_at, owner_hash) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)",
@@ -769,6 +773,9 @@ class SqlStore(Store):
     def withdraw_drawings(self, owner_hash: str) -> int:
         if not owner_hash:
             return 0
+        with self.lock, self.write():
+            self.run("INSERT INTO withdrawn_owners (owner_hash, withdrawn_at) VALUES (?, ?) "
+                     "ON CONFLICT (owner_hash) DO NOTHING", (owner_hash, time.time()))
         return self._delete_batches(
             "DELETE FROM drawings WHERE key_id IN (SELECT key_id FROM drawings WHERE owner_hash = ? LIMIT ?)",
             (owner_hash,), PRUNE_BATCH)

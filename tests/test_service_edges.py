@@ -125,6 +125,9 @@ def test_withdrawing_deletes_the_drawings_given_and_stops_the_games_keeping_more
     assert answer.status_code == 200 and answer.json() == {"deleted": 2}
     assert [d.key_id for d in store.iter_drawings()] == [other]  # someone else's stays
     assert not journal.learn  # the game in progress keeps no more
+    late = DrawingRecord("dog", "pictomania", [[[1, 2], [3, 4], [0, 5]]], owner_hash=hash_token(KEY))
+    assert store.add_drawing(late, consent=True) == ""  # nor does any other process, or after a restart
+    assert [d.key_id for d in store.iter_drawings()] == [other]
     assert app.post("/v1/drawings/withdraw", json={"key": KEY}).json() == {"deleted": 0}
     options = app.get("/v1/play/options").json()
     assert options["drawings_kept_days"] == store.retention.drawings_days

@@ -1,4 +1,4 @@
--- Griffon storage, version 2: a consented drawing may name its giver's withdrawal key (its SHA-256
+-- Griffon storage, version 3: a consented drawing may name its giver's withdrawal key (its SHA-256
 -- only), so that "withdraw my drawings" deletes them all. NULL: no key (bot rooms' drawings).
 
 ALTER TABLE drawings ADD COLUMN owner_hash TEXT;
