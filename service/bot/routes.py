@@ -314,12 +314,22 @@ class Connection:
         return await self._dispatch_greeted(frame)
 
     async def _hello(self, frame: Hello) -> list[Frame]:
-        """Negotiate the version, admit the room, resume its session or welcome a new one."""
+        """Negotiate the version, admit the room (its key, for the session it will hold), then
+        resume its session or welcome a new one."""
         negotiate(frame)  # unsupported_version, or version 2 fields from a version 1 room
+        resume = frame.resume
+        old = None
+        if resume is not None and self.registry is not None:
+            found = self.registry.live.get(resume.session)
+            old = found if found is not None and found.resumable_with(resume.token) else None
+        if not await self._admit(frame, old.id if old is not None else self.session.id):
+            return []  # a refused resume leaves the old session as it was, waiting out its time
         frames: list[Frame] = []
-        if frame.resume is not None:
-            old = self.registry.resume(frame.resume.session, frame.resume.token) if self.registry else None
-            if old is None:
+        if resume is not None:
+            taken = None
+            if old is not None and self.registry is not None:
+                taken = self.registry.resume(resume.session, resume.token)
+            if taken is None:
                 frames.append(error_frame(
                     "resume_failed", "no session to resume with this id and token (unknown, "
                     f"ended, or lost more than {self.settings.bot_resume_s:g} s ago): a new session starts",
@@ -327,23 +337,19 @@ class Connection:
             else:
                 if self.registry is not None:
                     self.registry.forget(self.session)
-                self.session = old
-                if not await self._admit(frame):
-                    return []
-                return old.on_hello(frame, resumed=True)
-        if not await self._admit(frame):
-            return []
+                self.session = taken
+                return taken.on_hello(frame, resumed=True)
         return frames + self.session.on_hello(frame)
 
-    async def _admit(self, frame: Hello) -> bool:
-        """Check the room's API key (``hello.key`` or ``Authorization: Bearer``); a refused room
-        gets the error frame and is closed."""
+    async def _admit(self, frame: Hello, session_id: str) -> bool:
+        """Check the room's API key (``hello.key`` or ``Authorization: Bearer``) for the session
+        ``session_id``; a refused room gets the error frame and is closed."""
         keys = self.registry.keys if self.registry is not None else None
         if keys is None:
             return True
         try:
             await keys.admit(presented_key(frame.key, self.ws.headers.get("authorization")),
-                             self.session.id, self._key_revoked)
+                             session_id, self._key_revoked)
         except KeyRefused as refused:
             await self.send(error_frame(refused.code, refused.message, frame.id))
             await self.close(refused.close_code, refused.code)
@@ -351,6 +357,7 @@ class Connection:
         return True
 
     async def _key_revoked(self) -> None:
+        self.resumable = False  # a revoked key's room ends with its socket: no resume
         await self.send(error_frame("key_revoked", "the API key of this room was revoked: closing"))
         await self.close(CLOSE_KEY_REVOKED, "key_revoked")
 
