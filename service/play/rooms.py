@@ -28,11 +28,11 @@ from fastapi import WebSocket, WebSocketDisconnect
 from games.ai import level_names
 from games.kontour import KontourConfig
 from games.pictomania import PictomaniaConfig
-from service.errors import RateLimited
+from service.errors import STORE_DOWN, RateLimited
 from service.frames import FrameError, error_frame, load_json
 from service.play.session import HUMAN, GameSession
 from service.ratelimit import RateLimit
-from store import hash_token, token_matches
+from store import StoreError, hash_token, token_matches
 
 if TYPE_CHECKING:
     from service.play.manager import GameManager
@@ -170,6 +170,10 @@ class Rooms:
                 self.close(room, "the host closed the room")
             else:
                 room.seats = [s for s in room.seats if s.seat != seat]
+                for queue, held in list(room.listeners.items()):
+                    if held == seat:  # let go: a socket of a seat given up cannot act for its next holder
+                        room.listeners.pop(queue, None)
+                        _offer(queue, None)
             return None
         if kind not in ("add_ai", "remove", "level", "start"):
             raise RoomError("bad_frame", "unknown lobby frame (expected add_ai, remove, level, start, leave)")
@@ -369,7 +373,10 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
                 rooms.request(room, seat, read_lobby_frame(message.get("text") or ""))
             except RoomError as error:
                 _offer(queue, error.to_frame())
-            except Exception as error:  # TooManyGames, RateLimited, a refused store...
+            except StoreError as error:  # the details (a file path, a host) go to the server log only
+                log.warning("room %s: the game could not be stored: %s", room.code, error)
+                _offer(queue, error_frame("cannot_start", STORE_DOWN))
+            except Exception as error:  # TooManyGames, RateLimited, Unavailable: readable messages
                 log.info("room %s: start refused: %s", room.code, error)
                 _offer(queue, error_frame("cannot_start", str(error)))
             if room.code in rooms.lobbies:

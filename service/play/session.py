@@ -326,7 +326,9 @@ class GameSession:
         """Apply a move now (the rules check it), hand it to the database, let the AIs react, send
         the human what changed in their view once the database has it. `TablePaused` while the
         table waits for the database."""
-        if self.paused_at is not None or self.lost or (self.journal is not None and self.journal.full()):
+        if self.paused_at is None and not self.lost and self.journal is not None and self.journal.full():
+            self.pause("the move writer's queue is full")  # timers and AI players stop with the moves
+        if self.paused_at is not None or self.lost:
             raise TablePaused("the game is paused until the database can store its moves again")
         now = self.now()
         before = self.state
