@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import pytest_timeout
 
-from griffon.launch import Patience, patient, slowness
+from griffon.launch import Patience, PostgresUnavailable, patient, running_postgres, slowness
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_WORDS = ("circle", "square", "triangle", "line")
@@ -311,3 +311,15 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: pytest_timeout.Setting
     signal.signal(signal.SIGALRM, ring)
     signal.setitimer(signal.ITIMER_REAL, max(0.01, limit.left()))
     return True
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """One real PostgreSQL server per test process (skipped with the reason if none can start)."""
+    server = running_postgres()
+    try:
+        url = server.__enter__()
+    except PostgresUnavailable as error:
+        pytest.skip(f"PostgreSQL tests skipped: {error}")
+    yield url
+    server.__exit__(None, None, None)

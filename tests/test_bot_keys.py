@@ -17,7 +17,6 @@ import typer
 from typer.testing import CliRunner
 
 import store.cli
-from griffon.launch import PostgresUnavailable, running_postgres
 from service.bot.keys import BotKeys, KeyRefused, presented_key
 from service.frames import FrameError
 from service.metrics import Metrics
@@ -67,16 +66,6 @@ def test_keys_and_their_rooms_in_sqlite(tmp_path: Path) -> None:
     with open_store(f"sqlite:///{tmp_path / 'griffon.db'}") as db:
         check_keys_and_rooms(db)
 
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    server = running_postgres()
-    try:
-        url = server.__enter__()
-    except PostgresUnavailable as error:
-        pytest.skip(f"PostgreSQL tests skipped: {error}")
-    yield url
-    server.__exit__(None, None, None)
 
 
 def test_keys_and_their_rooms_in_postgresql(pg_url: str) -> None:

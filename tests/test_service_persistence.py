@@ -22,7 +22,7 @@ from service.play.settings import PlaySettings
 from service.settings import Settings
 from store import Store, open_store
 from store.export import export_quickdraw
-from tests.test_store import db_url, pg_server  # noqa: F401 - fixtures: both backends
+from tests.test_store import db_url  # noqa: F401 - fixture: both backends
 
 
 async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:

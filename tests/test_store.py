@@ -33,7 +33,7 @@ from games.pictomania import (
     PictoStroke,
     PlaceGuess,
 )
-from griffon.launch import PostgresUnavailable, eventually, patient, running_postgres
+from griffon.launch import eventually, patient
 from store import (
     LATEST_VERSION,
     BadRecord,
@@ -62,17 +62,6 @@ REPO = Path(__file__).resolve().parent.parent
 DAY = 86_400.0
 
 
-@pytest.fixture(scope="session")
-def pg_server():
-    """One real PostgreSQL server for the whole run (skipped with the reason if none can start)."""
-    server = running_postgres()
-    try:
-        url = server.__enter__()
-    except PostgresUnavailable as error:
-        pytest.skip(f"PostgreSQL tests skipped: {error}")
-    yield url
-    server.__exit__(None, None, None)
-
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request, tmp_path):
@@ -82,7 +71,7 @@ def db_url(request, tmp_path):
         return
     import psycopg
 
-    base = request.getfixturevalue("pg_server")
+    base = request.getfixturevalue("pg_url")
     schema = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(base, autocommit=True) as admin:
         admin.execute(f"CREATE SCHEMA {schema}")

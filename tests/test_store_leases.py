@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from griffon.launch import PostgresUnavailable, eventually, running_postgres
+from griffon.launch import eventually
 from service.play.manager import GameManager, handle_text
 from service.play.session import ManualClock
 from service.play.settings import PlaySettings
@@ -27,16 +27,6 @@ from store.leases import Leases, holder_url, is_lease_lost
 LEASE_S = 0.5
 STROKE = json.dumps({"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [60, 80]]}})
 
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    server = running_postgres()
-    try:
-        url = server.__enter__()
-    except PostgresUnavailable as error:
-        pytest.skip(f"PostgreSQL tests skipped: {error}")
-    yield url
-    server.__exit__(None, None, None)
 
 
 @pytest.fixture
