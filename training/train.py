@@ -303,36 +303,27 @@ def train(config: TrainConfig) -> dict:
             if cached is not None:
                 loss = taught_loss(model, batch, device, bf16, loss_each, config)
                 labels = batch[2]
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                schedule.step()
-                if averaged is not None:
-                    averaged.update_parameters(network)
-                running += float(loss.detach()) * len(labels)
-                seen += len(labels)
-                bar.set_postfix(loss=f"{running / seen:.3f}")
-                continue
-            images, labels = batch[0].to(device), batch[-1].to(device)
-            sequences = batch[1] if sequence_teachers else None
-            perm, lam = None, 1.0
-            if config.rotation_labels:
-                images, labels = turn(images, labels, turning)
-            if config.mixup:
-                images, perm, lam = mix(images, config.mixup, mixing)
-            targets = None
-            if distilling:
-                targets = teacher_targets(
-                    teachers, images, config.distill_temperature, sequence_teachers, sequences
-                )
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                logits = model(images)
-                loss = loss_fn(logits, labels)
-                if perm is not None:
-                    loss = lam * loss + (1 - lam) * loss_fn(logits, labels[perm])
-            if targets is not None:
-                kd = distillation_loss(logits, targets, config.distill_temperature)
-                loss = (1 - config.distill_weight) * loss + config.distill_weight * kd
+            else:
+                images, labels = batch[0].to(device), batch[-1].to(device)
+                sequences = batch[1] if sequence_teachers else None
+                perm, lam = None, 1.0
+                if config.rotation_labels:
+                    images, labels = turn(images, labels, turning)
+                if config.mixup:
+                    images, perm, lam = mix(images, config.mixup, mixing)
+                targets = None
+                if distilling:
+                    targets = teacher_targets(
+                        teachers, images, config.distill_temperature, sequence_teachers, sequences
+                    )
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                    logits = model(images)
+                    loss = loss_fn(logits, labels)
+                    if perm is not None:
+                        loss = lam * loss + (1 - lam) * loss_fn(logits, labels[perm])
+                if targets is not None:
+                    kd = distillation_loss(logits, targets, config.distill_temperature)
+                    loss = (1 - config.distill_weight) * loss + config.distill_weight * kd
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
