@@ -11,14 +11,22 @@
    last stroke came back, bytes received, server RSS before and 3 s after.
    ``--repo PATH`` runs another checkout (e.g. ``git archive b289e8d``: full-state frames) there.
 
-``python -m bench.bench_play_frames [--only frames,server] [--repo PATH]`` (bounded, local).
+3. **Event loop** (`loop`): in process, the game of part 1 with the default play settings; the
+   person sends 1,000-point strokes of random points (``bench.bench_attacks``'s table at the
+   maxima) until the game's log is full; per stroke, the synchronous work a server's loop does:
+   the frame read and applied (``handle_text``: checks, rules, the AI players' reaction, the
+   update built) and every frame it queued encoded. Median, p90 and max, in ms.
+
+``python -m bench.bench_play_frames [--only frames,server,loop] [--repo PATH]`` (bounded, local).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
+import random
 import statistics
 import time
 from pathlib import Path
@@ -116,6 +124,38 @@ def bench_frames() -> None:
     asyncio.run(run())
 
 
+def bench_loop() -> None:
+    """The event loop's work per 1,000-point stroke, from the first stroke to a full game log."""
+    from bench.bench_attacks import table_stroke
+    from service.play.manager import encode_frame, handle_text
+
+    async def run() -> list[float]:
+        session = pictomania_session(play=PlaySettings())
+        queue = session.attach()
+        rng = random.Random(7)
+        frames = [json.dumps({"type": "move", "move": {"kind": "stroke", "points": table_stroke(rng)}})
+                  for _ in range(20)]
+        gc.collect()
+        gc.freeze()  # as griffon serve does after start-up
+        spent = []
+        for i in range(1_000):
+            started = time.perf_counter()
+            refused = handle_text(session, frames[i % len(frames)])
+            if refused is not None:  # game_too_long: the log is full
+                break
+            for frame in drain(queue):
+                encode_frame(frame)
+            spent.append((time.perf_counter() - started) * 1000)
+            await asyncio.sleep(0)  # the recognitions the AI players asked for
+        await session.close()
+        return spent
+
+    spent = sorted(asyncio.run(run()))
+    p90 = spent[int(len(spent) * 0.9)]
+    print(f"{len(spent)} strokes of 1,000 points until the log is full: loop work per stroke "
+          f"median {statistics.median(spent):.2f} ms, p90 {p90:.2f} ms, max {spent[-1]:.2f} ms")
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of a process (MB), from /proc."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -192,7 +232,7 @@ def bench_server(repo: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="frames,server", help="frames, server (comma-separated)")
+    parser.add_argument("--only", default="frames,server,loop", help="frames, server, loop (comma-separated)")
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout to run the server from")
     args = parser.parse_args(argv)
     chosen = args.only.split(",")
@@ -200,6 +240,8 @@ def main(argv: list[str] | None = None) -> None:
         bench_frames()
     if "server" in chosen:
         bench_server(args.repo)
+    if "loop" in chosen:
+        bench_loop()
 
 
 if __name__ == "__main__":

@@ -284,3 +284,27 @@ def test_the_ai_players_never_bet_at_the_same_instant() -> None:
     assert len(times) >= 3  # the AIs did bet
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert min(gaps) >= BET_PAUSE_S[0] - 1e-6, gaps
+
+
+def test_stroke_cache_converts_only_the_new_polylines() -> None:
+    """A drawing that grows, loses its last stroke, holds an empty polyline, or starts over reads
+    as the whole conversion would; the polylines kept from the previous call keep their converted
+    strokes (the same objects: not converted again)."""
+    from games.ai.driver import StrokeCache, _as_strokes
+
+    cache = StrokeCache()
+    lines = [tuple((float(i + k), float(2 * k)) for k in range(3)) for i in range(4)]
+    first = cache.convert("ana", (lines[0], lines[1]))
+    assert first == _as_strokes((lines[0], lines[1]))
+    grown = cache.convert("ana", (lines[0], lines[1], (), lines[2]))
+    assert grown == _as_strokes((lines[0], lines[1], lines[2]))
+    assert grown[0] is first[0] and grown[1] is first[1]
+    undone = cache.convert("ana", (lines[0], lines[1], ()))
+    assert undone == _as_strokes((lines[0], lines[1])) and undone[1] is first[1]
+    other = cache.convert("bob", (lines[3],))
+    assert other == _as_strokes((lines[3],))
+    equal_not_same = tuple(tuple(p) for p in lines[0])  # another object: converted again
+    again = cache.convert("ana", (equal_not_same, lines[1]))
+    assert again == first and again[0] is not first[0]
+    cache.clear()
+    assert cache.convert("ana", (lines[1],)) == _as_strokes((lines[1],))

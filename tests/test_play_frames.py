@@ -230,3 +230,42 @@ def test_the_persons_strokes_are_charged_to_the_client_point_budget() -> None:
     assert replies[3] is not None and replies[3]["code"] == "rate_limited" and replies[3]["retry_after"] > 0
     assert "points per second" in replies[3]["message"]
     assert replies[5] is None  # another client has its own budget
+
+
+BAD_POINTS = [
+    [], "12", [[1, 2], [3]], [[True, 2]], [[1, False]], [["1", 2]], [[None, 2]],
+    [[float("nan"), 2]], [[1, float("inf")]], [[-65, 2]], [[1, 321]], [[10**400, 2]], [[1, 2, 3]],
+    [[1.5, 2]] * 1_001, [{"x": 1, "y": 2}],
+]
+
+
+@pytest.mark.parametrize("raw", BAD_POINTS + [[[0, 0]], [[-64, 320.0], (1.5, 2)], [[3, 4]] * 1_000])
+def test_stroke_points_are_checked_as_the_point_by_point_reading_does(raw: Any) -> None:
+    """The one-pass check of exact JSON types accepts exactly what the point-by-point reading
+    accepts (tuples too), gives the same points, and refuses the rest with its message."""
+    from games.core import InvalidMove
+    from service.play.session import _checked_points, check_points
+
+    def outcome(check: Any) -> Any:
+        try:
+            return check(raw)
+        except InvalidMove as error:
+            return f"refused: {error}"
+
+    fast = outcome(lambda r: check_points(r, 1_000))
+    if not isinstance(raw, list) or not 1 <= len(raw) <= 1_000:
+        assert fast == "refused: a stroke needs 1 to 1000 points [x, y]"
+    else:
+        assert fast == outcome(_checked_points)
+    assert isinstance(fast, str) == (raw in BAD_POINTS)
+
+
+def test_a_frame_is_encoded_as_json_reads_it() -> None:
+    """Compact text, French letters as they are, integer keys as strings (as ``json.dumps``)."""
+    from service.play.manager import encode_frame
+
+    frame = {"type": "update", "fr": {"chat": "chat noir, très élégant"}, "points": [[1.5, 2.0]],
+             "scores": {1: 3}, "pair": (1, 2)}
+    text = encode_frame(frame)
+    assert json.loads(text) == json.loads(json.dumps(frame))
+    assert text == json.dumps(frame, separators=(",", ":"), ensure_ascii=False)

@@ -99,8 +99,40 @@ def centered(plan: list[TimedStroke], size: float = CANVAS) -> list[TimedStroke]
     return [TimedStroke(s.start, s.end, tuple((x + dx, y + dy) for x, y in s.points)) for s in plan]
 
 
+def _as_stroke(line: Sequence[tuple[float, float]]) -> list[list[float]]:
+    return [[p[0] for p in line], [p[1] for p in line]]
+
+
 def _as_strokes(polylines: Sequence[Sequence[tuple[float, float]]]) -> Drawing:
-    return [[[p[0] for p in line], [p[1] for p in line]] for line in polylines if line]
+    return [_as_stroke(line) for line in polylines if line]
+
+
+class StrokeCache:
+    """The model's stroke format of each player's drawing, converted one polyline at a time: a
+    drawing grows by a stroke (or loses its last), so the polylines it shares with the previous
+    call (the same immutable objects) are not converted again. A round of 300 strokes of 1,000
+    points costs the event loop one stroke's conversion per reading, not the whole drawing's."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, tuple[Any, ...]] = {}
+        self.strokes: dict[str, list[list[list[float]]]] = {}
+
+    def convert(self, subject: str, polylines: tuple[Any, ...]) -> Drawing:
+        """`subject`'s drawing ``polylines`` in the model's format (empty polylines left out)."""
+        old, converted = self.lines.get(subject, ()), self.strokes.get(subject, [])
+        same = 0
+        for before, line in zip(old, polylines, strict=False):
+            if before is not line:
+                break
+            same += 1
+        converted = converted[:same] + [_as_stroke(line) for line in polylines[same:]]
+        self.lines[subject], self.strokes[subject] = polylines, converted
+        return [stroke for stroke in converted if stroke[0]]
+
+    def clear(self) -> None:
+        """A new round: no drawing is kept."""
+        self.lines.clear()
+        self.strokes.clear()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -372,6 +404,7 @@ class PictomaniaDriver:
         self.seq: dict[str, int] = {}
         self.pending: dict[str, tuple[tuple[int, int], tuple[Any, ...]]] = {}  # ticket, polylines
         self.candidates: tuple[str, ...] = ()
+        self.converted = StrokeCache()
         self.round_number = 0
         self.scored_at: float | None = None
         self.quiet_until = 0.0  # no AI bets before this: one bet, then a pause (never two at once)
@@ -388,6 +421,7 @@ class PictomaniaDriver:
         self.candidates = tuple(sorted(words & self.labels if self.labels is not None else words))
         self.round_number, self.scored_at = rnd.number, None
         self.last_stroke, self.seq, self.pending = {}, {}, {}
+        self.converted.clear()
         self.delay = {p: 0.0 for p in self.ais}  # time spent betting while drawing
         self.ready_since: dict[str, float] = {}  # when it first had nothing left to do
         for p in self.ais:
@@ -514,6 +548,7 @@ class PictomaniaDriver:
                 self._reread(state, e.player, now)
             elif e.kind == "round_ended":
                 self.scored_at, self.pending = now, {}
+                self.converted.clear()
 
     def resume(self, state: PictomaniaState, now: float) -> None:
         """Pick up a game replayed from its log (events fed to `on_events`, which also asked to
@@ -552,7 +587,7 @@ class PictomaniaDriver:
         out = []
         for subject in [p for p in self.pending if p not in busy]:
             ticket, polylines = self.pending.pop(subject)
-            out.append(Look(subject, _as_strokes(polylines), self.candidates, ticket))
+            out.append(Look(subject, self.converted.convert(subject, polylines), self.candidates, ticket))
         return out
 
     def seen(self, look: Look, probs: dict[str, float] | None, now: float) -> None:
