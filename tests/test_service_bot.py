@@ -555,6 +555,34 @@ def test_every_frame_type_counts_toward_flooding(tight: Server) -> None:
     assert run(flood({"type": "points", "x": [1], "y": [2]})) == 4429
 
 
+def test_a_full_server_still_lets_a_lost_room_resume_and_refuses_a_new_one(tight: Server) -> None:
+    """Three bots is the most (tight settings): one loses its socket and waits for a resume; a new
+    room is refused at hello (the waiting session keeps its place), the lost one comes back."""
+    async def scenario() -> None:
+        async with await connect(tight) as one, await connect(tight) as two:
+            await hello(Room(one), [2])
+            await hello(Room(two), [2])
+            ws = await connect(tight)
+            welcome = await hello(Room(ws), [2])
+            ws.transport.abort()
+            async with await connect(tight) as stranger:
+                refused = await hello(Room(stranger), [2])
+                assert refused["type"] == "error" and refused["code"] == "server_full"
+                with pytest.raises(websockets.ConnectionClosed) as closed:
+                    await Room(stranger).recv()
+                assert closed.value.rcvd.code == 4503
+            resume = {"session": welcome["session"], "token": welcome["resume_token"]}
+            for _ in range(40):  # until the server has seen the socket go (it is then waiting)
+                async with await connect(tight) as back:
+                    again = await hello(Room(back), [2], resume=resume)
+                if again["type"] == "welcome":
+                    break
+                await asyncio.sleep(0.25)
+            assert again["type"] == "welcome" and again["resumed"] is True
+
+    run(scenario())
+
+
 def test_a_room_resumes_its_round_after_a_lost_socket(server: Server) -> None:
     async def scenario() -> None:
         ws = await connect(server)

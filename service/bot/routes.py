@@ -110,14 +110,21 @@ class BotRegistry:
         return len(self.live) + len(self.finished)
 
     def open(self, shared: Shared) -> BotSession | None:
-        """A new session, or None when ``max_bot_sessions`` are already open."""
-        if len(self.live) >= self.settings.max_bot_sessions:
+        """A new session, or None when ``max_bot_sessions`` are already open — not counting one
+        place for each session waiting for its room to resume it (a resume needs a connection
+        before its hello can name the session: `over_limit` refuses the others at hello)."""
+        if len(self.live) >= self.settings.max_bot_sessions + len(self.expiries):
             return None
         if self._words is None:
             self._words = WordIndex(shared.guesser.labels, shared.vocabulary.form_index)
         session = BotSession(shared, secrets.token_hex(6), related=self.related(), words=self._words)
         self.live[session.id] = session
         return session
+
+    def over_limit(self) -> bool:
+        """Whether more than ``max_bot_sessions`` sessions are open (a new one and those waiting
+        for a resume included)."""
+        return len(self.live) > self.settings.max_bot_sessions
 
     def release(self, session: BotSession, resumable: bool) -> None:
         """The session's socket is gone: keep it ``bot_resume_s`` for a resume when ``resumable``
@@ -324,6 +331,12 @@ class Connection:
             old = found if found is not None and found.resumable_with(resume.token) else None
         if not await self._admit(frame, old.id if old is not None else self.session.id):
             return []  # a refused resume leaves the old session as it was, waiting out its time
+        if old is None and self.registry is not None and self.registry.over_limit():
+            limit = self.settings.max_bot_sessions
+            self.session.shared.metrics.refused("server_full")
+            await self.send(error_frame("server_full", f"the server already holds {limit} bots", frame.id))
+            await self.close(CLOSE_FULL, "server full")
+            return []
         frames: list[Frame] = []
         if resume is not None:
             taken = None
