@@ -131,6 +131,7 @@ class GameManager:
         """Close every game (at shutdown; stored games stay ``playing``, to be resumed)."""
         if self.sweeper is not None:
             self.sweeper.cancel()
+        await self.rooms.flush()  # the lobbies stay stored, to be brought back (`Rooms.load`)
         for game_id in list(self.games):
             await self.remove(game_id)
         if self.writer is not None:  # what the games applied is written (unless the database is down)
@@ -335,7 +336,8 @@ class GameManager:
         """Bring back the stored games still in progress (at start): the most recently played
         ``max_sessions`` ones (the others are marked ``expired``: never reloaded again), each
         rebuilt from its setup and replayed; one that cannot be is marked ``abandoned`` and
-        logged, never blocks the start. Returns (resumed, abandoned).
+        logged, never blocks the start. Returns (resumed, abandoned). The lobbies of rooms not yet
+        started come back too (`Rooms.load`).
 
         A resumed game has no owner: the per-client limits (``games_per_client``) count only the
         games created since the start (the client's address is not stored); it still holds one
@@ -359,6 +361,7 @@ class GameManager:
                 resumed += 1
         if resumed or abandoned:
             log.info("games resumed from the database: %d (%d abandoned)", resumed, abandoned)
+        self.rooms.load()  # after the games: the codes of the rooms started are known
         return resumed, abandoned
 
     def adopt(self, stored: StoredGame, game_clock: float = 0.0) -> GameSession | None:

@@ -9,8 +9,11 @@ their own token and is sent their own seat's view. A person away longer than ``r
 their seat played by an AI until they come back (`GameSession.check_people`). Once the game has
 ended the host may play again with the same seats (`Rooms.again`: « Rejouer »).
 
-A lobby lives in memory (it lasts minutes; ``lobby_expiry_s`` closes a forgotten one); the
-started game is stored and resumed like a solo game, the room's code and seats with it.
+A lobby is stored (the ``rooms`` table: its seats with their token hashes, its levels) each time
+it changes, off the event loop and in order (`Rooms.stored`); the manager's `GameManager.resume`
+brings the stored lobbies back (`Rooms.load`), so a restart keeps the room's code, seats and links.
+``lobby_expiry_s`` closes a forgotten one (its row deleted, as when it starts or the host closes it).
+The started game is stored and resumed like a solo game, the room's code and seats with it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import contextlib
 import logging
 import re
 import secrets
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +87,21 @@ class Room:
     game_id: str | None = None
     listeners: dict[asyncio.Queue[dict[str, Any] | None], str] = field(default_factory=dict)
 
+    def lobby(self) -> dict[str, Any]:
+        """What is stored of the lobby (`Rooms.stored`): no token, only their hashes."""
+        return {"game": self.game, "level": self.level, "client": self.client,
+                "seats": [{"seat": s.seat, "name": s.name, "person": s.person, "token_hash": s.token_hash,
+                           "level": s.level} for s in self.seats]}
+
+    @classmethod
+    def from_lobby(cls, code: str, lobby: dict[str, Any], last_activity: float) -> Room:
+        """The room of a stored lobby; raises `KeyError`, `TypeError`, `ValueError` when malformed."""
+        seats = [Seat(str(s["seat"]), str(s["name"]), bool(s["person"]), str(s["token_hash"]),
+                      str(s["level"])) for s in lobby["seats"]]
+        if lobby["game"] not in ("kontour", "pictomania") or not seats or seats[0].seat != HUMAN:
+            raise ValueError("a lobby of an unknown game, or without its host first")
+        return cls(code, lobby["game"], str(lobby["level"]), str(lobby["client"]), seats, last_activity)
+
     def seat_of(self, token: str) -> str | None:
         """The person seat whose token is `token`."""
         found = None
@@ -105,6 +124,80 @@ class Rooms:
         self.manager = manager
         self.lobbies: dict[str, Room] = {}
         self.started: dict[str, str] = {}
+        self.writes: set[asyncio.Task[None]] = set()  # lobby writes under way (`stored`)
+        self.writing = asyncio.Lock()  # one at a time, in order
+
+    # -- the stored lobbies ------------------------------------------------------------------------
+    def stored(self, code: str) -> None:
+        """Store the lobby `code` as it is (delete it when it is gone: started, closed, expired), in a
+        thread, after the writes asked before; without an event loop, on the caller's thread. A failing
+        database is logged, never raised: the lobby goes on in memory."""
+        if self.manager.store is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._write(code, self._lobby_of(code))
+            return
+        task = loop.create_task(self._write_in_turn(code))
+        self.writes.add(task)
+        task.add_done_callback(self.writes.discard)
+
+    def _lobby_of(self, code: str) -> dict[str, Any] | None:
+        room = self.lobbies.get(code)
+        return None if room is None else room.lobby()
+
+    async def _write_in_turn(self, code: str) -> None:
+        async with self.writing:  # the lobby as it is when its turn comes: the last write is the latest
+            await asyncio.to_thread(self._write, code, self._lobby_of(code))
+
+    def _write(self, code: str, lobby: dict[str, Any] | None) -> None:
+        store = self.manager.store
+        assert store is not None
+        try:
+            if lobby is None:
+                store.delete_room(code)
+            else:
+                store.save_room(code, lobby)
+        except Exception as error:  # StoreError, a driver's own: a lobby is not a game's move
+            done = "deleted" if lobby is None else "stored"
+            log.warning("room %s: the lobby could not be %s: %s", code, done, error)
+
+    async def flush(self) -> None:
+        """Wait for the lobby writes under way (at shutdown, in tests)."""
+        while self.writes:
+            await asyncio.gather(*list(self.writes), return_exceptions=True)
+
+    def load(self) -> int:
+        """Bring back the stored lobbies this worker holds (at start, after the games: a room started
+        is not a lobby); those idle past ``lobby_expiry_s`` or unreadable are deleted. Returns how many
+        came back."""
+        store, workers = self.manager.store, self.manager.workers
+        if store is None:
+            return 0
+        try:
+            found = store.load_rooms()
+        except StoreError as error:
+            log.warning("the stored lobbies could not be read (none brought back): %s", error)
+            return 0
+        now, expiry = time.time(), self.manager.play.lobby_expiry_s
+        for code, lobby, updated in found:
+            if workers is not None and not workers.owns(code):
+                continue
+            age = max(0.0, now - updated)
+            room = None
+            if age < expiry and code not in self.started and code not in self.lobbies:
+                try:
+                    room = Room.from_lobby(code, lobby, self.manager.clock() - age)
+                except (KeyError, TypeError, ValueError) as error:
+                    log.warning("room %s: the stored lobby cannot be read (deleted): %s", code, error)
+            if room is None:
+                self._write(code, None)
+            else:
+                self.lobbies[code] = room
+        if self.lobbies:
+            log.info("lobbies brought back from the database: %d", len(self.lobbies))
+        return len(self.lobbies)
 
     # -- the lobby's requests ----------------------------------------------------------------------
     def create(self, game: str, name: str, level: str, ai: int, client: str) -> tuple[Room, str]:
@@ -127,6 +220,7 @@ class Rooms:
         for _ in range(ai):
             self._add_ai(room)
         self.lobbies[room.code] = room
+        self.stored(room.code)
         log.info("room %s: %s, hosted (%d AI)", room.code, game, ai)
         return room, token
 
@@ -150,6 +244,7 @@ class Rooms:
         token = secrets.token_urlsafe(18)
         room.seats.append(Seat(seat, name, True, hash_token(token)))
         self.touch(room)
+        self.stored(room.code)
         return seat, token
 
     def _add_ai(self, room: Room) -> None:
@@ -174,6 +269,7 @@ class Rooms:
                     if held == seat:  # let go: a socket of a seat given up cannot act for its next holder
                         room.listeners.pop(queue, None)
                         _offer(queue, None)
+                self.stored(room.code)
             return None
         if kind not in ("add_ai", "remove", "level", "start"):
             raise RoomError("bad_frame", "unknown lobby frame (expected add_ai, remove, level, start, leave)")
@@ -197,6 +293,7 @@ class Rooms:
             self._set_level(room, frame)
         else:
             return self.start(room)
+        self.stored(room.code)
         return None
 
     @staticmethod
@@ -233,6 +330,7 @@ class Rooms:
         room.game_id = session.id
         self.started[room.code] = session.id
         del self.lobbies[room.code]
+        self.stored(room.code)
         log.info("room %s: game %s started (%d people, %d AI)", room.code, session.id,
                  len(session.people), len(room.seats) - len(session.people))
         started = {"type": "started", "code": room.code, "game_id": session.id, "game": room.game}
@@ -275,6 +373,7 @@ class Rooms:
     def close(self, room: Room, why: str) -> None:
         """Close a lobby: its sockets are told and let go."""
         self.lobbies.pop(room.code, None)
+        self.stored(room.code)
         for queue in list(room.listeners):
             _offer(queue, error_frame("room_closed", why))
             _offer(queue, None)
