@@ -131,8 +131,9 @@ class Rooms:
     def stored(self, code: str) -> None:
         """Store the lobby `code` as it is (delete it when it is gone: started, closed, expired), in a
         thread, after the writes asked before; without an event loop, on the caller's thread. A failing
-        database is logged, never raised: the lobby goes on in memory."""
-        if self.manager.store is None:
+        database is logged, never raised: the lobby goes on in memory. Replicas (``service.replicas``)
+        keep their lobbies in memory only: none resumes another's."""
+        if self.manager.store is None or self.manager.ownership is not None:
             return
         try:
             loop = asyncio.get_running_loop()
