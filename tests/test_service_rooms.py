@@ -329,7 +329,8 @@ def test_each_ai_plays_at_its_own_level_and_the_levels_come_back_after_a_restart
 def test_a_lobby_survives_a_restart_and_an_expired_or_started_one_does_not(tmp_path: Path) -> None:
     """Lobbies not yet started, in SQLite: a host, a friend and an AI at its own level come back after
     a restart under the same code, the friend's token still giving her seat, and the lobby starts
-    there; a lobby idle past ``lobby_expiry_s`` is not brought back (its row deleted); a started
+    there (its game stored off the event loop, the lobby refusing any change meanwhile); a lobby idle
+    past ``lobby_expiry_s`` is not brought back (its row deleted); a started
     room's lobby row is gone."""
     import time
 
@@ -371,8 +372,16 @@ def test_a_lobby_survives_a_restart_and_an_expired_or_started_one_does_not(tmp_p
             (HUMAN, "Ana", True, ""), ("ia1", room.seats[1].name, False, "hard"), (seat, "Léa", True, "")]
         assert back.seat_of(friend_token) == seat and back.seat_of(host_token) == HUMAN
         assert [code for code, _, _ in store.load_rooms()] == [room.code]  # the expired row deleted
-        game = second.rooms.request(back, HUMAN, {"type": "start"})
-        assert game is not None and game.seat_of(friend_token) == seat
+        starting = asyncio.create_task(second.rooms.start_async(back))  # stored in a thread
+        await asyncio.sleep(0)
+        for refused in (lambda: second.rooms.request(back, HUMAN, {"type": "add_ai"}),
+                        lambda: second.rooms.request(back, HUMAN, {"type": "start"}),
+                        lambda: second.rooms.join(back, "Marc")):
+            with pytest.raises(RoomError) as why:  # the seats are those of the game being created
+                refused()
+            assert why.value.code == "starting"
+        game = await starting
+        assert game.seat_of(friend_token) == seat and second.rooms.started[room.code] == game.id
         assert game.levels["ia1"].name == "hard"
         await second.rooms.flush()
         assert store.load_rooms() == []

@@ -187,18 +187,28 @@ class GameManager:
         self, game: Literal["kontour", "pictomania"], opponents: int, level: str, name: str,
         seed: int | None = None, client: str = "?", learn: bool = False, withdraw_key: str | None = None,
     ) -> GameSession:
-        """`create`, the database write in a thread (the event loop and the other tables go on).
-        New games are made one at a time: the limits `_deal` checks (slots, the client's games and
+        """`create`, the database write in a thread (`open_async`)."""
+        token = secrets.token_urlsafe(18)
+        session = await self.open_async(game, self._solo_seats(name, opponents), level, seed, client, learn,
+                                        hash_token(token), withdraw_key=withdraw_key)
+        session.token = token
+        return session
+
+    async def open_async(
+        self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
+        host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
+    ) -> GameSession:
+        """`open`, the database write in a thread (the event loop and the other tables go on). New
+        games are made one at a time: the limits `_deal` checks (slots, the client's games and
         budget, the CPU budget) count each game only once it is open."""
         async with self.creating:
-            token = secrets.token_urlsafe(18)
-            session, setup, replaced = self._deal(game, self._solo_seats(name, opponents), level, seed,
-                                                  client, learn, hash_token(token), withdraw_key=withdraw_key)
+            session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
+                                                  room, withdraw_key, levels)
             if self.store is not None:
-                await asyncio.to_thread(self.store.create_game, session.id, game, setup, session.token_hash)
+                await asyncio.to_thread(self.store.create_game, session.id, game, setup, host_hash)
             if replaced is not None and replaced not in self.games:
                 replaced = None  # it went meanwhile
-            session.token = token
             return self._open(session, replaced, client)
 
     def open(
@@ -209,7 +219,7 @@ class GameManager:
         """A new game of the seats `names` (`HUMAN`: the host, their token's hash `host_hash`; `friends`:
         the other people's seats and token hashes; the other seats are AI players, at `level` but
         those `levels` names), stored (on the caller's thread) and started. A solo game is a room of
-        one person. Raises as `create`."""
+        one person. Raises as `create`. The service calls `open_async`."""
         session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
                                               room, withdraw_key, levels)
         if self.store is not None:

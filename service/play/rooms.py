@@ -3,7 +3,7 @@
 A person creates a room (``POST /v1/rooms``) and gets its code (four letters: the page's link
 ``/r/ABCD``) and their seat's token. Friends open the link and take a seat under a name through
 the lobby socket (``WS /v1/rooms/{code}``); the host adds AI players, sets each one's level, removes a
-seat and starts. The game is then an ordinary game of the `GameManager` (`GameManager.open`; a solo
+seat and starts. The game is then an ordinary game of the `GameManager` (`GameManager.open_async`; a solo
 game is a room of one person): each person plays through the game socket ``/v1/play/{id}`` with
 their own token and is sent their own seat's view. A person away longer than ``room_grace_s`` has
 their seat played by an AI until they come back (`GameSession.check_people`). Once the game has
@@ -85,6 +85,7 @@ class Room:
     seats: list[Seat]
     last_activity: float
     game_id: str | None = None
+    starting: bool = False  # its game is being created (`Rooms.start_async`)
     listeners: dict[asyncio.Queue[dict[str, Any] | None], str] = field(default_factory=dict)
 
     def lobby(self) -> dict[str, Any]:
@@ -124,8 +125,9 @@ class Rooms:
         self.manager = manager
         self.lobbies: dict[str, Room] = {}
         self.started: dict[str, str] = {}
-        self.writes: set[asyncio.Task[None]] = set()  # lobby writes under way (`stored`)
-        self.writing = asyncio.Lock()  # one at a time, in order
+        self.opening: set[str] = set()  # the codes of the rooms whose next game is being created
+        self.tasks: set[asyncio.Task[None]] = set()  # lobby writes and next games under way
+        self.writing = asyncio.Lock()  # the lobby writes: one at a time, in order
 
     # -- the stored lobbies ------------------------------------------------------------------------
     def stored(self, code: str) -> None:
@@ -140,9 +142,11 @@ class Rooms:
         except RuntimeError:
             self._write(code, self._lobby_of(code))
             return
-        task = loop.create_task(self._write_in_turn(code))
-        self.writes.add(task)
-        task.add_done_callback(self.writes.discard)
+        self._keep(loop.create_task(self._write_in_turn(code)))
+
+    def _keep(self, task: asyncio.Task[None]) -> None:
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     def _lobby_of(self, code: str) -> dict[str, Any] | None:
         room = self.lobbies.get(code)
@@ -165,9 +169,9 @@ class Rooms:
             log.warning("room %s: the lobby could not be %s: %s", code, done, error)
 
     async def flush(self) -> None:
-        """Wait for the lobby writes under way (at shutdown, in tests)."""
-        while self.writes:
-            await asyncio.gather(*list(self.writes), return_exceptions=True)
+        """Wait for the lobby writes and next games under way (at shutdown, in tests)."""
+        while self.tasks:
+            await asyncio.gather(*list(self.tasks), return_exceptions=True)
 
     def load(self) -> int:
         """Bring back the stored lobbies this worker holds (at start, after the games: a room started
@@ -237,6 +241,8 @@ class Rooms:
     def join(self, room: Room, name: str) -> tuple[str, str]:
         """A person takes the next free seat under `name`: (seat, token)."""
         _check_name(name)
+        if room.starting:
+            raise RoomError("starting", "the game is starting")
         _, most = player_limits(room.game, self.manager.play.room_seats)
         if len(room.seats) >= most:
             raise RoomError("room_full", f"this room has all its {most} seats taken")
@@ -261,6 +267,8 @@ class Rooms:
         anybody's ``leave``. Returns the game when it starts. Raises `RoomError`."""
         kind = frame.get("type")
         host = seat == HUMAN
+        if room.starting:
+            raise RoomError("starting", "the game is starting")
         if kind == "leave":
             if host:
                 self.close(room, "the host closed the room")
@@ -315,22 +323,42 @@ class Rooms:
             raise RoomError("bad_seat", "no such AI seat to set the level of")
         ai.level = str(level)
 
-    def start(self, room: Room) -> GameSession:
-        """Start the room's game (the seats as they are). Raises `RoomError` when the seats do not
-        make a game the rules allow, and what `GameManager.open` raises."""
+    def _game(self, room: Room) -> dict[str, Any]:
+        """The room's game as `GameManager.open` takes it (the seats as they are); `RoomError` when
+        the seats do not make a game the rules allow."""
         fewest, most = player_limits(room.game, self.manager.play.room_seats)
         if not fewest <= len(room.seats) <= most:
             raise RoomError("bad_seats", f"{room.game} is played by {fewest} to {most} players, "
                             f"this room has {len(room.seats)}")
-        names = {s.seat: s.name for s in room.seats}
-        friends = {s.seat: s.token_hash for s in room.seats if s.person and s.seat != HUMAN}
-        levels = {s.seat: s.level or room.level for s in room.seats if not s.person}
-        host = room.seats[0].token_hash
-        session = self.manager.open(room.game, names, room.level, None, room.client, False, host_hash=host,
-                                    friends=friends, room=room.code, levels=levels)
+        return dict(game=room.game, names={s.seat: s.name for s in room.seats}, level=room.level, seed=None,
+                    client=room.client, learn=False, host_hash=room.seats[0].token_hash,
+                    friends={s.seat: s.token_hash for s in room.seats if s.person and s.seat != HUMAN},
+                    room=room.code,
+                    levels={s.seat: s.level or room.level for s in room.seats if not s.person})
+
+    def start(self, room: Room) -> GameSession:
+        """Start the room's game, stored on the caller's thread (the lobby socket: `start_async`).
+        Raises `RoomError` (the seats), and what `GameManager.open` raises."""
+        return self._started(room, self.manager.open(**self._game(room)))
+
+    async def start_async(self, room: Room) -> GameSession:
+        """`start`, the game stored in a thread (`GameManager.open_async`); the lobby refuses every
+        request meanwhile (``starting``)."""
+        if room.starting:
+            raise RoomError("starting", "the game is starting")
+        game = self._game(room)
+        room.starting = True
+        try:
+            session = await self.manager.open_async(**game)
+        finally:
+            room.starting = False
+        return self._started(room, session)
+
+    def _started(self, room: Room, session: GameSession) -> GameSession:
+        """The lobby becomes its game: its sockets are sent on to it, its stored row deleted."""
         room.game_id = session.id
         self.started[room.code] = session.id
-        del self.lobbies[room.code]
+        self.lobbies.pop(room.code, None)
         self.stored(room.code)
         log.info("room %s: game %s started (%d people, %d AI)", room.code, session.id,
                  len(session.people), len(room.seats) - len(session.people))
@@ -341,10 +369,10 @@ class Rooms:
 
     def again(self, session: GameSession, seat: str) -> dict[str, Any] | None:
         """« Rejouer »: the host (`seat` `HUMAN`) of a room's game that has ended starts a new one with
-        the same seats, names, people (their tokens open their seats again) and AI levels, a new deal.
-        Every socket of the ended game is sent ``{"type": "next_game", "game_id"}`` (and any socket
-        that joins it later), and the room's code leads to the new game. Returns an error frame for
-        `seat` when refused, else None."""
+        the same seats, names, people (their tokens open their seats again) and AI levels, a new deal,
+        stored in a thread (`_next_game`). Every socket of the ended game is then sent
+        ``{"type": "next_game", "game_id"}`` (and any socket that joins it later), and the room's code
+        leads to the new game. Returns an error frame for `seat` when refused, else None."""
         code = session.room_code
         if code is None:
             return error_frame("not_a_room", "only a room's game is played again from its table")
@@ -352,24 +380,36 @@ class Rooms:
             return error_frame("not_host", "only the host may start the next game")
         if session.state.phase != "game_over":
             return error_frame("not_over", "the game is still being played")
-        if session.next_game is None or session.next_game not in self.manager.games:
-            neutral = getattr(session.rules.config, "neutral_drawer", None)
-            names = {p: name for p, name in session.names.items() if p != neutral}
-            friends = {p: session.hashes[p] for p in session.people if p != HUMAN}
-            levels = {p: session.levels.get(p, session.level).name for p in names if p not in session.hashes}
-            client = self.manager.owners.get(session.id, f"room:{code}")  # a resumed game has no owner
-            try:
-                new = self.manager.open(session.kind, names, session.level.name, None, client, False,
-                                        host_hash=session.hashes[HUMAN], friends=friends, room=code,
-                                        levels=levels)
-            except Exception as error:  # TooManyGames, RateLimited, Unavailable, a refused store...
-                log.info("room %s: next game refused: %s", code, error)
-                return error_frame("cannot_start", "the server cannot start the next game now; retry later")
-            session.next_game = new.id
-            self.started[code] = new.id
-            log.info("room %s: game %s follows game %s", code, new.id, session.id)
-        session.send(session.next_frame())
+        if session.next_game is not None and session.next_game in self.manager.games:
+            session.send(session.next_frame())
+        elif code not in self.opening:  # asked twice meanwhile: the one game under way
+            self.opening.add(code)
+            self._keep(asyncio.get_running_loop().create_task(self._next_game(session, code)))
         return None
+
+    async def _next_game(self, session: GameSession, code: str) -> None:
+        neutral = getattr(session.rules.config, "neutral_drawer", None)
+        names = {p: name for p, name in session.names.items() if p != neutral}
+        friends = {p: session.hashes[p] for p in session.people if p != HUMAN}
+        levels = {p: session.levels.get(p, session.level).name for p in names if p not in session.hashes}
+        client = self.manager.owners.get(session.id, f"room:{code}")  # a resumed game has no owner
+        try:
+            new = await self.manager.open_async(session.kind, names, session.level.name, None, client, False,
+                                                host_hash=session.hashes[HUMAN], friends=friends, room=code,
+                                                levels=levels)
+        except Exception as error:  # TooManyGames, RateLimited, Unavailable, a refused store...
+            log.info("room %s: next game refused: %s", code, error)
+            refused = error_frame("cannot_start", "the server cannot start the next game now; retry later")
+            for queue, held in list(session.listeners.items()):
+                if held == HUMAN:
+                    _offer(queue, refused)
+            return
+        finally:
+            self.opening.discard(code)
+        session.next_game = new.id
+        self.started[code] = new.id
+        log.info("room %s: game %s follows game %s", code, new.id, session.id)
+        session.send(session.next_frame())
 
     def close(self, room: Room, why: str) -> None:
         """Close a lobby: its sockets are told and let go."""
@@ -470,7 +510,11 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
                 continue
             try:
                 rooms.touch(room)
-                rooms.request(room, seat, read_lobby_frame(message.get("text") or ""))
+                frame = read_lobby_frame(message.get("text") or "")
+                if frame["type"] == "start" and seat == HUMAN:
+                    await rooms.start_async(room)  # the game stored off the event loop
+                else:
+                    rooms.request(room, seat, frame)
             except RoomError as error:
                 _offer(queue, error.to_frame())
             except StoreError as error:  # the details (a file path, a host) go to the server log only
