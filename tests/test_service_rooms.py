@@ -413,6 +413,44 @@ def test_a_failing_database_does_not_stop_a_lobby(tmp_path: Path, caplog: pytest
     asyncio.run(run())
 
 
+def test_a_next_game_refused_is_told_to_the_host_only() -> None:
+    """« Rejouer » refused while the new game is created (every slot taken): the host's sockets get
+    ``cannot_start``, a friend's nothing, and the host may ask again."""
+    from service.play.manager import TooManyGames
+    from service.play.session import ManualClock
+    from service.play.settings import PlaySettings
+    from service.settings import Settings
+    from tests.test_service_persistence import uniform
+
+    async def run() -> None:
+        games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), None,
+                            clock=ManualClock())
+        room, _ = games.rooms.create("pictomania", "Ana", "normal", 1, client="c")
+        seat, _ = games.rooms.join(room, "Léa")
+        session = games.rooms.start(room)
+        assert session.driver is not None
+        session.driver.cancel()
+        ana, lea = session.attach(HUMAN), session.attach(seat)
+
+        def errors(queue) -> list[str]:
+            frames = [queue.get_nowait() for _ in range(queue.qsize())]
+            return [f["code"] for f in frames if f is not None and f["type"] == "error"]
+
+        assert errors(ana) == errors(lea) == []
+
+        async def refused(*args, **kwargs):
+            raise TooManyGames("every slot is taken")
+
+        games.open_async = refused  # type: ignore[method-assign]
+        games.rooms.opening.add(room.code)
+        await games.rooms._next_game(session, room.code)
+        assert errors(ana) == ["cannot_start"] and errors(lea) == []
+        assert room.code not in games.rooms.opening and session.next_game is None
+        await games.aclose()
+
+    asyncio.run(run())
+
+
 def test_a_flood_of_lobby_frames_is_cut_with_one_error() -> None:
     """The lobby socket's rate limit (the game socket's settings): frames past it are dropped, the
     socket told once per flood (a clock that never moves: the bucket never refills)."""
