@@ -30,6 +30,7 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SCHEMA_TABLE = "griffon_schema"
 TABLES = ("games", "moves", "transcripts", "drawings")  # counted by `info`
 KEY_TABLES = ("bot_keys", "bot_key_rooms")  # the API keys of bot rooms
+ROOM_TABLES = ("rooms",)  # the lobbies of rooms with friends not yet started
 
 MAX_ID_CHARS = 64
 MAX_SETUP_BYTES = 1_000_000
@@ -37,6 +38,7 @@ MAX_MOVE_BYTES = 262_144  # the service's largest WebSocket frame
 MAX_RESULT_BYTES = 65_536
 MAX_SUMMARY_BYTES = 16_384
 MAX_CONDITIONS_BYTES = 4_096
+MAX_LOBBY_BYTES = 16_384
 MAX_DRAWING_STROKES = 1_000  # the recognizer's own limits (model.DrawingError)
 MAX_DRAWING_POINTS = 10_000
 MAX_WORD_CHARS = 64
@@ -450,6 +452,19 @@ class Store(ABC):
     @abstractmethod
     def key_rooms(self, key_ids: Sequence[str], fresh_after: float) -> dict[str, int]:
         """Rooms open per key (renewed since `fresh_after`), by every server sharing the database."""
+
+    # lobbies of rooms with friends
+    @abstractmethod
+    def save_room(self, code: str, lobby: dict[str, Any], now: float | None = None) -> None:
+        """Insert or replace the lobby of room `code` (JSON data, bounded; token hashes only)."""
+
+    @abstractmethod
+    def load_rooms(self) -> list[tuple[str, dict[str, Any], float]]:
+        """Every stored lobby: ``(code, lobby, updated_at)``, oldest first."""
+
+    @abstractmethod
+    def delete_room(self, code: str) -> None:
+        """Forget the lobby of room `code` (started, closed or expired); none: nothing done."""
 
     # upkeep
     @abstractmethod
@@ -895,6 +910,25 @@ class SqlStore(Store):
         found = self.rows(f"SELECT key_id, COUNT(*) FROM bot_key_rooms WHERE key_id IN ({marks}) "
                           "AND seen_at >= ? GROUP BY key_id", (*key_ids, fresh_after))
         return {k: int(n) for k, n in found}
+
+    # -- lobbies ---------------------------------------------------------------------------------
+    def save_room(self, code: str, lobby: dict[str, Any], now: float | None = None) -> None:
+        _check_id(code, "room code")
+        text = to_json(lobby, MAX_LOBBY_BYTES, "the lobby")
+        now = time.time() if now is None else now
+        with self.lock, self.write():
+            self.run("INSERT INTO rooms (code, lobby, created_at, updated_at) VALUES (?, ?, ?, ?) "
+                     "ON CONFLICT (code) DO UPDATE SET lobby = excluded.lobby, "
+                     "updated_at = excluded.updated_at",
+                     (code, text, now, now))
+
+    def load_rooms(self) -> list[tuple[str, dict[str, Any], float]]:
+        found = self.rows("SELECT code, lobby, updated_at FROM rooms ORDER BY updated_at, code")
+        return [(code, json.loads(lobby), float(updated)) for code, lobby, updated in found]
+
+    def delete_room(self, code: str) -> None:
+        with self.lock, self.write():
+            self.run("DELETE FROM rooms WHERE code = ?", (code,))
 
     # -- upkeep ----------------------------------------------------------------------------------
     def prune(self, retention: Retention | None = None, now: float | None = None,

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from store.base import KEY_TABLES, SCHEMA_TABLE, TABLES, Retention, SqlStore, StoreUnavailable
+from store.base import KEY_TABLES, ROOM_TABLES, SCHEMA_TABLE, TABLES, Retention, SqlStore, StoreUnavailable
 
 MIGRATION_LOCK = 0x6772_6966  # "grif": pg_advisory_xact_lock key
 CONNECT_TIMEOUT_S = 3
@@ -89,7 +89,7 @@ class PostgresStore(SqlStore):
         )}
 
     def size_bytes(self) -> int:
-        names = sorted(self.tables() & {*TABLES, *KEY_TABLES, SCHEMA_TABLE})
+        names = sorted(self.tables() & {*TABLES, *KEY_TABLES, *ROOM_TABLES, SCHEMA_TABLE})
         if not names:
             return 0
         found = self.rows(
@@ -100,5 +100,5 @@ class PostgresStore(SqlStore):
 
     def vacuum(self) -> None:
         with self.lock:
-            for table in (*TABLES, *KEY_TABLES):
+            for table in (*TABLES, *KEY_TABLES, *ROOM_TABLES):
                 self.run(f"VACUUM (ANALYZE) {table}")

@@ -326,6 +326,131 @@ def test_each_ai_plays_at_its_own_level_and_the_levels_come_back_after_a_restart
     asyncio.run(run())
 
 
+def test_a_lobby_survives_a_restart_and_an_expired_or_started_one_does_not(tmp_path: Path) -> None:
+    """Lobbies not yet started, in SQLite: a host, a friend and an AI at its own level come back after
+    a restart under the same code, the friend's token still giving her seat, and the lobby starts
+    there (its game stored off the event loop, the lobby refusing any change meanwhile); a lobby idle
+    past ``lobby_expiry_s`` is not brought back (its row deleted); a started
+    room's lobby row is gone."""
+    import time
+
+    from service.play.session import ManualClock
+    from service.play.settings import PlaySettings
+    from service.settings import Settings
+    from store import hash_token, open_store
+    from tests.test_service_persistence import uniform
+
+    def manager_on(store) -> GameManager:
+        return GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), store,
+                           clock=ManualClock())
+
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'lobbies.db'}")
+        first = manager_on(store)
+        room, host_token = first.rooms.create("pictomania", "Ana", "normal", 1, client="c")
+        seat, friend_token = first.rooms.join(room, "Léa")
+        first.rooms.request(room, HUMAN, {"type": "level", "seat": "ia1", "level": "hard"})
+        started, _ = first.rooms.create("kontour", "Zoé", "easy", 1, client="d")
+        session = first.rooms.request(started, HUMAN, {"type": "start"})
+        assert session is not None
+        forgotten, _ = first.rooms.create("pictomania", "Marc", "easy", 2, client="e")
+        await first.rooms.flush()
+        stored = {code: lobby for code, lobby, _ in store.load_rooms()}
+        assert set(stored) == {room.code, forgotten.code}  # the started room's row is gone
+        tokens = [s["token_hash"] for s in stored[room.code]["seats"] if s["person"]]
+        assert tokens == [hash_token(host_token), hash_token(friend_token)]
+        assert host_token not in str(stored) and friend_token not in str(stored)
+        expiry = first.play.lobby_expiry_s
+        store.save_room(forgotten.code, stored[forgotten.code], now=time.time() - expiry - 1)
+        await first.aclose()
+
+        second = manager_on(store)
+        assert second.resume() == (1, 0)  # the started room's game
+        assert set(second.rooms.lobbies) == {room.code} and second.rooms.started == {started.code: session.id}
+        back = second.rooms.lobbies[room.code]
+        assert [(s.seat, s.name, s.person, s.level) for s in back.seats] == [
+            (HUMAN, "Ana", True, ""), ("ia1", room.seats[1].name, False, "hard"), (seat, "Léa", True, "")]
+        assert back.seat_of(friend_token) == seat and back.seat_of(host_token) == HUMAN
+        assert [code for code, _, _ in store.load_rooms()] == [room.code]  # the expired row deleted
+        starting = asyncio.create_task(second.rooms.start_async(back))  # stored in a thread
+        await asyncio.sleep(0)
+        for refused in (lambda: second.rooms.request(back, HUMAN, {"type": "add_ai"}),
+                        lambda: second.rooms.request(back, HUMAN, {"type": "start"}),
+                        lambda: second.rooms.join(back, "Marc")):
+            with pytest.raises(RoomError) as why:  # the seats are those of the game being created
+                refused()
+            assert why.value.code == "starting"
+        game = await starting
+        assert game.seat_of(friend_token) == seat and second.rooms.started[room.code] == game.id
+        assert game.levels["ia1"].name == "hard"
+        await second.rooms.flush()
+        assert store.load_rooms() == []
+        await second.aclose()
+        store.close()
+
+    asyncio.run(run())
+
+
+def test_a_failing_database_does_not_stop_a_lobby(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The lobby's writes fail (the database closed under it): logged, the lobby goes on in memory."""
+    from service.play.session import ManualClock
+    from service.play.settings import PlaySettings
+    from service.settings import Settings
+    from store import open_store
+    from tests.test_service_persistence import uniform
+
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'closed.db'}")
+        games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), store,
+                            clock=ManualClock())
+        store.conn.close()
+        room, _ = games.rooms.create("pictomania", "Ana", "normal", 1, client="c")
+        games.rooms.join(room, "Léa")
+        await games.rooms.flush()
+        assert [s.name for s in games.rooms.lobbies[room.code].seats][::2] == ["Ana", "Léa"]
+        assert f"room {room.code}: the lobby could not be stored" in caplog.text
+
+    asyncio.run(run())
+
+
+def test_a_next_game_refused_is_told_to_the_host_only() -> None:
+    """« Rejouer » refused while the new game is created (every slot taken): the host's sockets get
+    ``cannot_start``, a friend's nothing, and the host may ask again."""
+    from service.play.manager import TooManyGames
+    from service.play.session import ManualClock
+    from service.play.settings import PlaySettings
+    from service.settings import Settings
+    from tests.test_service_persistence import uniform
+
+    async def run() -> None:
+        games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), None,
+                            clock=ManualClock())
+        room, _ = games.rooms.create("pictomania", "Ana", "normal", 1, client="c")
+        seat, _ = games.rooms.join(room, "Léa")
+        session = games.rooms.start(room)
+        assert session.driver is not None
+        session.driver.cancel()
+        ana, lea = session.attach(HUMAN), session.attach(seat)
+
+        def errors(queue) -> list[str]:
+            frames = [queue.get_nowait() for _ in range(queue.qsize())]
+            return [f["code"] for f in frames if f is not None and f["type"] == "error"]
+
+        assert errors(ana) == errors(lea) == []
+
+        async def refused(*args, **kwargs):
+            raise TooManyGames("every slot is taken")
+
+        games.open_async = refused  # type: ignore[method-assign]
+        games.rooms.opening.add(room.code)
+        await games.rooms._next_game(session, room.code)
+        assert errors(ana) == ["cannot_start"] and errors(lea) == []
+        assert room.code not in games.rooms.opening and session.next_game is None
+        await games.aclose()
+
+    asyncio.run(run())
+
+
 def test_a_flood_of_lobby_frames_is_cut_with_one_error() -> None:
     """The lobby socket's rate limit (the game socket's settings): frames past it are dropped, the
     socket told once per flood (a clock that never moves: the bucket never refills)."""

@@ -296,6 +296,22 @@ def test_transcripts_are_kept_bounded_in_bytes_and_replaced_by_id(db_url):
         assert db.load_transcript("nope") is None
 
 
+def test_a_lobby_is_stored_replaced_and_deleted(db):
+    lobby = {"game": "pictomania",
+             "seats": [{"seat": "humain", "name": "Léa", "token_hash": hash_token("t")}]}
+    db.save_room("ABCD", lobby, now=10.0)
+    db.save_room("WXYZ", {"game": "kontour", "seats": []}, now=20.0)
+    db.save_room("ABCD", lobby | {"level": "hard"}, now=30.0)  # changed: replaced, not added
+    assert db.load_rooms() == [("WXYZ", {"game": "kontour", "seats": []}, 20.0),
+                               ("ABCD", lobby | {"level": "hard"}, 30.0)]
+    db.delete_room("WXYZ")
+    db.delete_room("NONE")  # none: nothing done
+    assert [code for code, _, _ in db.load_rooms()] == ["ABCD"]
+    with pytest.raises(BadRecord, match="larger than"):
+        db.save_room("ABCD", {"seats": ["x" * 20_000]})
+    assert db.load_rooms()[0][1] == lobby | {"level": "hard"}
+
+
 def test_prune_applies_the_retention_rules(db):
     now = 100 * DAY
     for i in range(6):  # transcripts 0..5 days old

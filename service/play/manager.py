@@ -131,6 +131,7 @@ class GameManager:
         """Close every game (at shutdown; stored games stay ``playing``, to be resumed)."""
         if self.sweeper is not None:
             self.sweeper.cancel()
+        await self.rooms.flush()  # the lobbies stay stored, to be brought back (`Rooms.load`)
         for game_id in list(self.games):
             await self.remove(game_id)
         if self.writer is not None:  # what the games applied is written (unless the database is down)
@@ -186,18 +187,28 @@ class GameManager:
         self, game: Literal["kontour", "pictomania"], opponents: int, level: str, name: str,
         seed: int | None = None, client: str = "?", learn: bool = False, withdraw_key: str | None = None,
     ) -> GameSession:
-        """`create`, the database write in a thread (the event loop and the other tables go on).
-        New games are made one at a time: the limits `_deal` checks (slots, the client's games and
+        """`create`, the database write in a thread (`open_async`)."""
+        token = secrets.token_urlsafe(18)
+        session = await self.open_async(game, self._solo_seats(name, opponents), level, seed, client, learn,
+                                        hash_token(token), withdraw_key=withdraw_key)
+        session.token = token
+        return session
+
+    async def open_async(
+        self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
+        host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
+    ) -> GameSession:
+        """`open`, the database write in a thread (the event loop and the other tables go on). New
+        games are made one at a time: the limits `_deal` checks (slots, the client's games and
         budget, the CPU budget) count each game only once it is open."""
         async with self.creating:
-            token = secrets.token_urlsafe(18)
-            session, setup, replaced = self._deal(game, self._solo_seats(name, opponents), level, seed,
-                                                  client, learn, hash_token(token), withdraw_key=withdraw_key)
+            session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
+                                                  room, withdraw_key, levels)
             if self.store is not None:
-                await asyncio.to_thread(self.store.create_game, session.id, game, setup, session.token_hash)
+                await asyncio.to_thread(self.store.create_game, session.id, game, setup, host_hash)
             if replaced is not None and replaced not in self.games:
                 replaced = None  # it went meanwhile
-            session.token = token
             return self._open(session, replaced, client)
 
     def open(
@@ -208,7 +219,7 @@ class GameManager:
         """A new game of the seats `names` (`HUMAN`: the host, their token's hash `host_hash`; `friends`:
         the other people's seats and token hashes; the other seats are AI players, at `level` but
         those `levels` names), stored (on the caller's thread) and started. A solo game is a room of
-        one person. Raises as `create`."""
+        one person. Raises as `create`. The service calls `open_async`."""
         session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
                                               room, withdraw_key, levels)
         if self.store is not None:
@@ -335,7 +346,8 @@ class GameManager:
         """Bring back the stored games still in progress (at start): the most recently played
         ``max_sessions`` ones (the others are marked ``expired``: never reloaded again), each
         rebuilt from its setup and replayed; one that cannot be is marked ``abandoned`` and
-        logged, never blocks the start. Returns (resumed, abandoned).
+        logged, never blocks the start. Returns (resumed, abandoned). The lobbies of rooms not yet
+        started come back too (`Rooms.load`).
 
         A resumed game has no owner: the per-client limits (``games_per_client``) count only the
         games created since the start (the client's address is not stored); it still holds one
@@ -359,6 +371,7 @@ class GameManager:
                 resumed += 1
         if resumed or abandoned:
             log.info("games resumed from the database: %d (%d abandoned)", resumed, abandoned)
+        self.rooms.load()  # after the games: the codes of the rooms started are known
         return resumed, abandoned
 
     def adopt(self, stored: StoredGame, game_clock: float = 0.0) -> GameSession | None:

@@ -3,14 +3,17 @@
 A person creates a room (``POST /v1/rooms``) and gets its code (four letters: the page's link
 ``/r/ABCD``) and their seat's token. Friends open the link and take a seat under a name through
 the lobby socket (``WS /v1/rooms/{code}``); the host adds AI players, sets each one's level, removes a
-seat and starts. The game is then an ordinary game of the `GameManager` (`GameManager.open`; a solo
+seat and starts. The game is then an ordinary game of the `GameManager` (`GameManager.open_async`; a solo
 game is a room of one person): each person plays through the game socket ``/v1/play/{id}`` with
 their own token and is sent their own seat's view. A person away longer than ``room_grace_s`` has
 their seat played by an AI until they come back (`GameSession.check_people`). Once the game has
 ended the host may play again with the same seats (`Rooms.again`: « Rejouer »).
 
-A lobby lives in memory (it lasts minutes; ``lobby_expiry_s`` closes a forgotten one); the
-started game is stored and resumed like a solo game, the room's code and seats with it.
+A lobby is stored (the ``rooms`` table: its seats with their token hashes, its levels) each time
+it changes, off the event loop and in order (`Rooms.stored`); the manager's `GameManager.resume`
+brings the stored lobbies back (`Rooms.load`), so a restart keeps the room's code, seats and links.
+``lobby_expiry_s`` closes a forgotten one (its row deleted, as when it starts or the host closes it).
+The started game is stored and resumed like a solo game, the room's code and seats with it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import contextlib
 import logging
 import re
 import secrets
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -81,7 +85,23 @@ class Room:
     seats: list[Seat]
     last_activity: float
     game_id: str | None = None
+    starting: bool = False  # its game is being created (`Rooms.start_async`)
     listeners: dict[asyncio.Queue[dict[str, Any] | None], str] = field(default_factory=dict)
+
+    def lobby(self) -> dict[str, Any]:
+        """What is stored of the lobby (`Rooms.stored`): no token, only their hashes."""
+        return {"game": self.game, "level": self.level, "client": self.client,
+                "seats": [{"seat": s.seat, "name": s.name, "person": s.person, "token_hash": s.token_hash,
+                           "level": s.level} for s in self.seats]}
+
+    @classmethod
+    def from_lobby(cls, code: str, lobby: dict[str, Any], last_activity: float) -> Room:
+        """The room of a stored lobby; raises `KeyError`, `TypeError`, `ValueError` when malformed."""
+        seats = [Seat(str(s["seat"]), str(s["name"]), bool(s["person"]), str(s["token_hash"]),
+                      str(s["level"])) for s in lobby["seats"]]
+        if lobby["game"] not in ("kontour", "pictomania") or not seats or seats[0].seat != HUMAN:
+            raise ValueError("a lobby of an unknown game, or without its host first")
+        return cls(code, lobby["game"], str(lobby["level"]), str(lobby["client"]), seats, last_activity)
 
     def seat_of(self, token: str) -> str | None:
         """The person seat whose token is `token`."""
@@ -105,6 +125,84 @@ class Rooms:
         self.manager = manager
         self.lobbies: dict[str, Room] = {}
         self.started: dict[str, str] = {}
+        self.opening: set[str] = set()  # the codes of the rooms whose next game is being created
+        self.tasks: set[asyncio.Task[None]] = set()  # lobby writes and next games under way
+        self.writing = asyncio.Lock()  # the lobby writes: one at a time, in order
+
+    # -- the stored lobbies ------------------------------------------------------------------------
+    def stored(self, code: str) -> None:
+        """Store the lobby `code` as it is (delete it when it is gone: started, closed, expired), in a
+        thread, after the writes asked before; without an event loop, on the caller's thread. A failing
+        database is logged, never raised: the lobby goes on in memory. Replicas (``service.replicas``)
+        keep their lobbies in memory only: none resumes another's."""
+        if self.manager.store is None or self.manager.ownership is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._write(code, self._lobby_of(code))
+            return
+        self._keep(loop.create_task(self._write_in_turn(code)))
+
+    def _keep(self, task: asyncio.Task[None]) -> None:
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def _lobby_of(self, code: str) -> dict[str, Any] | None:
+        room = self.lobbies.get(code)
+        return None if room is None else room.lobby()
+
+    async def _write_in_turn(self, code: str) -> None:
+        async with self.writing:  # the lobby as it is when its turn comes: the last write is the latest
+            await asyncio.to_thread(self._write, code, self._lobby_of(code))
+
+    def _write(self, code: str, lobby: dict[str, Any] | None) -> None:
+        store = self.manager.store
+        assert store is not None
+        try:
+            if lobby is None:
+                store.delete_room(code)
+            else:
+                store.save_room(code, lobby)
+        except Exception as error:  # StoreError, a driver's own: a lobby is not a game's move
+            done = "deleted" if lobby is None else "stored"
+            log.warning("room %s: the lobby could not be %s: %s", code, done, error)
+
+    async def flush(self) -> None:
+        """Wait for the lobby writes and next games under way (at shutdown, in tests)."""
+        while self.tasks:
+            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+
+    def load(self) -> int:
+        """Bring back the stored lobbies this worker holds (at start, after the games: a room started
+        is not a lobby); those idle past ``lobby_expiry_s`` or unreadable are deleted. Returns how many
+        came back."""
+        store, workers = self.manager.store, self.manager.workers
+        if store is None:
+            return 0
+        try:
+            found = store.load_rooms()
+        except StoreError as error:
+            log.warning("the stored lobbies could not be read (none brought back): %s", error)
+            return 0
+        now, expiry = time.time(), self.manager.play.lobby_expiry_s
+        for code, lobby, updated in found:
+            if workers is not None and not workers.owns(code):
+                continue
+            age = max(0.0, now - updated)
+            room = None
+            if age < expiry and code not in self.started and code not in self.lobbies:
+                try:
+                    room = Room.from_lobby(code, lobby, self.manager.clock() - age)
+                except (KeyError, TypeError, ValueError) as error:
+                    log.warning("room %s: the stored lobby cannot be read (deleted): %s", code, error)
+            if room is None:
+                self._write(code, None)
+            else:
+                self.lobbies[code] = room
+        if self.lobbies:
+            log.info("lobbies brought back from the database: %d", len(self.lobbies))
+        return len(self.lobbies)
 
     # -- the lobby's requests ----------------------------------------------------------------------
     def create(self, game: str, name: str, level: str, ai: int, client: str) -> tuple[Room, str]:
@@ -127,6 +225,7 @@ class Rooms:
         for _ in range(ai):
             self._add_ai(room)
         self.lobbies[room.code] = room
+        self.stored(room.code)
         log.info("room %s: %s, hosted (%d AI)", room.code, game, ai)
         return room, token
 
@@ -142,6 +241,8 @@ class Rooms:
     def join(self, room: Room, name: str) -> tuple[str, str]:
         """A person takes the next free seat under `name`: (seat, token)."""
         _check_name(name)
+        if room.starting:
+            raise RoomError("starting", "the game is starting")
         _, most = player_limits(room.game, self.manager.play.room_seats)
         if len(room.seats) >= most:
             raise RoomError("room_full", f"this room has all its {most} seats taken")
@@ -150,6 +251,7 @@ class Rooms:
         token = secrets.token_urlsafe(18)
         room.seats.append(Seat(seat, name, True, hash_token(token)))
         self.touch(room)
+        self.stored(room.code)
         return seat, token
 
     def _add_ai(self, room: Room) -> None:
@@ -165,6 +267,8 @@ class Rooms:
         anybody's ``leave``. Returns the game when it starts. Raises `RoomError`."""
         kind = frame.get("type")
         host = seat == HUMAN
+        if room.starting:
+            raise RoomError("starting", "the game is starting")
         if kind == "leave":
             if host:
                 self.close(room, "the host closed the room")
@@ -174,6 +278,7 @@ class Rooms:
                     if held == seat:  # let go: a socket of a seat given up cannot act for its next holder
                         room.listeners.pop(queue, None)
                         _offer(queue, None)
+                self.stored(room.code)
             return None
         if kind not in ("add_ai", "remove", "level", "start"):
             raise RoomError("bad_frame", "unknown lobby frame (expected add_ai, remove, level, start, leave)")
@@ -197,6 +302,7 @@ class Rooms:
             self._set_level(room, frame)
         else:
             return self.start(room)
+        self.stored(room.code)
         return None
 
     @staticmethod
@@ -217,22 +323,43 @@ class Rooms:
             raise RoomError("bad_seat", "no such AI seat to set the level of")
         ai.level = str(level)
 
-    def start(self, room: Room) -> GameSession:
-        """Start the room's game (the seats as they are). Raises `RoomError` when the seats do not
-        make a game the rules allow, and what `GameManager.open` raises."""
+    def _game(self, room: Room) -> dict[str, Any]:
+        """The room's game as `GameManager.open` takes it (the seats as they are); `RoomError` when
+        the seats do not make a game the rules allow."""
         fewest, most = player_limits(room.game, self.manager.play.room_seats)
         if not fewest <= len(room.seats) <= most:
             raise RoomError("bad_seats", f"{room.game} is played by {fewest} to {most} players, "
                             f"this room has {len(room.seats)}")
-        names = {s.seat: s.name for s in room.seats}
-        friends = {s.seat: s.token_hash for s in room.seats if s.person and s.seat != HUMAN}
-        levels = {s.seat: s.level or room.level for s in room.seats if not s.person}
-        host = room.seats[0].token_hash
-        session = self.manager.open(room.game, names, room.level, None, room.client, False, host_hash=host,
-                                    friends=friends, room=room.code, levels=levels)
+        return dict(game=room.game, names={s.seat: s.name for s in room.seats}, level=room.level, seed=None,
+                    client=room.client, learn=False, host_hash=room.seats[0].token_hash,
+                    friends={s.seat: s.token_hash for s in room.seats if s.person and s.seat != HUMAN},
+                    room=room.code,
+                    levels={s.seat: s.level or room.level for s in room.seats if not s.person})
+
+    def start(self, room: Room) -> GameSession:
+        """Start the room's game, stored on the caller's thread (the lobby socket: `start_async`).
+        Raises `RoomError` (the seats), and what `GameManager.open` raises."""
+        return self._started(room, self.manager.open(**self._game(room)))
+
+    async def start_async(self, room: Room) -> GameSession:
+        """`start`, the game stored in a thread (`GameManager.open_async`); the lobby refuses every
+        request meanwhile (``starting``)."""
+        if room.starting:
+            raise RoomError("starting", "the game is starting")
+        game = self._game(room)
+        room.starting = True
+        try:
+            session = await self.manager.open_async(**game)
+        finally:
+            room.starting = False
+        return self._started(room, session)
+
+    def _started(self, room: Room, session: GameSession) -> GameSession:
+        """The lobby becomes its game: its sockets are sent on to it, its stored row deleted."""
         room.game_id = session.id
         self.started[room.code] = session.id
-        del self.lobbies[room.code]
+        self.lobbies.pop(room.code, None)
+        self.stored(room.code)
         log.info("room %s: game %s started (%d people, %d AI)", room.code, session.id,
                  len(session.people), len(room.seats) - len(session.people))
         started = {"type": "started", "code": room.code, "game_id": session.id, "game": room.game}
@@ -242,10 +369,10 @@ class Rooms:
 
     def again(self, session: GameSession, seat: str) -> dict[str, Any] | None:
         """« Rejouer »: the host (`seat` `HUMAN`) of a room's game that has ended starts a new one with
-        the same seats, names, people (their tokens open their seats again) and AI levels, a new deal.
-        Every socket of the ended game is sent ``{"type": "next_game", "game_id"}`` (and any socket
-        that joins it later), and the room's code leads to the new game. Returns an error frame for
-        `seat` when refused, else None."""
+        the same seats, names, people (their tokens open their seats again) and AI levels, a new deal,
+        stored in a thread (`_next_game`). Every socket of the ended game is then sent
+        ``{"type": "next_game", "game_id"}`` (and any socket that joins it later), and the room's code
+        leads to the new game. Returns an error frame for `seat` when refused, else None."""
         code = session.room_code
         if code is None:
             return error_frame("not_a_room", "only a room's game is played again from its table")
@@ -253,28 +380,41 @@ class Rooms:
             return error_frame("not_host", "only the host may start the next game")
         if session.state.phase != "game_over":
             return error_frame("not_over", "the game is still being played")
-        if session.next_game is None or session.next_game not in self.manager.games:
-            neutral = getattr(session.rules.config, "neutral_drawer", None)
-            names = {p: name for p, name in session.names.items() if p != neutral}
-            friends = {p: session.hashes[p] for p in session.people if p != HUMAN}
-            levels = {p: session.levels.get(p, session.level).name for p in names if p not in session.hashes}
-            client = self.manager.owners.get(session.id, f"room:{code}")  # a resumed game has no owner
-            try:
-                new = self.manager.open(session.kind, names, session.level.name, None, client, False,
-                                        host_hash=session.hashes[HUMAN], friends=friends, room=code,
-                                        levels=levels)
-            except Exception as error:  # TooManyGames, RateLimited, Unavailable, a refused store...
-                log.info("room %s: next game refused: %s", code, error)
-                return error_frame("cannot_start", "the server cannot start the next game now; retry later")
-            session.next_game = new.id
-            self.started[code] = new.id
-            log.info("room %s: game %s follows game %s", code, new.id, session.id)
-        session.send(session.next_frame())
+        if session.next_game is not None and session.next_game in self.manager.games:
+            session.send(session.next_frame())
+        elif code not in self.opening:  # asked twice meanwhile: the one game under way
+            self.opening.add(code)
+            self._keep(asyncio.get_running_loop().create_task(self._next_game(session, code)))
         return None
+
+    async def _next_game(self, session: GameSession, code: str) -> None:
+        neutral = getattr(session.rules.config, "neutral_drawer", None)
+        names = {p: name for p, name in session.names.items() if p != neutral}
+        friends = {p: session.hashes[p] for p in session.people if p != HUMAN}
+        levels = {p: session.levels.get(p, session.level).name for p in names if p not in session.hashes}
+        client = self.manager.owners.get(session.id, f"room:{code}")  # a resumed game has no owner
+        try:
+            new = await self.manager.open_async(session.kind, names, session.level.name, None, client, False,
+                                                host_hash=session.hashes[HUMAN], friends=friends, room=code,
+                                                levels=levels)
+        except Exception as error:  # TooManyGames, RateLimited, Unavailable, a refused store...
+            log.info("room %s: next game refused: %s", code, error)
+            refused = error_frame("cannot_start", "the server cannot start the next game now; retry later")
+            for queue, held in list(session.listeners.items()):
+                if held == HUMAN:
+                    _offer(queue, refused)
+            return
+        finally:
+            self.opening.discard(code)
+        session.next_game = new.id
+        self.started[code] = new.id
+        log.info("room %s: game %s follows game %s", code, new.id, session.id)
+        session.send(session.next_frame())
 
     def close(self, room: Room, why: str) -> None:
         """Close a lobby: its sockets are told and let go."""
         self.lobbies.pop(room.code, None)
+        self.stored(room.code)
         for queue in list(room.listeners):
             _offer(queue, error_frame("room_closed", why))
             _offer(queue, None)
@@ -370,7 +510,11 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
                 continue
             try:
                 rooms.touch(room)
-                rooms.request(room, seat, read_lobby_frame(message.get("text") or ""))
+                frame = read_lobby_frame(message.get("text") or "")
+                if frame["type"] == "start" and seat == HUMAN:
+                    await rooms.start_async(room)  # the game stored off the event loop
+                else:
+                    rooms.request(room, seat, frame)
             except RoomError as error:
                 _offer(queue, error.to_frame())
             except StoreError as error:  # the details (a file path, a host) go to the server log only
