@@ -601,7 +601,9 @@ def test_a_room_resumes_its_round_after_a_lost_socket(server: Server) -> None:
             assert back["type"] == "welcome" and back["resumed"] is True
             assert back["session"] == welcome["session"]
             assert back["resume_token"] != welcome["resume_token"]
-            assert back["round"] == {"round": "r", "strokes": 1, "said": said, "open_stroke": False}
+            kept = back["round"]
+            assert (kept["round"], kept["strokes"], kept["open_stroke"]) == ("r", 1, False)
+            assert kept["said"][:len(said)] == said  # and any word said after the room stopped reading
             await again.send({"type": "stroke", "stroke": square()[1]})
             over = await again.ask({"type": "round_end"})
             while over["type"] != "round_over":
