@@ -535,6 +535,8 @@ def test_candidates_and_players_guesses_are_normalised(server: Server) -> None:
     assert start["candidates"] == ["square", "circle", "triangle"]
     heard = next(e for e in transcript["events"] if e["kind"] == "player_guess")
     assert heard["key"] == "square"
+    said_in_round = [e["label"] for e in transcript["events"] if e["kind"] == "guess"]
+    assert "square" not in said_in_round  # every word said, read or not by the room before round_end
 
 
 def test_every_frame_type_counts_toward_flooding(tight: Server) -> None:
