@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from service.play.manager import GameManager
     from service.play.session import GameSession
 
+OPENING_S = 30.0  # a new game still not open after this long was never created: its lease goes
 log = logging.getLogger("griffon.replicas")
 ENV_PREFIX = "GRIFFON_REPLICA_"
 
@@ -134,6 +136,7 @@ class Ownership:
         self.replica, self.manager, self.settings = replica, manager, replica.settings
         self.leases = Leases(manager.store, replica.holder, replica.address, replica.settings.lease_s)
         self.fences: dict[str, int] = {}  # game id -> the fence of our lease
+        self.opening: dict[str, float] = {}  # game id -> when its lease was claimed, while it is stored
         self.taking: dict[str, asyncio.Task[GameSession | None]] = {}
         self.task: asyncio.Task[None] | None = None
         self.taken = self.lost_count = 0
@@ -166,6 +169,7 @@ class Ownership:
         if lease is None or lease.holder != self.replica.holder:
             raise StoreError(f"game {game_id!r}: its lease is held elsewhere")
         self.fences[game_id] = lease.fence
+        self.opening[game_id] = time.monotonic()  # not open yet: its lease is kept, not given up
 
     def stand_down(self, game_id: str) -> None:
         """Stop driving a game another replica took, without writing: its tasks stop, its sockets
@@ -198,9 +202,13 @@ class Ownership:
     async def round(self) -> None:
         """One renewal and one look for games to take over."""
         games = self.manager.games
+        now = time.monotonic()
+        for gid, since in list(self.opening.items()):  # open now, or its creation failed long ago
+            if gid in games or now - since > OPENING_S:
+                del self.opening[gid]
         held = {gid: (fence, games[gid].now()) for gid, fence in self.fences.items()
                 if gid in games and not games[gid].moved}
-        closed = tuple(gid for gid in self.fences if gid not in games)
+        closed = tuple(gid for gid in self.fences if gid not in games and gid not in self.opening)
         if closed:
             await asyncio.to_thread(self.leases.release, {}, closed)
             for gid in closed:
