@@ -273,11 +273,7 @@ class Rooms:
             if host:
                 self.close(room, "the host closed the room")
             else:
-                room.seats = [s for s in room.seats if s.seat != seat]
-                for queue, held in list(room.listeners.items()):
-                    if held == seat:  # let go: a socket of a seat given up cannot act for its next holder
-                        room.listeners.pop(queue, None)
-                        _offer(queue, None)
+                _give_up(room, seat)
                 self.stored(room.code)
             return None
         if kind not in ("add_ai", "remove", "level", "start"):
@@ -293,11 +289,7 @@ class Rooms:
             target = frame.get("seat")
             if target == HUMAN or not any(s.seat == target for s in room.seats):
                 raise RoomError("bad_seat", "no such seat to remove (the host's cannot be)")
-            room.seats = [s for s in room.seats if s.seat != target]
-            for queue, held in list(room.listeners.items()):
-                if held == target:  # the person removed is told, then let go
-                    _offer(queue, error_frame("removed", "the host removed your seat"))
-                    _offer(queue, None)
+            _give_up(room, target, error_frame("removed", "the host removed your seat"))
         elif kind == "level":
             self._set_level(room, frame)
         else:
@@ -569,6 +561,18 @@ async def _join(websocket: WebSocket, rooms: Rooms, room: Room, limit: RateLimit
             continue
         await websocket.send_json({"type": "joined", "code": room.code, "seat": seat, "token": token})
         return seat
+
+
+def _give_up(room: Room, seat: str, why: dict[str, Any] | None = None) -> None:
+    """Take `seat` out of the lobby and let its sockets go (told `why` first): a socket of a seat
+    given up cannot act for the seat's next holder."""
+    room.seats = [s for s in room.seats if s.seat != seat]
+    for queue, held in list(room.listeners.items()):
+        if held == seat:
+            room.listeners.pop(queue, None)
+            if why is not None:
+                _offer(queue, why)
+            _offer(queue, None)
 
 
 async def _send_lobby(websocket: WebSocket, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
