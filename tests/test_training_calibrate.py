@@ -93,3 +93,21 @@ def test_calibration_refuses_to_write_over_its_inputs(
         write_with_temperature(model, model, 0.7, "by hand")
     assert {path: path.read_bytes() for path in (model, reference)} == before
     assert not applied.exists()
+
+
+def test_match_takes_a_student_that_held_dev_out_and_refuses_one_that_does_not_say(
+    tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reference = tmp_path / "reference.pt"
+    write_with_temperature(tiny_checkpoint, reference, 0.45, "by hand")
+    cache = ["--data", str(fixture_data), "--cache", str(tmp_path / "cache")]
+    payload = torch.load(tiny_checkpoint, weights_only=True)
+    for holdout, name in (("dev", "held-dev.pt"), (None, "unsaid.pt")):
+        payload["training"] = {**payload["training"], "holdout": holdout}
+        torch.save(payload, tmp_path / name)
+    main(["--model", str(tmp_path / "held-dev.pt"), "--match", str(reference), *cache,
+          "--out", str(tmp_path / "dev-calibrated.pt")])
+    assert json.loads(capsys.readouterr().out)["temperature"] == pytest.approx(0.45, abs=0.011)
+    with pytest.raises(CheckpointError, match="does not say it held the validation split out"):
+        main(["--model", str(tmp_path / "unsaid.pt"), "--match", str(reference), *cache,
+              "--out", str(tmp_path / "unsaid-calibrated.pt")])

@@ -94,11 +94,13 @@ def match_temperature(logits: torch.Tensor, reference: torch.Tensor, grid: np.nd
 
 def matched(model: Path, reference: Path, split: str, data: Path, cache: Path) -> tuple[float, str]:
     """``--match``: the temperature of ``model`` that matches the calibrated ``reference`` on
-    ``split``; refused when either held the validation split in (it must stay untouched)."""
+    ``split``; refused when either does not say it held the validation split out (``val``, or ``dev``:
+    the band within the training split, validation never being trained on)."""
     student, teacher = Guesser.load(model, backend="torch"), Guesser.load(reference, backend="torch")
     for path, guesser in ((model, student), (reference, teacher)):
-        if guesser.metadata.get("training", {}).get("holdout") != "val":
-            raise CheckpointError(f"{path} did not hold out 'val': --match needs two shipped-recipe models")
+        if guesser.metadata.get("training", {}).get("holdout") not in ("val", "dev"):
+            raise CheckpointError(f"{path} does not say it held the validation split out: --match needs "
+                                  "two models trained by `griffon train`")
     if student.labels != teacher.labels:
         raise CheckpointError(f"{model} and {reference} do not share their class list")
     logits, _ = split_logits(student, split, data, cache)
