@@ -128,9 +128,11 @@ async def relay(websocket: WebSocket, workers: Workers, owner: int, client: str)
 
 
 async def relay_to(websocket: WebSocket, address: str, secret: str, client: str,
-                   timeout_s: float = 3.0) -> bool:
+                   timeout_s: float = 3.0, first: str | None = None) -> bool:
     """`relay` to another replica at ``address`` (host:port) over TCP: the replica that holds the
-    game (`service.replicas`). False, the socket left open, when that replica cannot be reached."""
+    game or the bot room (`service.replicas`). False, the socket left open, when that replica
+    cannot be reached. ``first``: a frame this replica already read (a bot room's ``hello``),
+    sent upstream before the others."""
     path, headers = _relayed(websocket, secret, client)
     try:
         upstream = await websockets.asyncio.client.connect(
@@ -139,7 +141,7 @@ async def relay_to(websocket: WebSocket, address: str, secret: str, client: str,
         )
     except (OSError, TimeoutError, websockets.exceptions.WebSocketException):
         return False
-    await _carry(websocket, upstream)
+    await _carry(websocket, upstream, first)
     return True
 
 
@@ -154,11 +156,13 @@ def _relayed(websocket: WebSocket, secret: str, client: str) -> tuple[str, dict[
     return path, headers
 
 
-async def _carry(websocket: WebSocket, upstream: ClientConnection) -> None:
-    """Frames both ways until either side closes."""
+async def _carry(websocket: WebSocket, upstream: ClientConnection, first: str | None = None) -> None:
+    """Frames both ways until either side closes (``first``: sent upstream before the others)."""
     async with upstream:
         down = asyncio.create_task(_downstream(upstream, websocket))
         try:
+            if first is not None:
+                await upstream.send(first)
             while True:
                 message = await websocket.receive()
                 if message["type"] == "websocket.disconnect":

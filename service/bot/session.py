@@ -97,7 +97,10 @@ class Transcript:
 
     def add(self, kind: str, round_id: Any, t: float | None, **data: Any) -> None:
         """Record one event (``t``: seconds since the round started), if it fits in ``limit`` bytes."""
-        event = {"kind": kind, "round": round_id, "t": None if t is None else round(t, 3)} | data
+        self.add_event({"kind": kind, "round": round_id, "t": None if t is None else round(t, 3)} | data)
+
+    def add_event(self, event: Frame) -> None:
+        """Record one event as it is (a stored one), if it fits in ``limit`` bytes."""
         size = len(json.dumps(event, ensure_ascii=False).encode("utf-8"))
         if self.bytes + size > self.limit:
             self.dropped += 1
@@ -155,6 +158,7 @@ class Round:
     said: list[_Said] = field(default_factory=list)
     gestures: list[tuple[str, str]] = field(default_factory=list)
     found_by: str | None = None
+    events_from: int = 0  # the transcript's events before this round's (service.bot.memory)
 
 
 class BotSession:
@@ -176,6 +180,7 @@ class BotSession:
         self.y = "down"  # which way the room's y axis points ("up": flipped on the way in)
         self.resume_token = secrets.token_urlsafe(24)
         self.detached_at: float | None = None  # when the socket was lost (None: attached)
+        self.moved = False  # another replica drives this room now (service.replicas): never written again
         self.round: Round | None = None
         self.transcript = Transcript(session_id, None, None, self.settings.transcript_bytes)
         self.budget_key = f"bot:{session_id}"
@@ -262,6 +267,7 @@ class BotSession:
             frame.round, frame.game, frame.language, level.name, candidates, frame.duration_s,
             seed, self.clock(), self.shared.guesser.session(candidates, top_k=ANALYSIS_TOP), policy, pace,
         )
+        self.round.events_from = len(self.transcript.events)
         self.transcript.rounds += 1
         self.transcript.add(
             "round_start", frame.round, 0.0, game=frame.game, language=frame.language,
