@@ -201,3 +201,62 @@ def test_a_room_rebuilt_from_its_memory_goes_on_with_its_round(tiny_checkpoint: 
             await shared.inference.aclose()
 
     asyncio.run(scenario())
+
+
+# -- a whole server restarted on SQLite ------------------------------------------------------------
+
+
+def test_a_room_resumes_its_round_after_its_server_was_killed_or_stopped(tiny_checkpoint: Path,
+                                                                          tmp_path: Path) -> None:
+    """One server on SQLite, killed (SIGKILL) mid-round, then stopped cleanly (SIGTERM): each time
+    the server started again on the same database takes the room back with its round."""
+    import json
+    import os
+    import signal
+
+    from websockets.sync.client import connect
+
+    from griffon.launch import eventually, patient, running_server
+
+    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_DATA_DIR": str(tmp_path)}
+
+    def until(ws: Any, kind: str) -> dict[str, Any]:
+        while (frame := json.loads(ws.recv(timeout=patient(10))))["type"] != kind:
+            assert frame["type"] != "error", frame
+        return frame
+
+    def hello(url: str, resume: dict[str, str] | None = None) -> tuple[Any, dict[str, Any]]:
+        ws = connect(url + "/v1/bot", open_timeout=patient(5)).__enter__()
+        ws.send(json.dumps({"type": "hello", "versions": [2], "analysis": True}
+                           | ({"resume": resume} if resume else {})))
+        return ws, until(ws, "welcome")
+
+    drawing = strokes()
+    with running_server(env) as server:
+        ws, welcome = hello(server.ws_url)
+        ws.send(json.dumps({"type": "round_start", "round": 7, "candidates": WORDS, "pace": "instant",
+                            "difficulty": "hard", "seed": 2}))
+        until(ws, "round_ready")
+        ws.send(json.dumps({"type": "stroke", "stroke": drawing[0]}))
+        assert until(ws, "analysis")["strokes"] == 1
+        os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait(timeout=30)
+    with running_server(env) as server:
+        resume = {"session": welcome["session"], "token": welcome["resume_token"]}
+        ws, back = hello(server.ws_url, resume)
+        assert back["resumed"] is True and back["round"]["round"] == 7 and back["round"]["strokes"] == 1
+        assert back["transcript_key"] == welcome["transcript_key"]
+        ws.send(json.dumps({"type": "stroke", "stroke": drawing[1]}))
+        assert until(ws, "analysis")["strokes"] == 2
+        server.process.terminate()  # a clean stop keeps the room's memory for its resume
+        server.process.wait(timeout=30)
+    with running_server(env) as server:
+        resume = {"session": welcome["session"], "token": back["resume_token"]}
+        ws, again = hello(server.ws_url, resume)
+        assert again["resumed"] is True and again["round"]["strokes"] == 2
+        assert again["round"]["said"][:len(back["round"]["said"])] == back["round"]["said"]
+        ws.send(json.dumps({"type": "bye"}))
+        until(ws, "bye")
+        with open_store(StoreSettings(data_dir=tmp_path)) as db:
+            eventually(lambda: db.load_bot_room(welcome["session"]) is None, 10,
+                       "a room that said bye kept its memory")
