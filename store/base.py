@@ -145,6 +145,7 @@ class BotRoomRecord:
     events: list[dict[str, Any]] = field(default_factory=list)
     key_id: str | None = None
     created_at: float | None = None
+    strokes: list[str] = field(default_factory=list)  # each stroke as JSON, encoded once by its writer
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ class StoredBotRoom:
     events: list[dict[str, Any]]
     created_at: float
     age: float
+    strokes: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -499,8 +501,8 @@ class Store(ABC):
     def save_bot_rooms(self, rooms: Sequence[BotRoomRecord], deleted: Sequence[str] = (),
                        max_bytes: int = MAX_BOT_ROOM_BYTES) -> None:
         """Insert or replace bot rooms' memory and delete others', in one transaction: each room's
-        state and events take at most ``max_bytes`` of JSON together (the last events are cut to
-        fit); `BadRecord` for a state alone over it (nothing written)."""
+        state, strokes and events take at most ``max_bytes`` of JSON together (the last events are
+        cut to fit); `BadRecord` for a state and strokes over it (nothing written)."""
 
     @abstractmethod
     def load_bot_room(self, session: str) -> StoredBotRoom | None:
@@ -984,40 +986,46 @@ class SqlStore(Store):
             _check_id(room.token_hash, "resume token hash")
             if room.key_id is not None:
                 _check_id(room.key_id, "bot key id")
+            if not all(isinstance(s, str) and s.startswith("[") for s in room.strokes):
+                raise BadRecord(f"bot room {room.session}: each stroke is given as its JSON list")
+            strokes = "[" + ",".join(room.strokes) + "]"
             text = to_json(room.state, limit - 2, f"bot room {room.session}'s state")
-            size = len(text.encode("utf-8"))
+            size = len(text.encode("utf-8")) + len(strokes.encode("utf-8"))
+            if size > limit - 2:
+                raise BadRecord(f"bot room {room.session}'s state and strokes are larger than {limit} bytes")
             events = to_json(fit_events(room.events, limit - size)[0], limit - size, "the bot room's events")
             created = time.time() if room.created_at is None else float(room.created_at)
             total = size + len(events.encode("utf-8"))
-            rows.append((room.session, room.token_hash, room.key_id, text, events, total, created))
+            rows.append((room.session, room.token_hash, room.key_id, text, strokes, events, total, created))
         gone = [_check_id(session, "bot room session") for session in deleted]
         with self.lock, self.write():
             for row in rows:
                 self.run(
-                    "INSERT INTO bot_rooms (session, token_hash, key_id, state, events, bytes, created_at, "
-                    f"updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {self.now_sql}) ON CONFLICT (session) DO "
-                    "UPDATE SET token_hash = excluded.token_hash, key_id = excluded.key_id, "
-                    "state = excluded.state, events = excluded.events, bytes = excluded.bytes, "
-                    "updated_at = excluded.updated_at", row,
+                    "INSERT INTO bot_rooms (session, token_hash, key_id, state, strokes, events, bytes, "
+                    f"created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {self.now_sql}) ON CONFLICT "
+                    "(session) DO UPDATE SET token_hash = excluded.token_hash, key_id = excluded.key_id, "
+                    "state = excluded.state, strokes = excluded.strokes, events = excluded.events, "
+                    "bytes = excluded.bytes, updated_at = excluded.updated_at", row,
                 )
             for session in gone:
                 self.run("DELETE FROM bot_rooms WHERE session = ?", (session,))
 
     def load_bot_room(self, session: str) -> StoredBotRoom | None:
         found = self.rows(
-            f"SELECT session, token_hash, key_id, state, events, created_at, {self.now_sql} - updated_at "
-            "FROM bot_rooms WHERE session = ?", (session,),
+            f"SELECT session, token_hash, key_id, state, strokes, events, created_at, {self.now_sql} - "
+            "updated_at FROM bot_rooms WHERE session = ?", (session,),
         )
         if not found:
             return None
-        sid, token_hash, key_id, state, events, created, age = found[0]
+        sid, token_hash, key_id, state, strokes, events, created, age = found[0]
         try:
-            data, listed = json.loads(state), json.loads(events)
+            data, drawn, listed = json.loads(state), json.loads(strokes), json.loads(events)
         except ValueError as error:
             raise BadRecord(f"bot room {sid}: its stored state is not JSON: {error}") from None
-        if not isinstance(data, dict) or not isinstance(listed, list):
-            raise BadRecord(f"bot room {sid}: its stored state is not a JSON object and a list of events")
-        return StoredBotRoom(sid, token_hash, key_id, data, listed, float(created), max(0.0, float(age)))
+        if not isinstance(data, dict) or not isinstance(drawn, list) or not isinstance(listed, list):
+            raise BadRecord(f"bot room {sid}: its stored state is not a JSON object and lists")
+        return StoredBotRoom(sid, token_hash, key_id, data, listed, float(created), max(0.0, float(age)),
+                             drawn)
 
     def prune_bot_rooms(self, older_than_s: float) -> int:
         with self.lock, self.write():

@@ -18,7 +18,7 @@ import pytest
 from service.app import start_shared
 from service.bot.memory import BadMemory, restore, seal, snapshot, unseal
 from service.bot.protocol import Hello, PlayerGuess, RoundStart, Verdict
-from service.bot.session import BotSession
+from service.bot.session import BotSession, stroke_text
 from service.settings import Settings
 from store import BadRecord, BotRoomRecord, hash_token, open_store
 from store.background import BackgroundWriter
@@ -39,14 +39,14 @@ def db(tmp_path: Path) -> Iterator[SqlStore]:
 
 def room(session: str = "s1", token: str = "tok", **state: Any) -> BotRoomRecord:
     return BotRoomRecord(session, hash_token(token), {"format": 1} | state,
-                         [{"kind": "stroke", "round": "r", "t": 1.0}], "k1", 100.0)
+                         [{"kind": "stroke", "round": "r", "t": 1.0}], "k1", 100.0, ["[[1,2],[3,4],[0,5]]"])
 
 
 def test_a_room_s_memory_is_stored_read_back_and_deleted(db: SqlStore) -> None:
-    db.save_bot_rooms([room(strokes=[[[1, 2], [3, 4], [0, 5]]])])
+    db.save_bot_rooms([room(said=["chien"])])
     found = db.load_bot_room("s1")
     assert found is not None
-    assert found.state["strokes"] == [[[1, 2], [3, 4], [0, 5]]]
+    assert found.strokes == [[[1, 2], [3, 4], [0, 5]]] and found.state["said"] == ["chien"]
     assert found.events == [{"kind": "stroke", "round": "r", "t": 1.0}]
     assert (found.key_id, found.created_at) == ("k1", 100.0)
     assert found.token_hash == hash_token("tok") and 0 <= found.age < 60
@@ -66,9 +66,12 @@ def test_a_room_s_events_are_cut_to_its_bound_and_a_state_over_it_refused(db: Sq
     assert kept is not None and 0 < len(kept.events) < 200
     assert kept.events == events[:len(kept.events)]  # the first ones, as a transcript's
     assert db.rows("SELECT bytes FROM bot_rooms")[0][0] <= 4096
-    huge = {"format": 1, "strokes": [[list(range(2000)), list(range(2000))]]}
+    huge = stroke_text([list(range(1000)), list(range(1000)), list(range(1000))])
+    with pytest.raises(BadRecord, match="larger than"):  # refused whole: a drawing is never cut
+        db.save_bot_rooms([BotRoomRecord("s2", hash_token("t"), {"format": 1}, strokes=[huge])],
+                          max_bytes=4096)
     with pytest.raises(BadRecord, match="larger than"):
-        db.save_bot_rooms([BotRoomRecord("s2", hash_token("t"), huge)], max_bytes=4096)
+        db.save_bot_rooms([BotRoomRecord("s2", hash_token("t"), {"x": "y" * 5000})], max_bytes=4096)
     assert db.load_bot_room("s2") is None
 
 
@@ -78,6 +81,7 @@ def test_a_room_s_events_are_cut_to_its_bound_and_a_state_over_it_refused(db: Sq
     (BotRoomRecord("s", "", {}), "token hash"),
     (BotRoomRecord("s", "h", {"x": float("nan")}), "not JSON"),
     (BotRoomRecord("s", "h", {"x": object()}), "not JSON"),
+    (BotRoomRecord("s", "h", {}, strokes=[{"x": 1}]), "JSON list"),  # type: ignore[list-item]
 ])
 def test_a_bad_room_record_is_refused_with_a_clear_error(db: SqlStore, bad: BotRoomRecord,
                                                          match: str) -> None:
@@ -192,11 +196,11 @@ def test_a_room_rebuilt_from_its_memory_goes_on_with_its_round(tiny_checkpoint: 
             again.on_verdict(Verdict(type="verdict", guess_id=said[0]["guess_id"], correct=True))
             assert again.round.found_by == "bot"
 
-            damaged = stored.state | {"round": stored.state["round"] | {"strokes": [[["x"], [1], [0]]]}}
-            for bad in (damaged, {"format": 99}, stored.state | {"round": {"difficulty": "nope"}}):
+            bad_drawing = replace(stored, strokes=[[["x"], [1], [0]]])
+            for bad in (bad_drawing, replace(stored, state={"format": 99}),
+                        replace(stored, state=stored.state | {"round": {"difficulty": "nope"}})):
                 with pytest.raises(BadMemory):  # a clear refusal: the room starts afresh
-                    await restore(BotSession(shared, "room-1"), replace(stored, state=bad),
-                                  first.resume_token, None)
+                    await restore(BotSession(shared, "room-1"), bad, first.resume_token, None)
         finally:
             await shared.inference.aclose()
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from games.ai import AILevelError, KontourGuesser, load_level
 from model.strokes import DrawingError
-from service.bot.session import ANALYSIS_TOP, BotSession, Round, Transcript, _Said, instant
+from service.bot.session import ANALYSIS_TOP, BotSession, Round, Transcript, _Said, instant, stroke_text
 from service.errors import ServiceError
 from service.inference import Overloaded
 from store import BotRoomRecord, StoredBotRoom, hash_token
@@ -76,7 +76,7 @@ def snapshot(session: BotSession, key_id: str | None) -> BotRoomRecord:
             "round": rnd.round_id, "game": rnd.game, "language": rnd.language, "difficulty": rnd.difficulty,
             "candidates": rnd.candidates, "duration_s": rnd.duration_s, "seed": rnd.seed, "pace": rnd.pace,
             "elapsed_s": round(session.clock() - rnd.t0, 3),
-            "strokes": list(rnd.strokes), "heard": sorted(rnd.heard),
+            "heard": sorted(rnd.heard),
             "said": [[s.guess_id, s.key, s.text] for s in rnd.said],
             "gestures": [list(g) for g in rnd.gestures], "found_by": rnd.found_by, "events": len(events),
         }
@@ -90,8 +90,9 @@ def snapshot(session: BotSession, key_id: str | None) -> BotRoomRecord:
         },
         "round": round_state,
     }
+    strokes = list(rnd.stroke_texts) if rnd is not None else []
     return BotRoomRecord(session.id, hash_token(session.resume_token), state, events, key_id,
-                         transcript.started_at)
+                         transcript.started_at, strokes)
 
 
 def _field(data: Frame, name: str, kind: type | tuple[type, ...]) -> Any:
@@ -141,7 +142,7 @@ async def _restore(session: BotSession, stored: StoredBotRoom, token: str,
     session.transcript = transcript
     data = state.get("round")
     session.round = None if data is None else await _restore_round(session, _field(state, "round", dict),
-                                                                   stored.age)
+                                                                   stored.strokes, stored.age)
     if data is not None:
         events = [e for e in stored.events if isinstance(e, dict)]
         for event in events:
@@ -151,7 +152,7 @@ async def _restore(session: BotSession, stored: StoredBotRoom, token: str,
                    stored_age_s=round(stored.age, 3))
 
 
-async def _restore_round(session: BotSession, data: Frame, age: float) -> Round:
+async def _restore_round(session: BotSession, data: Frame, strokes: list[Any], age: float) -> Round:
     try:
         level = load_level(_field(data, "difficulty", str))
     except AILevelError as error:
@@ -161,7 +162,6 @@ async def _restore_round(session: BotSession, data: Frame, age: float) -> Round:
     if candidates is not None and not (isinstance(candidates, list)
                                        and all(isinstance(c, str) for c in candidates)):
         raise BadMemory("stored bot room: 'candidates' is not a list of words")
-    strokes = _field(data, "strokes", list)
     said = [_Said(int(i), str(k), str(t)) for i, k, t in _field(data, "said", list)]
     heard = {str(w) for w in _field(data, "heard", list)}
     gestures = [(str(kind), str(word)) for kind, word in _field(data, "gestures", list)]
@@ -201,6 +201,7 @@ async def _restore_round(session: BotSession, data: Frame, age: float) -> Round:
     rnd = Round(data.get("round"), str(data.get("game", "")), str(data.get("language", "fr")), level.name,
                 candidates, duration, seed, session.clock() - elapsed, recognizer, policy, pace)
     rnd.strokes = [list(map(list, s)) for s in strokes]
+    rnd.stroke_texts = [stroke_text(s) for s in rnd.strokes]
     rnd.stroke_points = [len(s[0]) for s in strokes]
     rnd.heard, rnd.said, rnd.gestures = heard, said, gestures
     rnd.found_by = data.get("found_by") if isinstance(data.get("found_by"), str) else None

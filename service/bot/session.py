@@ -154,6 +154,7 @@ class Round:
     open_stroke: list[list[float]] | None = None
     stroke_points: list[int] = field(default_factory=list)  # points of each stroke on the canvas
     strokes: list[list[list[float]]] = field(default_factory=list)  # as sent, with the round's time
+    stroke_texts: list[str] = field(default_factory=list)  # each stroke as JSON (service.bot.memory)
     heard: set[str] = field(default_factory=set)  # wrong words said by other players
     said: list[_Said] = field(default_factory=list)
     gestures: list[tuple[str, str]] = field(default_factory=list)
@@ -404,6 +405,7 @@ class BotSession:
         rnd.stroke_points.append(len(stroke[0]))
         rnd.strokes.append([list(stroke[0]), list(stroke[1]),
                             list(stroke[2]) if len(stroke) > 2 else [elapsed_ms] * len(stroke[0])])
+        rnd.stroke_texts.append(stroke_text(rnd.strokes[-1]))
 
     def _check_size(self, rnd: Round, points: int, ref: Any) -> None:
         limit_strokes, limit_points = self.settings.max_strokes, self.settings.max_points
@@ -424,6 +426,7 @@ class BotSession:
         rnd.stroke_points.pop()
         if rnd.strokes:
             rnd.strokes.pop()
+            rnd.stroke_texts.pop()
         rnd.session.undo()
         if rnd.session.stroke_count == 0:
             return self.on_clear(ref)
@@ -435,6 +438,7 @@ class BotSession:
         rnd.open_stroke = None
         rnd.stroke_points.clear()
         rnd.strokes.clear()
+        rnd.stroke_texts.clear()
         rnd.session.clear()
         old = rnd.policy
         rnd.policy = KontourGuesser(
@@ -535,6 +539,11 @@ class BotSession:
     def _word(self, key: str) -> str:
         return self.shared.french_word(key)
 
+
+
+def stroke_text(stroke: list[list[float]]) -> str:
+    """A kept stroke as compact JSON, encoded once: a room's stored memory is made of them."""
+    return json.dumps(stroke, separators=(",", ":"), allow_nan=False)
 
 
 def _level_names() -> list[str]:
