@@ -8,11 +8,13 @@ owner over the owner's private Unix socket (:func:`relay`): the page and the bot
 server. The relayed handshake carries the client's address and ``Origin`` and the workers' shared
 secret (:class:`RelayedClient` restores the address), so budgets and checks see the real client.
 
-Bot rooms live where their socket lands; stateless HTTP calls are served by any worker. The
-workers share the database: each resumes the stored games it owns at start.
+Bot rooms live where their socket lands (with several workers, a room resumes on its own worker
+only: rooms' memory is stored for a single process or for replicas); stateless HTTP calls are
+served by any worker. The workers share the database: each resumes the stored games it owns at start.
 
-Replicas (`service.replicas`: several servers on one PostgreSQL database) relay a game's socket to
-the replica that holds its lease the same way, over TCP (:func:`relay_to`), with their own secret.
+Replicas (`service.replicas`: several servers on one PostgreSQL database) relay a game's socket,
+or a bot room's resuming ``hello``, to the replica that holds its lease the same way, over TCP
+(:func:`relay_to`), with their own secret.
 """
 
 from __future__ import annotations
