@@ -270,7 +270,9 @@ class BotRegistry:
 
     # -- rooms' memory in the database (service.bot.memory) ----------------------------------------
     def _stored(self, session: BotSession) -> bool:
-        return self.rooms is not None and session.version == 2 and not session.moved
+        """Whether the room's memory is kept in the database (a room that may resume)."""
+        return (self.rooms is not None and self.settings.bot_resume_s > 0 and session.version == 2
+                and not session.moved)
 
     def remember(self, session: BotSession) -> Future[None] | None:
         """Queue the room's memory for the database (the latest replaces a waiting one); the
@@ -299,7 +301,7 @@ class BotRegistry:
             return not session.moved
         try:
             await asyncio.wrap_future(future)
-        except StoreError as error:
+        except Exception as error:  # the store's refusal, or a record it could not write
             if is_lease_lost(error):
                 self.stand_down(session.id)
                 return False
