@@ -121,9 +121,9 @@ SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
         "game_idle_timeout_s", "max_game_sockets", "guess_rate", "guess_burst",
     ),
     "bots": (
-        "max_bot_sessions", "bot_idle_timeout_s", "bot_tick_s", "bot_resume_s", "transcript_bytes",
-        "transcript_save_s", "transcripts_kept", "list_bot_sessions", "accept_room_drawings",
-        "room_drawings_per_day", "bot_keys_required", "bot_keys_refresh_s",
+        "max_bot_sessions", "bot_idle_timeout_s", "bot_tick_s", "bot_resume_s", "bot_room_bytes",
+        "transcript_bytes", "transcript_save_s", "transcripts_kept", "list_bot_sessions",
+        "accept_room_drawings", "room_drawings_per_day", "bot_keys_required", "bot_keys_refresh_s",
     ),
 }  # fmt: skip
 

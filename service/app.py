@@ -396,7 +396,12 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.push_async_callback(keys.aclose)
             refresher = asyncio.create_task(keys.refresh_forever(), name="bot-keys")
             release.callback(refresher.cancel)
-            app.state.bots = bot.BotRegistry(settings, archive, writer, keys=keys)
+            writer.room_bytes = settings.bot_room_bytes
+            # rooms' memory in the database: one process (or one replica) knows which rooms it holds
+            app.state.bots = bot.BotRegistry(settings, archive, writer, keys=keys,
+                                             rooms=store if workers is None else None)
+            upkeep = asyncio.create_task(app.state.bots.upkeep_forever(), name="bot-rooms")
+            release.callback(upkeep.cancel)
             metrics.watch(metrics.rooms, lambda: app.state.bots.live_count)
             metrics.watch(metrics.sockets, lambda: app.state.bots.live_count, kind="bot")
             release.push_async_callback(app.state.bots.aclose)
@@ -404,6 +409,10 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.callback(pruner.cancel)
             release.push_async_callback(play.shutdown, app)
             await play.startup(app)
+            ownership = app.state.play.ownership
+            if ownership is not None:  # a replica: bot rooms are leased too (service.replicas)
+                app.state.bots.ownership = ownership
+                ownership.room_lost = app.state.bots.stand_down
             app.state.capacity = capacity(settings, app)
             # What start-up loaded (the vocabulary, the lexicon, the model: most of the heap) lives
             # as long as the process: out of the collector's sight, a full collection costs a few

@@ -22,8 +22,14 @@ a secret with them (``GRIFFON_REPLICA_SECRET``).
   reached (it died), the socket waits for its lease to run out and the replica it reached takes the
   game over. A relayed socket is never relayed again: a replica it reaches by mistake closes it
   with 1013 and the page reconnects.
-- **Bot rooms** live on the replica their socket reached; a replica that dies drops its rooms,
-  which reconnect (to another replica) and start a new session.
+- **Bot rooms** (protocol version 2) are leased too, under the id ``bot:<session>``
+  (:data:`ROOM_LEASE`), by the replica that drives them: the one their socket reached at ``hello``,
+  or the one that took them over. Their resumable memory is in the database (``bot_rooms``,
+  `service.bot.memory`), fenced like a game's moves. A room whose socket was lost says ``hello``
+  with ``resume`` to whichever replica the balancer picks: that replica relays it to the holder
+  while the holder lives, and takes the room over from its stored memory once the holder's lease
+  ran out (its round, its strokes and the words already said go on). Rooms are not looked for at
+  renewals: a room is taken over only when it comes back.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import contextlib
 import hmac
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,6 +53,7 @@ if TYPE_CHECKING:
     from service.play.session import GameSession
 
 OPENING_S = 30.0  # a new game still not open after this long was never created: its lease goes
+ROOM_LEASE = "bot:"  # the lease id of a bot room: this, then its session id
 log = logging.getLogger("griffon.replicas")
 ENV_PREFIX = "GRIFFON_REPLICA_"
 
@@ -140,6 +147,9 @@ class Ownership:
         self.taking: dict[str, asyncio.Task[GameSession | None]] = {}
         self.task: asyncio.Task[None] | None = None
         self.taken = self.lost_count = 0
+        self.rooms: dict[str, int] = {}  # bot room session id -> the fence of our lease
+        self.rooms_done: set[str] = set()  # rooms over: their leases are deleted at the next renewal
+        self.room_lost: Callable[[str], None] = lambda session: None  # set by the bot rooms' registry
 
     def start(self) -> None:
         """Install the leases (idempotent) and start renewing and taking over."""
@@ -160,6 +170,38 @@ class Ownership:
             await asyncio.to_thread(self.leases.release, clocks)
             await asyncio.to_thread(self.leases.release, None)
         self.fences.clear()
+
+    # -- bot rooms ---------------------------------------------------------------------------------
+    async def claim_room(self, session_id: str) -> Lease | None:
+        """Lease a bot room (a new one, or one whose holder's lease ran out); the lease of another
+        live holder when it has one (None: the database could not say)."""
+        try:
+            lease = await asyncio.to_thread(self.leases.claim, ROOM_LEASE + session_id)
+            if lease is None:
+                return await asyncio.to_thread(self.leases.get, ROOM_LEASE + session_id)
+        except StoreError as error:
+            log.warning("bot room %s: not leased: %s", session_id, error)
+            return None
+        if lease.holder == self.replica.holder:
+            self.rooms[session_id] = lease.fence
+            self.rooms_done.discard(session_id)
+        return lease
+
+    async def room_holder(self, session_id: str) -> Lease | None:
+        """The live lease of another replica on a bot room (None: nobody else drives it now)."""
+        lease = await asyncio.to_thread(self.leases.get, ROOM_LEASE + session_id)
+        if lease is None or lease.expired or lease.holder == self.replica.holder:
+            return None
+        return lease
+
+    def room_over(self, session_id: str) -> None:
+        """A bot room ended for good here: its lease is deleted at the next renewal."""
+        if self.rooms.pop(session_id, None) is not None:
+            self.rooms_done.add(session_id)
+
+    def room_gone(self, session_id: str) -> None:
+        """A bot room another replica took: its lease is no longer ours (nothing is written)."""
+        self.rooms.pop(session_id, None)
 
     # -- new games, fenced writes ------------------------------------------------------------------
     def claim_new(self, game_id: str) -> None:
@@ -213,9 +255,18 @@ class Ownership:
             await asyncio.to_thread(self.leases.release, {}, closed)
             for gid in closed:
                 self.fences.pop(gid, None)
-        kept = await asyncio.to_thread(self.leases.renew, held)
+        rooms = {ROOM_LEASE + sid: (fence, 0.0) for sid, fence in self.rooms.items()}
+        if self.rooms_done:
+            done, self.rooms_done = self.rooms_done, set()
+            await asyncio.to_thread(self.leases.release, {}, tuple(ROOM_LEASE + sid for sid in done))
+        kept = await asyncio.to_thread(self.leases.renew, held | rooms)
         for gid in set(held) - kept:
             self.stand_down(gid)
+        for lease_id in set(rooms) - kept:
+            session_id = lease_id.removeprefix(ROOM_LEASE)
+            if self.rooms.pop(session_id, None) is not None:
+                log.warning("bot room %s: its lease was taken by another replica; standing down", session_id)
+                self.room_lost(session_id)
         room = self.manager.settings.max_sessions - len(games)
         if room > 0:
             for gid in await asyncio.to_thread(self.leases.orphans, min(room, self.settings.claim_batch)):

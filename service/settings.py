@@ -184,6 +184,11 @@ class Settings(BaseModel):
         default=60.0, ge=0, le=3600,
         description="seconds a bot session (protocol 2) waits for its room to resume after a lost socket",
     )
+    bot_room_bytes: int = Field(
+        default=262_144, ge=4_096, le=1_048_576,
+        description="largest stored memory of one bot room (its round's strokes, words said...), in bytes "
+        "of JSON: a resume on another server or after a restart; beyond, only where it lives",
+    )
     transcript_bytes: int = Field(
         default=65_536, ge=1_024, le=1_048_576,
         description="largest bot transcript, in bytes of JSON (live and in the database)",

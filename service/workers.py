@@ -8,11 +8,13 @@ owner over the owner's private Unix socket (:func:`relay`): the page and the bot
 server. The relayed handshake carries the client's address and ``Origin`` and the workers' shared
 secret (:class:`RelayedClient` restores the address), so budgets and checks see the real client.
 
-Bot rooms live where their socket lands; stateless HTTP calls are served by any worker. The
-workers share the database: each resumes the stored games it owns at start.
+Bot rooms live where their socket lands (with several workers, a room resumes on its own worker
+only: rooms' memory is stored for a single process or for replicas); stateless HTTP calls are
+served by any worker. The workers share the database: each resumes the stored games it owns at start.
 
-Replicas (`service.replicas`: several servers on one PostgreSQL database) relay a game's socket to
-the replica that holds its lease the same way, over TCP (:func:`relay_to`), with their own secret.
+Replicas (`service.replicas`: several servers on one PostgreSQL database) relay a game's socket,
+or a bot room's resuming ``hello``, to the replica that holds its lease the same way, over TCP
+(:func:`relay_to`), with their own secret.
 """
 
 from __future__ import annotations
@@ -128,9 +130,11 @@ async def relay(websocket: WebSocket, workers: Workers, owner: int, client: str)
 
 
 async def relay_to(websocket: WebSocket, address: str, secret: str, client: str,
-                   timeout_s: float = 3.0) -> bool:
+                   timeout_s: float = 3.0, first: str | None = None) -> bool:
     """`relay` to another replica at ``address`` (host:port) over TCP: the replica that holds the
-    game (`service.replicas`). False, the socket left open, when that replica cannot be reached."""
+    game or the bot room (`service.replicas`). False, the socket left open, when that replica
+    cannot be reached. ``first``: a frame this replica already read (a bot room's ``hello``),
+    sent upstream before the others."""
     path, headers = _relayed(websocket, secret, client)
     try:
         upstream = await websockets.asyncio.client.connect(
@@ -139,7 +143,7 @@ async def relay_to(websocket: WebSocket, address: str, secret: str, client: str,
         )
     except (OSError, TimeoutError, websockets.exceptions.WebSocketException):
         return False
-    await _carry(websocket, upstream)
+    await _carry(websocket, upstream, first)
     return True
 
 
@@ -154,11 +158,13 @@ def _relayed(websocket: WebSocket, secret: str, client: str) -> tuple[str, dict[
     return path, headers
 
 
-async def _carry(websocket: WebSocket, upstream: ClientConnection) -> None:
-    """Frames both ways until either side closes."""
+async def _carry(websocket: WebSocket, upstream: ClientConnection, first: str | None = None) -> None:
+    """Frames both ways until either side closes (``first``: sent upstream before the others)."""
     async with upstream:
         down = asyncio.create_task(_downstream(upstream, websocket))
         try:
+            if first is not None:
+                await upstream.send(first)
             while True:
                 message = await websocket.receive()
                 if message["type"] == "websocket.disconnect":

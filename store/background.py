@@ -7,7 +7,13 @@ Two kinds of work, both bounded:
 - **transcript snapshots** (`save_transcript`): at most one pending per session — a newer snapshot
   replaces the waiting one — and one session's transcript is written at most every
   ``min_interval_s`` (a room sending 30 round ends a second costs one write every few seconds);
-  ``final=True`` (the session ended) is written as soon as the thread is free.
+  ``final=True`` (the session ended) is written as soon as the thread is free;
+- **bot rooms' memory** (`save_room`, `delete_room`): at most one pending per room, the latest
+  (a newer snapshot, or the room's deletion, replaces the waiting one), never throttled, written
+  first, every pending room in one transaction. Each call returns a `concurrent.futures.Future`
+  done once that snapshot, or a newer one of the same room, is committed (or refused: the
+  exception, e.g. the replicas' fence, `store.MoveRejected`); the service waits on it before a
+  word the bot says reaches the room.
 
 `flush` writes everything pending now (throttled snapshots included) and waits for it; `close`
 does the same and stops the thread. Both raise `WriterClosed` rather than wait for ever on a
@@ -22,12 +28,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 
-from store.base import DrawingRecord, Store, StoreError, TranscriptRecord
+from store.base import MAX_BOT_ROOM_BYTES, BotRoomRecord, DrawingRecord, Store, StoreError, TranscriptRecord
 
 log = logging.getLogger("griffon.store")
 MAX_PENDING = 1_000
 MIN_INTERVAL_S = 5.0
+RoomJob = dict[str, tuple[BotRoomRecord | None, list[Future[None]]]]  # session -> (latest or None: delete)
 
 
 class WriterClosed(StoreError):
@@ -45,6 +53,9 @@ class BackgroundWriter:
         self.drawings: deque[DrawingRecord] = deque()
         self.snapshots: dict[str, tuple[TranscriptRecord, int, float]] = {}  # id -> (record, max bytes, due)
         self.last_written: dict[str, float] = {}  # session id -> when its transcript was last written
+        self.rooms: RoomJob = {}
+        self.room_bytes = MAX_BOT_ROOM_BYTES
+        self.rooms_written = self.room_batches = 0
         self.busy = False
         self.closed = False
         self.dropped = self.failed = 0
@@ -85,11 +96,31 @@ class BackgroundWriter:
             self.cond.notify_all()
             return True
 
+    def save_room(self, record: BotRoomRecord) -> Future[None]:
+        """Queue a bot room's memory (it replaces the room's waiting snapshot); the future is done
+        when it (or a newer one) is committed. Never waits; a closed writer fails the future."""
+        return self._room(record.session, record)
+
+    def delete_room(self, session: str) -> Future[None]:
+        """Queue the deletion of a bot room's memory (it replaces the room's waiting snapshot)."""
+        return self._room(session, None)
+
+    def _room(self, session: str, record: BotRoomRecord | None) -> Future[None]:
+        future: Future[None] = Future()
+        with self.cond:
+            if self.closed:
+                future.set_exception(WriterClosed("the background writer is closed"))
+                return future
+            waiting = self.rooms.get(session)
+            self.rooms[session] = (record, [*waiting[1], future] if waiting else [future])
+            self.cond.notify_all()
+        return future
+
     @property
     def pending(self) -> int:
-        """Drawings and transcript snapshots waiting."""
+        """Drawings, transcript snapshots and bot rooms waiting."""
         with self.cond:
-            return len(self.drawings) + len(self.snapshots) + int(self.busy)
+            return len(self.drawings) + len(self.snapshots) + len(self.rooms) + int(self.busy)
 
     # -- waiting for it (tests, shutdown) --------------------------------------------------------
     def flush(self, timeout: float | None = 30.0) -> None:
@@ -100,7 +131,7 @@ class BackgroundWriter:
             if self.closed or not self.thread.is_alive():
                 raise WriterClosed("the background writer is closed (or its thread died)")
             self._due_now()
-            while self.drawings or self.snapshots or self.busy:
+            while self.drawings or self.snapshots or self.rooms or self.busy:
                 if not self.thread.is_alive():
                     raise WriterClosed("the background writer's thread is not running")
                 left = None if deadline is None else deadline - time.monotonic()
@@ -122,10 +153,14 @@ class BackgroundWriter:
             self.snapshots[key] = (record, max_bytes, now)
 
     # -- the thread --------------------------------------------------------------------------------
-    def _next(self) -> DrawingRecord | tuple[TranscriptRecord, int] | None:
+    def _next(self) -> DrawingRecord | tuple[TranscriptRecord, int] | RoomJob | None:
         """The next job, waiting for one; None when closed and nothing is left."""
         with self.cond:
             while True:
+                if self.rooms:
+                    rooms, self.rooms = self.rooms, {}
+                    self.busy = True
+                    return rooms
                 if self.drawings:
                     self.busy = True
                     return self.drawings.popleft()
@@ -143,7 +178,9 @@ class BackgroundWriter:
     def _run(self) -> None:
         while (job := self._next()) is not None:
             try:
-                if isinstance(job, DrawingRecord):
+                if isinstance(job, dict):
+                    self._write_rooms(job)
+                elif isinstance(job, DrawingRecord):
                     self.store.add_drawing(job, consent=True)
                     self.drawings_written += 1
                 else:
@@ -159,6 +196,32 @@ class BackgroundWriter:
                 with self.cond:
                     self.busy = False
                     self.cond.notify_all()
+
+    def _write_rooms(self, rooms: RoomJob) -> None:
+        """One transaction for every waiting room; when it fails, one per room, so that one refused
+        room (the fence, too large) never costs the others their snapshot."""
+        parts = [rooms] if len(rooms) == 1 else [rooms, *({k: v} for k, v in rooms.items())]
+        for part in parts:
+            saved = [record for record, _ in part.values() if record is not None]
+            deleted = [session for session, (record, _) in part.items() if record is None]
+            try:
+                self.store.save_bot_rooms(saved, deleted, self.room_bytes)
+            except Exception as error:
+                if part is rooms and len(rooms) > 1:
+                    continue  # one room at a time
+                self.failed += 1
+                log.warning("bot room %s not stored: %s", ", ".join(part)[:200], error)
+                for _, futures in part.values():
+                    for future in futures:
+                        future.set_exception(error)
+            else:
+                self.room_batches += 1
+                self.rooms_written += len(part)
+                for _, futures in part.values():
+                    for future in futures:
+                        future.set_result(None)
+                if part is rooms:
+                    return
 
     def _written(self, session_id: str) -> None:
         with self.cond:

@@ -30,7 +30,7 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SCHEMA_TABLE = "griffon_schema"
 TABLES = ("games", "moves", "transcripts", "drawings")  # counted by `info`
 KEY_TABLES = ("bot_keys", "bot_key_rooms")  # the API keys of bot rooms
-ROOM_TABLES = ("rooms",)  # the lobbies of rooms with friends not yet started
+ROOM_TABLES = ("rooms", "bot_rooms")  # lobbies not yet started; bot rooms' resumable memory
 
 MAX_ID_CHARS = 64
 MAX_SETUP_BYTES = 1_000_000
@@ -43,6 +43,7 @@ MAX_DRAWING_STROKES = 1_000  # the recognizer's own limits (model.DrawingError)
 MAX_DRAWING_POINTS = 10_000
 MAX_WORD_CHARS = 64
 MAX_TRANSCRIPT_BYTES = 1_048_576  # the store's own ceiling; the service passes its smaller bound
+MAX_BOT_ROOM_BYTES = 1_048_576  # a bot room's stored memory, at most (the service passes its smaller bound)
 PRUNE_BATCH = 500  # rows per prune transaction: the lock is released between batches
 STALL_BACKOFF_S = 2.0  # after a game write timed out, the next ones fail at once for this long
 GAME_STATUSES = ("playing", "finished", "expired", "abandoned")
@@ -130,6 +131,35 @@ class TranscriptRecord:
     key_hash: str | None = None
     created_at: float | None = None
     dropped: int = 0  # events cut to fit the byte bound
+
+
+@dataclass(frozen=True)
+class BotRoomRecord:
+    """A bot room's resumable memory (protocol version 2): the session id, the SHA-256 of its
+    resume token (never the token), its API key's id, its state as JSON data, and its round's
+    transcript events (the first ones that fit beside the state are kept, as a transcript's)."""
+
+    session: str
+    token_hash: str
+    state: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    key_id: str | None = None
+    created_at: float | None = None
+    strokes: list[str] = field(default_factory=list)  # each stroke as JSON, encoded once by its writer
+
+
+@dataclass(frozen=True)
+class StoredBotRoom:
+    """A bot room as stored, with ``age``: seconds since its last write, on the database's clock."""
+
+    session: str
+    token_hash: str
+    key_id: str | None
+    state: dict[str, Any]
+    events: list[dict[str, Any]]
+    created_at: float
+    age: float
+    strokes: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -468,6 +498,21 @@ class Store(ABC):
 
     # upkeep
     @abstractmethod
+    def save_bot_rooms(self, rooms: Sequence[BotRoomRecord], deleted: Sequence[str] = (),
+                       max_bytes: int = MAX_BOT_ROOM_BYTES) -> None:
+        """Insert or replace bot rooms' memory and delete others', in one transaction: each room's
+        state, strokes and events take at most ``max_bytes`` of JSON together (the last events are
+        cut to fit); `BadRecord` for a state and strokes over it (nothing written)."""
+
+    @abstractmethod
+    def load_bot_room(self, session: str) -> StoredBotRoom | None:
+        """A bot room's stored memory (None: unknown, or deleted)."""
+
+    @abstractmethod
+    def prune_bot_rooms(self, older_than_s: float) -> int:
+        """Delete the bot rooms not written for ``older_than_s`` seconds (database clock); how many."""
+
+    @abstractmethod
     def prune(self, retention: Retention, now: float | None = None) -> PruneReport:
         """Delete what `retention` no longer keeps."""
 
@@ -498,6 +543,7 @@ class SqlStore(Store):
     """`Store` in plain SQL over one DB-API connection (guarded by a lock)."""
 
     paramstyle = "qmark"  # "format" for psycopg: '?' becomes '%s'
+    now_sql = "((julianday('now') - 2440587.5) * 86400.0)"  # the database's clock, Unix seconds
     driver_error: type[Exception] = Exception  # the driver's base error class
     integrity_error: type[Exception] = Exception  # its constraint-violation class
 
@@ -929,6 +975,62 @@ class SqlStore(Store):
     def delete_room(self, code: str) -> None:
         with self.lock, self.write():
             self.run("DELETE FROM rooms WHERE code = ?", (code,))
+
+    # -- bot rooms -------------------------------------------------------------------------------
+    def save_bot_rooms(self, rooms: Sequence[BotRoomRecord], deleted: Sequence[str] = (),
+                       max_bytes: int = MAX_BOT_ROOM_BYTES) -> None:
+        limit = max(4, min(int(max_bytes), MAX_BOT_ROOM_BYTES))
+        rows = []
+        for room in rooms:
+            _check_id(room.session, "bot room session")
+            _check_id(room.token_hash, "resume token hash")
+            if room.key_id is not None:
+                _check_id(room.key_id, "bot key id")
+            if not all(isinstance(s, str) and s.startswith("[") for s in room.strokes):
+                raise BadRecord(f"bot room {room.session}: each stroke is given as its JSON list")
+            strokes = "[" + ",".join(room.strokes) + "]"
+            text = to_json(room.state, limit - 2, f"bot room {room.session}'s state")
+            size = len(text.encode("utf-8")) + len(strokes.encode("utf-8"))
+            if size > limit - 2:
+                raise BadRecord(f"bot room {room.session}'s state and strokes are larger than {limit} bytes")
+            events = to_json(fit_events(room.events, limit - size)[0], limit - size, "the bot room's events")
+            created = time.time() if room.created_at is None else float(room.created_at)
+            total = size + len(events.encode("utf-8"))
+            rows.append((room.session, room.token_hash, room.key_id, text, strokes, events, total, created))
+        gone = [_check_id(session, "bot room session") for session in deleted]
+        with self.lock, self.write():
+            for row in rows:
+                self.run(
+                    "INSERT INTO bot_rooms (session, token_hash, key_id, state, strokes, events, bytes, "
+                    f"created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {self.now_sql}) ON CONFLICT "
+                    "(session) DO UPDATE SET token_hash = excluded.token_hash, key_id = excluded.key_id, "
+                    "state = excluded.state, strokes = excluded.strokes, events = excluded.events, "
+                    "bytes = excluded.bytes, updated_at = excluded.updated_at", row,
+                )
+            for session in gone:
+                self.run("DELETE FROM bot_rooms WHERE session = ?", (session,))
+
+    def load_bot_room(self, session: str) -> StoredBotRoom | None:
+        found = self.rows(
+            f"SELECT session, token_hash, key_id, state, strokes, events, created_at, {self.now_sql} - "
+            "updated_at FROM bot_rooms WHERE session = ?", (session,),
+        )
+        if not found:
+            return None
+        sid, token_hash, key_id, state, strokes, events, created, age = found[0]
+        try:
+            data, drawn, listed = json.loads(state), json.loads(strokes), json.loads(events)
+        except ValueError as error:
+            raise BadRecord(f"bot room {sid}: its stored state is not JSON: {error}") from None
+        if not isinstance(data, dict) or not isinstance(drawn, list) or not isinstance(listed, list):
+            raise BadRecord(f"bot room {sid}: its stored state is not a JSON object and lists")
+        return StoredBotRoom(sid, token_hash, key_id, data, listed, float(created), max(0.0, float(age)),
+                             drawn)
+
+    def prune_bot_rooms(self, older_than_s: float) -> int:
+        with self.lock, self.write():
+            return int(self.run(f"DELETE FROM bot_rooms WHERE updated_at < {self.now_sql} - ?",
+                                (float(older_than_s),)).rowcount)
 
     # -- upkeep ----------------------------------------------------------------------------------
     def prune(self, retention: Retention | None = None, now: float | None = None,

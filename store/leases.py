@@ -15,10 +15,11 @@ its stored log. A clean shutdown gives the leases up at once (`Leases.release`).
 **The fence.** Every connection of a replica names its holder (``griffon.holder``, set through the
 connection URL's ``options``: `holder_url`), and a trigger on ``moves`` and ``games`` refuses a write
 to a game whose lease another holder took: a replica paused past its lease, then resumed, cannot
-append one move, not even one it had in flight — the check and the write are one transaction, and
-the lease row is locked (``FOR SHARE``) so that a takeover waits for a write in progress and the
-next write waits for the takeover. The refusal is SQLSTATE ``GF409``, which the store raises as
-`store.MoveRejected` (refused for good: `is_lease_lost` tells it). Writers that
+append one move, not even one it had in flight (nor write or delete the memory of a bot room,
+``bot_rooms``, whose lease ``bot:<session>`` another holder took) — the check and the write are one
+transaction, and the lease row is locked (``FOR SHARE``) so that a takeover waits for a write in
+progress and the next write waits for the takeover. The refusal is SQLSTATE ``GF409``, which the
+store raises as `store.MoveRejected` (refused for good: `is_lease_lost` tells it). Writers that
 name no holder (``griffon db``, a single server) are not fenced.
 
 The table and the trigger are PostgreSQL only (replicas need a shared server; SQLite is one
@@ -56,6 +57,24 @@ FENCE = f"""
         RETURN NEW;
     END
     """  # the trigger's body: refuses a write to a game another replica holds
+ROOM_FENCE = f"""
+    DECLARE
+        me TEXT := current_setting('{HOLDER_SETTING}', true);
+        room TEXT;
+        held TEXT;
+    BEGIN
+        IF TG_OP = 'DELETE' THEN room := 'bot:' || OLD.session; ELSE room := 'bot:' || NEW.session; END IF;
+        IF me IS NOT NULL AND me <> '' THEN
+            SELECT holder INTO held FROM griffon_leases WHERE game_id = room FOR SHARE;
+            IF FOUND AND held <> me THEN
+                RAISE EXCEPTION 'bot room % is driven by another replica (%): lease lost', room, held
+                    USING ERRCODE = '{LEASE_LOST_STATE}';
+            END IF;
+        END IF;
+        IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+        RETURN NEW;
+    END
+    """  # the same for a bot room's memory (lease id "bot:<session>"), its deletion too
 INSTALL = (
     "CREATE TABLE IF NOT EXISTS griffon_leases ("
     " game_id TEXT PRIMARY KEY, holder TEXT NOT NULL, address TEXT NOT NULL, fence BIGINT NOT NULL,"
@@ -66,6 +85,10 @@ INSTALL = (
     "FOR EACH ROW EXECUTE FUNCTION griffon_fence()",
     "CREATE OR REPLACE TRIGGER griffon_fence_games BEFORE UPDATE ON games "
     "FOR EACH ROW EXECUTE FUNCTION griffon_fence()",
+    "CREATE OR REPLACE FUNCTION griffon_fence_room() RETURNS trigger LANGUAGE plpgsql "
+    f"AS $fence${ROOM_FENCE}$fence$",
+    "CREATE OR REPLACE TRIGGER griffon_fence_bot_rooms BEFORE INSERT OR UPDATE OR DELETE ON bot_rooms "
+    "FOR EACH ROW EXECUTE FUNCTION griffon_fence_room()",
 )
 
 
@@ -122,11 +145,13 @@ class Leases:
         found = self.store.rows(
             "SELECT to_regclass('griffon_leases') IS NOT NULL, "
             "(SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgname IN "
-            "('griffon_fence_moves', 'griffon_fence_games') AND tgrelid IN ('moves'::regclass, "
-            "'games'::regclass)), (SELECT prosrc FROM pg_proc WHERE proname = 'griffon_fence' LIMIT 1)"
+            "('griffon_fence_moves', 'griffon_fence_games', 'griffon_fence_bot_rooms') AND tgrelid IN "
+            "('moves'::regclass, 'games'::regclass, 'bot_rooms'::regclass)), "
+            "(SELECT prosrc FROM pg_proc WHERE proname = 'griffon_fence' LIMIT 1), "
+            "(SELECT prosrc FROM pg_proc WHERE proname = 'griffon_fence_room' LIMIT 1)"
         )
-        table, triggers, body = found[0]
-        return bool(table) and int(triggers) == 2 and body == FENCE
+        table, triggers, body, room_body = found[0]
+        return bool(table) and int(triggers) == 3 and body == FENCE and room_body == ROOM_FENCE
 
     def install(self) -> None:
         """Create the lease table and the fence when they are missing or older (idempotent; several

@@ -30,6 +30,7 @@ class PostgresStore(SqlStore):
 
     backend = "postgresql"
     paramstyle = "format"
+    now_sql = "EXTRACT(EPOCH FROM clock_timestamp())"
 
     def __init__(self, url: str, retention: Retention | None = None,
                  timeout_ms: int = STATEMENT_TIMEOUT_MS) -> None:

@@ -308,3 +308,102 @@ def test_a_replica_stopped_cleanly_hands_its_tables_over(cluster: Cluster) -> No
     play_on(page)
     page.close()
     cluster.replicas.start(index)
+
+
+class BotRoom:
+    """A bot room (protocol version 2, an analysis after each stroke) through the balancer."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.replace("http://", "ws://") + "/v1/bot"
+        self.guesses: list[dict[str, Any]] = []  # every guess frame received, in order
+        self.analysed = 0  # strokes the bot acknowledged with an analysis
+
+    def hello(self, resume: dict[str, str] | None = None) -> dict[str, Any]:
+        """Connect and greet (resuming ``resume``); the welcome."""
+        self.ws = connect(self.url, open_timeout=patient(5)).__enter__()
+        self.send({"type": "hello", "versions": [2], "room": "salon", "analysis": True}
+                  | ({"resume": resume} if resume else {}))
+        return self.until(lambda f: f["type"] in ("welcome", "error"), timeout=15)
+
+    def send(self, frame: dict[str, Any]) -> None:
+        self.ws.send(json.dumps(frame))
+
+    def until(self, match: Any, timeout: float = 10) -> dict[str, Any]:
+        """Frames until one matches (guesses are kept on the way)."""
+        patience = Patience(timeout, "the bot did not answer")
+        while not patience.expired():
+            try:
+                frame = json.loads(self.ws.recv(timeout=max(0.1, patience.left())))
+            except TimeoutError:
+                break
+            if frame["type"] == "guess":
+                self.guesses.append(frame)
+            if match(frame):
+                return frame
+        raise patience.failure()
+
+    def stroke(self, points: list[list[float]]) -> dict[str, Any]:
+        """A whole stroke, and the analysis that acknowledges it."""
+        count = self.analysed + 1
+        self.send({"type": "stroke", "stroke": points})
+        self.until(lambda f: f["type"] == "analysis" and f["strokes"] == count)
+        self.analysed = count
+        return points
+
+
+def test_a_bot_room_whose_replica_is_killed_resumes_its_round_on_another(cluster: Cluster) -> None:
+    room = BotRoom(cluster.url)
+    welcome = room.hello()
+    assert welcome["type"] == "welcome" and welcome["version"] == 2, welcome
+    session = welcome["session"]
+    room.send({"type": "round_start", "round": "r1", "candidates": ["square", "circle", "triangle", "line",
+               "house", "cat"], "difficulty": "hard", "pace": "instant", "seed": 4, "duration_s": 120})
+    room.until(lambda f: f["type"] == "round_ready")
+    square = [[[100, 300, 300], [100, 100, 300]], [[300, 100, 100], [300, 300, 100]]]
+    for points in square:
+        room.stroke(points)
+    room.until(lambda f: f["type"] == "guess", timeout=20)  # it said a word: it must never say it again
+    victim = cluster.holder("bot:" + session)
+    assert victim, "the room holds no lease"
+
+    cluster.replicas.kill(cluster.index(victim))  # SIGKILL: nothing written after this
+    heard = [g["text"] for g in room.guesses]
+    resume = {"session": session, "token": welcome["resume_token"]}
+
+    def resumed() -> dict[str, Any] | None:
+        try:
+            back = room.hello(resume)
+        except (OSError, TimeoutError, ConnectionClosed, InvalidStatus):
+            return None
+        assert back["type"] == "welcome", back  # never resume_failed: the memory is there
+        return back
+
+    back = eventually(resumed, 30, "the room could not resume")
+    assert back["resumed"] is True and back["session"] == session
+    assert cluster.holder("bot:" + session) not in ("", victim)
+    kept = back["round"]
+    assert (kept["round"], kept["strokes"]) == ("r1", 2)  # every stroke the bot analysed
+    assert kept["said"][:len(heard)] == heard  # every word it said (and any it said as it died)
+    said_before = kept["said"]
+    room.guesses.clear()
+    for points in ([[120, 280], [110, 110]], [[200, 200], [90, 320]], [[100, 300], [200, 200]]):
+        room.stroke(points)
+    new = room.until(lambda f: f["type"] == "guess", timeout=20)  # it goes on guessing: another word
+    assert new["text"] not in said_before and new["guess_id"] > len(said_before)
+    room.send({"type": "round_end", "answer": "square"})
+    over = room.until(lambda f: f["type"] == "round_over")
+    assert over["strokes"] == 5 and over["said"][:len(said_before)] == said_before
+    assert len(over["said"]) == len(set(over["said"]))  # the bot never repeated a word
+    assert not {g["text"] for g in room.guesses} & set(said_before)
+
+    def transcript() -> dict[str, Any] | None:
+        found = httpx.get(cluster.url + back["transcript"], timeout=patient(5))
+        events = found.json().get("events", []) if found.status_code == 200 else []
+        strokes = [e for e in events if e["kind"] == "stroke" and e["round"] == "r1"]
+        return found.json() if len(strokes) == 5 and any(e["kind"] == "taken_over" for e in events) else None
+
+    eventually(transcript, 20, "the transcript lacks the strokes drawn before the kill")
+    room.send({"type": "bye"})
+    room.until(lambda f: f["type"] == "bye")
+    eventually(lambda: not cluster.db.rows("SELECT 1 FROM bot_rooms WHERE session = ?", (session,)), 10,
+               "a room that said bye kept its stored memory")

@@ -1,7 +1,8 @@
-"""Game leases and their fence on a real PostgreSQL server (`store.leases`): one holder at a time, a
-lease taken only once expired, a fenced write from the old holder refused without a trace, the
-renewal telling it so, the game clock handed over, a clean stop giving every lease up; and the
-service's side (`service.replicas`): a game taken by another replica stands down at its next move."""
+"""Game and bot room leases and their fence on a real PostgreSQL server (`store.leases`): one holder
+at a time, a lease taken only once expired, a fenced write from the old holder refused without a
+trace (a move, a room's memory or its deletion), the renewal telling it so, the game clock handed
+over, a clean stop giving every lease up; and the service's side (`service.replicas`): a game taken
+by another replica stands down at its next move."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,7 +21,8 @@ from service.play.session import ManualClock
 from service.play.settings import PlaySettings
 from service.replicas import Ownership, Replica, ReplicaSettings, ReplicaSettingsError
 from service.settings import Settings
-from store import MoveRejected, StoreError, StoreSettings, hash_token, open_store
+from store import BotRoomRecord, MoveRejected, StoreError, StoreSettings, hash_token, open_store
+from store.background import BackgroundWriter
 from store.base import SqlStore
 from store.group_commit import MoveWriter
 from store.leases import Leases, holder_url, is_lease_lost
@@ -79,6 +82,29 @@ def test_one_holder_at_a_time_and_the_old_one_cannot_write(schema_url: str) -> N
     with open_store(schema_url) as admin:  # a connection that names no replica is not fenced
         admin.append_move("g1", 2, 1.1, {"kind": "stroke"})
     assert [m.seq for m in b.load_game("g1").moves] == [0, 1, 2]  # type: ignore[union-attr]
+    for store in (a, b):
+        store.close()
+
+
+def test_a_bot_room_taken_by_another_replica_is_never_written_nor_deleted_by_the_old_one(
+        schema_url: str) -> None:
+    a, leases_a = replica(schema_url, "a:1")
+    b, leases_b = replica(schema_url, "b:2")
+    memory = BotRoomRecord("s1", hash_token("tok"), {"format": 1, "said": ["chat"]})
+    assert leases_a.claim("bot:s1") is not None
+    a.save_bot_rooms([memory])
+    assert leases_b.claim("bot:s1") is None
+    eventually(lambda: leases_b.claim("bot:s1"), 10, "the room's lease never expired")
+    writer = BackgroundWriter(a)  # the service's path: the refusal reaches the snapshot's future
+    late = writer.save_room(replace(memory, state={"format": 1, "said": ["chat", "chien"]}))
+    assert is_lease_lost(late.exception(timeout=30))
+    assert is_lease_lost(writer.delete_room("s1").exception(timeout=30))
+    writer.close()
+    assert leases_b.orphans(10) == []  # rooms are taken when they come back, never looked for
+    kept = b.load_bot_room("s1")
+    assert kept is not None and kept.state["said"] == ["chat"]  # the old holder changed nothing
+    b.save_bot_rooms([], deleted=["s1"])  # the new holder ends it
+    assert b.load_bot_room("s1") is None
     for store in (a, b):
         store.close()
 

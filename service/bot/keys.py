@@ -194,15 +194,17 @@ class BotKeys:
         return max(1, math.ceil(key.strokes_per_minute * here / everywhere))
 
     # -- end of a room ---------------------------------------------------------------------------
-    def release(self, session: str) -> None:
-        """A room closed: it no longer counts (its row is deleted off the event loop)."""
+    def release(self, session: str, keep_row: bool = False) -> None:
+        """A room closed: it no longer counts (its row is deleted off the event loop; kept when
+        another replica took the room over and counts it now: ``keep_row``)."""
         room = self.rooms.pop(session, None)
         if room is None:
             return
         self.metrics.key_rooms_open.labels(key=room.key.name).dec()
         if not any(r.key.id == room.key.id for r in self.rooms.values()):
             self.windows.pop(room.key.id, None)
-        self._background(asyncio.to_thread(self._release_row, session))
+        if not keep_row:
+            self._background(asyncio.to_thread(self._release_row, session))
 
     def _release_row(self, session: str) -> None:
         try:

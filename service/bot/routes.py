@@ -22,6 +22,21 @@ A version 2 session that loses its socket without ``bye`` waits ``bot_resume_s``
 say ``hello`` with ``resume`` (its id and resume token); meanwhile it still counts toward
 ``max_bot_sessions``, then it ends as if the socket had closed.
 
+With a database and one process (no ``--workers``), or as a replica (``service.replicas``), a
+version 2 room's memory is also kept in the database (``bot_rooms``, `service.bot.memory`), off
+the event loop, the latest snapshot per room: after every frame that changes it, and at least
+every half ``bot_resume_s`` while the room lives (a row not written for ``bot_resume_s`` plus that
+is a dead room's, resumable no longer, and pruned). **Durability:** the welcome (its new resume
+token) and every word the bot says reach the room only once the snapshot holding them is
+committed; a stroke is stored within the writer's latency (milliseconds), and a room that resumes
+is told how many strokes the bot holds (``welcome.round.strokes``: the clients send the others
+again). A resume that reaches a process which does not hold the room is relayed to the replica
+holding its lease; when none lives (it died, or the server restarted), the room is taken over from
+its stored memory: the round goes on with its strokes, the words already said (never said again),
+the wrong words heard, the gestures, and its clock. A room that ends for good (``bye``, flooding, a
+revoked key, its resume time out) is deleted; a clean shutdown keeps every room's memory for its
+resume elsewhere (or after the restart).
+
 Close codes: 1000 after ``bye``; 4408 idle for ``bot_idle_timeout_s``; 4429 a client that keeps
 flooding past the rate limit (dropped frames of any type, see :class:`Connection`); 4503 the
 server already holds ``max_bot_sessions`` bots; 1013 the server is at capacity (an ``overloaded``
@@ -37,12 +52,14 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Annotated, Any
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, WebSocket, WebSocketDisconnect
 from starlette.requests import HTTPConnection
 
 from service.bot.keys import BotKeys, KeyRefused, presented_key
+from service.bot.memory import BadMemory, restore, snapshot
 from service.bot.protocol import (
     Bye,
     Clear,
@@ -67,14 +84,22 @@ from service.frames import FrameError, error_frame
 from service.ratelimit import RateLimit
 from service.settings import Settings
 from service.shared import Shared, SharedDep, client_of
-from store import DrawingRecord
+from service.workers import RELAYED, relay_to
+from store import DrawingRecord, Store, StoreError, token_matches
 from store.background import BackgroundWriter
+from store.leases import Lease, is_lease_lost
 from store.transcripts import TranscriptArchive
+
+if TYPE_CHECKING:
+    from service.replicas import Ownership
 
 log = logging.getLogger("griffon.bot")
 router = APIRouter(tags=["bot"])
 CLOSE_IDLE, CLOSE_FLOOD, CLOSE_FULL, CLOSE_KEY_REVOKED = 4408, 4429, 4503, 4403
 CLOSE_TRY_LATER = 1013  # the server is at capacity (RFC 6455: try again later)
+CLOSE_MOVED = 1012  # the room is driven by another replica now (service.replicas): resume there
+CHANGES = (RoundStart, StrokeEnd, WholeStroke, Undo, Clear, PlayerGuess, Verdict)  # frames that change a
+# room's memory (RoundEnd: remembered with its transcript)
 FLOOD_FACTOR = 4  # dropped frames, in bursts, beyond a 1/FLOOD_FACTOR share of the rate: closed
 MAX_QUOTA_CLIENTS = 100_000  # client addresses counted per day for room drawings (beyond: refused)
 DAY_S = 86_400
@@ -85,8 +110,12 @@ class BotRegistry:
 
     def __init__(self, settings: Settings, archive: TranscriptArchive | None = None,
                  writer: BackgroundWriter | None = None, clock: Callable[[], float] = time.time,
-                 keys: BotKeys | None = None) -> None:
+                 keys: BotKeys | None = None, rooms: Store | None = None) -> None:
         self.settings = settings
+        self.rooms = rooms if writer is not None else None  # rooms' memory stored (service.bot.memory)
+        self.ownership: Ownership | None = None  # a replica's leases (set at start-up: service.replicas)
+        self.remembered_at: dict[str, float] = {}  # session id -> when its memory was last queued
+        self.taken_over = self.stood_down = 0
         self.keys = keys  # the rooms' API keys and quotas (None: no database, no keys)
         self.archive = archive  # transcripts in the database: they survive a restart
         self.writer = writer  # consented room drawings (round_end with drawing_consent), off the loop
@@ -135,6 +164,7 @@ class BotRegistry:
         session.detach(time.monotonic())
         loop = asyncio.get_running_loop()
         self.expiries[session.id] = loop.call_later(self.settings.bot_resume_s, self._expire, session)
+        self.remember(session)
 
     def _expire(self, session: BotSession) -> None:
         self.expiries.pop(session.id, None)
@@ -169,6 +199,7 @@ class BotRegistry:
         while len(self.finished) > self.settings.transcripts_kept:
             self.finished.popitem(last=False)
         self.save(session, final=True)
+        self.forget_memory(session)
 
     def save(self, session: BotSession, final: bool = False) -> None:
         """Queue the session's transcript for the database (after round ends: throttled, the
@@ -220,9 +251,191 @@ class BotRegistry:
         return self._related
 
     async def aclose(self) -> None:
-        """Shutdown: finish every live session."""
+        """Shutdown: finish every live session; a room whose memory is stored is kept there
+        instead (detached), for its resume on another replica or after the restart."""
         for session in list(self.live.values()):
-            self.finish(session)  # the final transcripts: written when the app closes the writer
+            if self._stored(session):
+                expiry = self.expiries.pop(session.id, None)
+                if expiry is not None:
+                    expiry.cancel()
+                if session.detached_at is None:
+                    session.detach(time.monotonic())
+                self.remember(session)
+                self.save(session, final=True)
+                self.live.pop(session.id, None)
+                if self.keys is not None:
+                    self.keys.release(session.id)
+            else:
+                self.finish(session)  # the final transcripts: written when the app closes the writer
+
+    # -- rooms' memory in the database (service.bot.memory) ----------------------------------------
+    def _stored(self, session: BotSession) -> bool:
+        """Whether the room's memory is kept in the database (a room that may resume)."""
+        return (self.rooms is not None and self.settings.bot_resume_s > 0 and session.version == 2
+                and not session.moved)
+
+    def remember(self, session: BotSession) -> Future[None] | None:
+        """Queue the room's memory for the database (the latest replaces a waiting one); the
+        future is done once it is committed. None: not stored (version 1, no database...)."""
+        if not self._stored(session) or self.writer is None or self.live.get(session.id) is not session:
+            return None
+        room = self.keys.rooms.get(session.id) if self.keys is not None else None
+        future = self.writer.save_room(snapshot(session, room.key.id if room is not None else None))
+        self.remembered_at[session.id] = time.monotonic()
+        loop = asyncio.get_running_loop()
+
+        def written(done: Future[None]) -> None:  # on the writer's thread
+            error = done.exception()
+            if error is not None and is_lease_lost(error):
+                loop.call_soon_threadsafe(self.stand_down, session.id)
+
+        future.add_done_callback(written)
+        return future
+
+    async def remembered(self, session: BotSession) -> bool:
+        """Queue the room's memory and wait until it is committed; False when another replica
+        took the room (the fence refused it: the session stands down). A database that cannot
+        write is logged: the room goes on (its memory lives here)."""
+        future = self.remember(session)
+        if future is None:
+            return not session.moved
+        try:
+            await asyncio.wrap_future(future)
+        except Exception as error:  # the store's refusal, or a record it could not write
+            if is_lease_lost(error):
+                self.stand_down(session.id)
+                return False
+            log.warning("bot room %s: memory not stored: %s", session.id, error)
+        return not session.moved
+
+    def forget_memory(self, session: BotSession) -> None:
+        """A room ended for good: its stored memory and its lease go."""
+        self.remembered_at.pop(session.id, None)
+        if self._stored(session) and self.writer is not None:
+            self.writer.delete_room(session.id)
+            if self.ownership is not None:
+                self.ownership.room_over(session.id)
+
+    def stand_down(self, session_id: str) -> None:
+        """Another replica took this room (its lease, the fence): stop driving it without writing;
+        its socket closes with 1012 and the room resumes over there."""
+        session = self.live.pop(session_id, None)
+        if session is None or session.moved:
+            return
+        session.moved = True
+        self.stood_down += 1
+        expiry = self.expiries.pop(session_id, None)
+        if expiry is not None:
+            expiry.cancel()
+        if self.keys is not None:
+            self.keys.release(session_id, keep_row=True)
+        if self.ownership is not None:
+            self.ownership.room_gone(session_id)
+        self.remembered_at.pop(session_id, None)
+        log.warning("bot room %s: driven by another replica now; standing down", session_id)
+
+    def refresh_every(self) -> float:
+        """Seconds between two writes of a live room whose memory did not change."""
+        return max(1.0, min(30.0, self.settings.bot_resume_s / 2))
+
+    async def upkeep(self) -> None:
+        """Write again the memory of the live rooms not written for a while (a row not written
+        for long is a dead room's), and delete the dead rooms' rows."""
+        if self.rooms is None:
+            return
+        every = self.refresh_every()
+        now = time.monotonic()
+        for session in list(self.live.values()):
+            if now - self.remembered_at.get(session.id, float("-inf")) >= every:
+                self.remember(session)
+        try:
+            await asyncio.to_thread(self.rooms.prune_bot_rooms, self.settings.bot_resume_s + 2 * every)
+        except StoreError as error:
+            log.warning("bot rooms: prune failed: %s", error)
+
+    async def upkeep_forever(self) -> None:
+        """:meth:`upkeep` every :meth:`refresh_every` / 2 seconds."""
+        while True:
+            await asyncio.sleep(self.refresh_every() / 2)
+            try:
+                await self.upkeep()
+            except Exception:  # a bug must not stop the upkeep for good
+                log.exception("bot rooms: upkeep failed")
+
+    async def locate(self, shared: Shared, session_id: str, token: str) -> BotSession | Lease | None:
+        """Where a room resuming ``session_id`` is driven when this process does not hold it: the
+        live lease of the replica that does (relay there), or the room taken over here from its
+        stored memory (detached: `resume` attaches it), or None (unknown, ended, expired, bad
+        token: the room starts afresh)."""
+        if self.rooms is None or session_id in self.live or session_id in self.finished:
+            return None
+        if self.ownership is not None and (lease := await self.ownership.room_holder(session_id)) is not None:
+            return lease
+        stored = await self._load(session_id, token)
+        if stored is None:
+            return None
+        if self.ownership is not None:
+            lease = await self.ownership.claim_room(session_id)
+            if lease is None or lease.holder != self.ownership.replica.holder:
+                return lease if lease is not None and not lease.expired else None
+            stored = await self._load(session_id, token)  # the latest, now that it is ours
+            if stored is None:
+                self.ownership.room_over(session_id)
+                return None
+        if session_id in self.live:  # taken over meanwhile by another resume on this process
+            return None
+        session = BotSession(shared, session_id, related=self.related(), words=self._words_of(shared))
+        earlier = None
+        if self.archive is not None:
+            with contextlib.suppress(StoreError):
+                found = await asyncio.to_thread(self.archive.store.load_transcript, session_id)
+                earlier = found.events if found is not None else None
+        try:
+            await restore(session, stored, token, earlier)
+        except BadMemory as error:
+            log.warning("bot room %s: cannot be taken over: %s", session_id, error)
+            if self.ownership is not None:
+                self.ownership.room_over(session_id)
+            return None
+        if session_id in self.live:
+            return None
+        session.resume_token = token
+        self.live[session_id] = session
+        session.detach(time.monotonic())
+        loop = asyncio.get_running_loop()
+        self.expiries[session_id] = loop.call_later(self.settings.bot_resume_s, self._expire, session)
+        self.taken_over += 1
+        log.info("bot room %s: taken over from its stored memory (%.1f s old)", session_id, stored.age)
+        return session
+
+    async def outlast(self, shared: Shared, session_id: str, token: str,
+                      lease: Lease) -> BotSession | Lease | None:
+        """The holder of ``lease`` cannot be reached (it died): wait for its lease to run out,
+        then `locate` the room again (taken over here, most often)."""
+        assert self.ownership is not None
+        leases = self.ownership.leases
+        left = lease.expires_at - await asyncio.to_thread(leases.now)
+        await asyncio.sleep(min(max(0.0, left) + 0.05, leases.lease_s + 0.5))
+        return await self.locate(shared, session_id, token)
+
+    async def _load(self, session_id: str, token: str) -> Any:
+        """The stored memory of ``session_id`` if ``token`` opens it and it is fresh enough."""
+        assert self.rooms is not None
+        try:
+            stored = await asyncio.to_thread(self.rooms.load_bot_room, session_id[:64])
+        except StoreError as error:
+            log.warning("bot room %s: memory not read: %s", session_id[:64], error)
+            return None
+        if stored is None or not token_matches(token, stored.token_hash):
+            return None
+        if stored.age > self.settings.bot_resume_s + self.refresh_every():
+            return None
+        return stored
+
+    def _words_of(self, shared: Shared) -> WordIndex:
+        if self._words is None:
+            self._words = WordIndex(shared.guesser.labels, shared.vocabulary.form_index)
+        return self._words
 
 
 class Connection:
@@ -239,6 +452,8 @@ class Connection:
         self.lock = asyncio.Lock()
         self.open = True
         self.resumable = True  # False after bye or flooding: the session ends with the socket
+        self.relayed = False  # the socket was carried to the replica that holds its room
+        self.text: str | None = None  # the frame being handled, as received (a hello to relay)
 
     async def send(self, frame: Frame) -> None:
         """Send one frame (serialised: the reader and the ticker both send)."""
@@ -279,8 +494,12 @@ class Connection:
         if not self.limit.allow():  # every frame counts, whatever its type (ping, points...)
             await self._rate_limited()
             return
+        if self.session.moved:
+            await self._moved()
+            return
         try:
             frame = parse_frame(text if data is None else None, self.settings.max_frame_bytes)
+            self.text = text
             for reply in await self._dispatch(frame):
                 await self.send(reply)
         except FrameError as error:
@@ -320,15 +539,25 @@ class Connection:
             raise FrameError("hello_first", "send hello first", frame.id)
         return await self._dispatch_greeted(frame)
 
+    async def _moved(self) -> None:
+        """Another replica drives this room now: close, for the room to resume over there."""
+        self.resumable = False
+        await self.close(CLOSE_MOVED, "the room moved to another server: resume")
+
     async def _hello(self, frame: Hello) -> list[Frame]:
         """Negotiate the version, admit the room (its key, for the session it will hold), then
-        resume its session or welcome a new one."""
+        resume its session (held here, relayed to the replica holding it, or taken over from its
+        stored memory) or welcome a new one."""
         negotiate(frame)  # unsupported_version, or version 2 fields from a version 1 room
         resume = frame.resume
         old = None
         if resume is not None and self.registry is not None:
             found = self.registry.live.get(resume.session)
             old = found if found is not None and found.resumable_with(resume.token) else None
+            if found is None and (elsewhere := await self._elsewhere(resume.session, resume.token)):
+                if elsewhere is True:
+                    return []  # relayed, or closed for a retry
+                old = elsewhere
         if not await self._admit(frame, old.id if old is not None else self.session.id):
             return []  # a refused resume leaves the old session as it was, waiting out its time
         if old is None and self.registry is not None and self.registry.over_limit():
@@ -351,8 +580,41 @@ class Connection:
                 if self.registry is not None:
                     self.registry.forget(self.session)
                 self.session = taken
-                return taken.on_hello(frame, resumed=True)
-        return frames + self.session.on_hello(frame)
+                return await self._welcome(taken.on_hello(frame, resumed=True))
+        welcome = self.session.on_hello(frame)
+        registry = self.registry
+        if registry is not None and registry.ownership is not None and registry.rooms is not None \
+                and self.session.version == 2:
+            await registry.ownership.claim_room(self.session.id)  # before its memory is first written
+        return frames + await self._welcome(welcome)
+
+    async def _welcome(self, frames: list[Frame]) -> list[Frame]:
+        """The welcome, once the room's memory with its new resume token is stored (a room that
+        resumes elsewhere has it); nothing when another replica took the room meanwhile."""
+        if self.registry is not None and not await self.registry.remembered(self.session):
+            await self._moved()
+            return []
+        return frames
+
+    async def _elsewhere(self, session_id: str, token: str) -> BotSession | bool | None:
+        """A resumed room this process does not hold: relayed to the replica that holds it (True),
+        or taken over here from its stored memory (the session), or None (resume_failed)."""
+        registry, shared = self.registry, self.session.shared
+        assert registry is not None
+        found = await registry.locate(shared, session_id, token)
+        if isinstance(found, Lease) and registry.ownership is not None:
+            if self.ws.scope.get(RELAYED):  # relayed once already: the room retries
+                await self.close(CLOSE_TRY_LATER, "the room is changing servers: resume again")
+                return True
+            if await relay_to(self.ws, found.address, registry.ownership.replica.secret, self.client,
+                              first=self.text):
+                self.relayed, self.open, self.resumable = True, False, False
+                return True
+            found = await registry.outlast(shared, session_id, token, found)  # its holder is gone
+        if isinstance(found, Lease):
+            await self.close(CLOSE_TRY_LATER, "the room's server cannot be reached: resume again")
+            return True
+        return found
 
     async def _admit(self, frame: Hello, session_id: str) -> bool:
         """Check the room's API key (``hello.key`` or ``Authorization: Bearer``) for the session
@@ -379,6 +641,13 @@ class Connection:
         keys = self.registry.keys if self.registry is not None else None
         if keys is not None and isinstance(frame, StrokeEnd | WholeStroke):  # the key's strokes per minute
             keys.check_stroke(s, frame.id, whole=isinstance(frame, WholeStroke))
+        frames = await self._apply(frame)
+        if self.registry is not None and isinstance(frame, CHANGES):
+            self.registry.remember(s)  # its memory, off the event loop (the latest replaces a waiting one)
+        return frames
+
+    async def _apply(self, frame: Any) -> list[Frame]:
+        s = self.session
         match frame:
             case RoundStart():
                 return s.on_round_start(frame)
@@ -405,6 +674,7 @@ class Connection:
                 frames = s.on_round_end(frame)
                 if self.registry is not None:
                     self.registry.save(s)
+                    self.registry.remember(s)
                     if frame.drawing_consent:
                         kept = drawing is not None and self.registry.keep_drawing(drawing, self.client)
                         frames[0]["drawing_kept"] = kept
@@ -421,9 +691,16 @@ class Connection:
         with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
             while self.open:
                 await asyncio.sleep(period)
+                if self.session.moved:
+                    await self._moved()
+                    return
                 frame = self.session.tick()
-                if frame is not None:
-                    await self.send(frame)
+                if frame is None:
+                    continue
+                if self.registry is not None and not await self.registry.remembered(self.session):
+                    await self._moved()  # the word is not said: another replica drives the room
+                    return
+                await self.send(frame)
 
 
 def get_bots(connection: HTTPConnection) -> BotRegistry:
@@ -459,7 +736,10 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
         pass
     finally:  # the connection's session: the one it resumed, if it did
         session = connection.session
-        registry.release(session, connection.resumable and session.version == 2)
+        if connection.relayed or session.moved:
+            registry.forget(session)
+        else:
+            registry.release(session, connection.resumable and session.version == 2)
 
 
 @router.get("/v1/bot/sessions")

@@ -97,7 +97,10 @@ class Transcript:
 
     def add(self, kind: str, round_id: Any, t: float | None, **data: Any) -> None:
         """Record one event (``t``: seconds since the round started), if it fits in ``limit`` bytes."""
-        event = {"kind": kind, "round": round_id, "t": None if t is None else round(t, 3)} | data
+        self.add_event({"kind": kind, "round": round_id, "t": None if t is None else round(t, 3)} | data)
+
+    def add_event(self, event: Frame) -> None:
+        """Record one event as it is (a stored one), if it fits in ``limit`` bytes."""
         size = len(json.dumps(event, ensure_ascii=False).encode("utf-8"))
         if self.bytes + size > self.limit:
             self.dropped += 1
@@ -151,10 +154,12 @@ class Round:
     open_stroke: list[list[float]] | None = None
     stroke_points: list[int] = field(default_factory=list)  # points of each stroke on the canvas
     strokes: list[list[list[float]]] = field(default_factory=list)  # as sent, with the round's time
+    stroke_texts: list[str] = field(default_factory=list)  # each stroke as JSON (service.bot.memory)
     heard: set[str] = field(default_factory=set)  # wrong words said by other players
     said: list[_Said] = field(default_factory=list)
     gestures: list[tuple[str, str]] = field(default_factory=list)
     found_by: str | None = None
+    events_from: int = 0  # the transcript's events before this round's (service.bot.memory)
 
 
 class BotSession:
@@ -176,6 +181,7 @@ class BotSession:
         self.y = "down"  # which way the room's y axis points ("up": flipped on the way in)
         self.resume_token = secrets.token_urlsafe(24)
         self.detached_at: float | None = None  # when the socket was lost (None: attached)
+        self.moved = False  # another replica drives this room now (service.replicas): never written again
         self.round: Round | None = None
         self.transcript = Transcript(session_id, None, None, self.settings.transcript_bytes)
         self.budget_key = f"bot:{session_id}"
@@ -262,6 +268,7 @@ class BotSession:
             frame.round, frame.game, frame.language, level.name, candidates, frame.duration_s,
             seed, self.clock(), self.shared.guesser.session(candidates, top_k=ANALYSIS_TOP), policy, pace,
         )
+        self.round.events_from = len(self.transcript.events)
         self.transcript.rounds += 1
         self.transcript.add(
             "round_start", frame.round, 0.0, game=frame.game, language=frame.language,
@@ -398,6 +405,7 @@ class BotSession:
         rnd.stroke_points.append(len(stroke[0]))
         rnd.strokes.append([list(stroke[0]), list(stroke[1]),
                             list(stroke[2]) if len(stroke) > 2 else [elapsed_ms] * len(stroke[0])])
+        rnd.stroke_texts.append(stroke_text(rnd.strokes[-1]))
 
     def _check_size(self, rnd: Round, points: int, ref: Any) -> None:
         limit_strokes, limit_points = self.settings.max_strokes, self.settings.max_points
@@ -418,6 +426,7 @@ class BotSession:
         rnd.stroke_points.pop()
         if rnd.strokes:
             rnd.strokes.pop()
+            rnd.stroke_texts.pop()
         rnd.session.undo()
         if rnd.session.stroke_count == 0:
             return self.on_clear(ref)
@@ -429,6 +438,7 @@ class BotSession:
         rnd.open_stroke = None
         rnd.stroke_points.clear()
         rnd.strokes.clear()
+        rnd.stroke_texts.clear()
         rnd.session.clear()
         old = rnd.policy
         rnd.policy = KontourGuesser(
@@ -529,6 +539,11 @@ class BotSession:
     def _word(self, key: str) -> str:
         return self.shared.french_word(key)
 
+
+
+def stroke_text(stroke: list[list[float]]) -> str:
+    """A kept stroke as compact JSON, encoded once: a room's stored memory is made of them."""
+    return json.dumps(stroke, separators=(",", ":"), allow_nan=False)
 
 
 def _level_names() -> list[str]:
