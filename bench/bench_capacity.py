@@ -22,7 +22,9 @@ the latency of each ``guess`` frame from the stroke it follows (it includes the 
 deliberate reaction time); the server's CPU from ``/proc/PID/stat`` (cores, per table, per
 analysed drawing: the recognitions ``/healthz`` counts), its threads' (``/proc/PID/task``, named
 with ``py-spy dump`` when py-spy is installed; the event loop is the main thread), its RSS, the
-bench client's own CPU, errors and refusals, and the load average. Once per run, the model's own
+bench client's own CPU, errors and refusals, and the load average; under ``--workers N``, each
+worker's event loop (how evenly the tables are spread: ``--no-placement`` leaves each table on the
+worker its request reached, service/placement.py). Once per run, the model's own
 CPU per drawing, batch 1 (preprocessing + network, ``bench.bench_model.cpu_figures``), and the
 ratio of the server's CPU per analysed drawing to it.
 
@@ -565,6 +567,9 @@ def level_figures(
     threads.sort(key=lambda t: -t["cores"])
     loops = [t for t in threads if t["tid"] in mains]
     loop = {"cores": sum(t["cores"] for t in loops), "share": sum(t["share"] for t in loops)}
+    served = server_pids(pid)[1:] or [pid]  # under --workers N, the workers (not their supervisor)
+    by_tid = {t["tid"]: t["cores"] for t in threads}
+    worker_loops = [by_tid.get(p, 0.0) for p in served]  # how evenly the tables are spread
     ack_p50, ack_p99, ack_max = percentiles_ms(tally.acks)
     guess_p50, guess_p99, _ = percentiles_ms(tally.guesses)
     return {
@@ -576,7 +581,8 @@ def level_figures(
         "server_cores": server_s / wall,
         "server_ms_per_s_per_table": 1000 * server_s / wall / tables,
         "server_ms_per_analysis": 1000 * server_s / analyses if analyses else math.nan,
-        "loop_cores": loop["cores"], "loop_share": loop["share"], "healthz_ms": 1000 * after.healthz_s,
+        "loop_cores": loop["cores"], "loop_share": loop["share"], "worker_loop_cores": worker_loops,
+        "healthz_ms": 1000 * after.healthz_s,
         "threads": threads,
         "client_cores": (after.client_s - before.client_s) / wall,
         "errors": dict(tally.errors), "refusals": dict(tally.refusals), "failures": dict(tally.failures),
@@ -785,6 +791,9 @@ def detail_lines(row: dict[str, Any]) -> list[str]:
     """The threads that used CPU and the errors of one level."""
     threads = ", ".join(f"{t['name']} {t['cores']:.2f}" for t in row["threads"][:6])
     lines = [f"    /healthz after the window: {row['healthz_ms']:,.0f} ms; threads (cores): {threads}"]
+    if len(row.get("worker_loop_cores", [])) > 1:
+        lines.append("    each worker's event loop (cores): "
+                     + ", ".join(f"{cores:.2f}" for cores in row["worker_loop_cores"]))
     for what in ("errors", "refusals", "failures"):
         if row[what]:
             lines.append(f"    {what}: {row[what]}")
@@ -836,6 +845,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profiler", choices=("auto", "py-spy", "cprofile"), default="auto",
                         help="auto: py-spy, else cProfile when py-spy cannot attach")
     parser.add_argument("--workers", type=int, default=1, help="the server's worker processes")
+    parser.add_argument("--no-placement", action="store_true",
+                        help="each table on the worker its request reached (GRIFFON_WORKER_PLACEMENT=false)")
     parser.add_argument("--admission", action="store_true",
                         help="keep the service's capacity budget (default: off, to measure past it)")
     parser.add_argument("--skip-model", action="store_true", help="leave out the model's own CPU figure")
@@ -857,6 +868,8 @@ def run_ladder(
             print(f"  (budget of {args.budget:.0f} s spent: {game} stops before N={tables})")
             break
         env = server_env(game, tables, args.admission)
+        if args.no_placement:
+            env["GRIFFON_WORKER_PLACEMENT"] = "false"
         profiled = args.profile and tables == args.profile_level
         row = run_one(game, tables, env, args, drawings, profiled)
         row["raised_settings"] = env
