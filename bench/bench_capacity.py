@@ -512,13 +512,27 @@ TABLES = {"pictomania": person_table, "kontour": person_table, "bot": bot_room}
 # -- one level --------------------------------------------------------------------------------------
 
 
+async def worker_tables(folder: Path, game: str) -> list[int]:
+    """The tables (bot rooms for ``bot``) each worker holds, worker 0 first, from its own metrics
+    over its private socket in ``folder`` (``GRIFFON_WORKER_DIR``)."""
+    gauge = "griffon_bot_rooms_open" if game == "bot" else "griffon_tables_open"
+    pattern = re.compile(rf"^{gauge}(?:{{[^}}]*}})? (\S+)$", re.M)
+    counts = []
+    for path in sorted(folder.glob("worker-*.sock"), key=lambda p: int(p.stem.split("-")[1])):
+        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(path)), timeout=60) as http:
+            text = (await http.get("http://worker/metrics", params={"local": "true"})).text
+        counts.append(round(sum(float(value) for value in pattern.findall(text))))
+    return counts
+
+
 async def run_level(
     server: Server, game: str, tables: int, seconds: float, drawings: list[list],
-    during: Any = None,
+    during: Any = None, workers_dir: Path | None = None,
 ) -> dict[str, Any]:
     """``tables`` tables of ``game`` on ``server`` for ``seconds``: latencies, CPU, memory, errors.
 
-    ``during(server, seconds)``: started with the window (a profiler), awaited at its end."""
+    ``during(server, seconds)``: started with the window (a profiler), awaited at its end;
+    ``workers_dir``: the workers' folder of a ``--workers N`` server (the tables each one holds)."""
     if game not in TABLES:
         raise ValueError(f"unknown game {game!r}; expected one of {', '.join(GAMES)}")
     tally, start = Tally(), Start(tables)
@@ -538,6 +552,7 @@ async def run_level(
         await asyncio.sleep(max(0.0, start.stop_at - time.monotonic()))
         after = await snapshot(server, http)
         memory = memory_mb(server.process.pid)
+        spread = await worker_tables(workers_dir, game) if workers_dir is not None else []
         names = thread_names(server.process.pid)
         results = await asyncio.gather(*running, return_exceptions=True)
         profile = await side if side is not None else None
@@ -545,7 +560,7 @@ async def run_level(
         if isinstance(result, BaseException):
             tally.failures[type(result).__name__] += 1
     return level_figures(game, tables, tally, before, after, memory, names, server.process.pid) | (
-        {"profile": profile} if profile is not None else {})
+        {"profile": profile} if profile is not None else {}) | {"worker_tables": spread}
 
 
 def level_figures(
@@ -793,7 +808,9 @@ def detail_lines(row: dict[str, Any]) -> list[str]:
     lines = [f"    /healthz after the window: {row['healthz_ms']:,.0f} ms; threads (cores): {threads}"]
     if len(row.get("worker_loop_cores", [])) > 1:
         lines.append("    each worker's event loop (cores): "
-                     + ", ".join(f"{cores:.2f}" for cores in row["worker_loop_cores"]))
+                     + ", ".join(f"{cores:.2f}" for cores in row["worker_loop_cores"])
+                     + (f"; tables held: {', '.join(map(str, row['worker_tables']))}"
+                        if row.get("worker_tables") else ""))
     for what in ("errors", "refusals", "failures"):
         if row[what]:
             lines.append(f"    {what}: {row[what]}")
@@ -901,8 +918,13 @@ def run_one(
             with cprofiled_server(env, out) as server:
                 during = cprofile_window(out)
                 return asyncio.run(run_level(server, game, tables, args.seconds, drawings, during))
-    with running_server(env, workers=args.workers) as server:
-        return asyncio.run(run_level(server, game, tables, args.seconds, drawings))
+    with tempfile.TemporaryDirectory(prefix="griffon-bench-workers-") as folder:
+        workers_dir = Path(folder) / "workers" if args.workers > 1 else None
+        if workers_dir is not None:
+            env = {**env, "GRIFFON_WORKER_DIR": str(workers_dir)}
+        with running_server(env, workers=args.workers) as server:
+            level = run_level(server, game, tables, args.seconds, drawings, workers_dir=workers_dir)
+            return asyncio.run(level)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

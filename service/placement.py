@@ -32,7 +32,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from starlette.requests import Request
@@ -93,7 +93,8 @@ class Placement:
     def publish(self) -> None:
         """Write this worker's load (atomically: a sibling never reads half a file)."""
         path = self.load_path(self.workers.index)
-        record = {"load": round(self.load(), 3), "loop_share": round(self.loop_share, 3),
+        record = {"load": round(self.own_load(), 3), "loop_share": round(self.loop_share, 3),
+                  "sending": {str(index): weight for index, weight in self.sending().items()},
                   "at": self.clock(), "pid": os.getpid()}
         temporary = path.with_suffix(".tmp")
         try:
@@ -114,22 +115,37 @@ class Placement:
         self.clients.clear()
 
     # -- choosing -------------------------------------------------------------------------------------
-    def read(self, index: int) -> float | None:
-        """Worker ``index``'s published load; None when missing, unreadable or stale."""
+    def read(self, index: int) -> dict[str, Any] | None:
+        """Worker ``index``'s published record (``load``, ``sending``); None when missing,
+        unreadable or stale."""
         try:
             record = json.loads(self.load_path(index).read_bytes())
-            load, at = float(record["load"]), float(record["at"])
-        except (OSError, ValueError, KeyError, TypeError):
+            fresh = self.clock() - float(record["at"]) <= STALE_S
+            record["load"] = float(record["load"])
+            record["sending"] = {int(k): float(v) for k, v in record.get("sending", {}).items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        return load if self.clock() - at <= STALE_S else None
+        return record if fresh else None
+
+    def sending(self) -> dict[int, float]:
+        """The tables this worker has sent each sibling and not had answered yet (their weight)."""
+        return {index: weight for index, weight in self.pending.items() if index != self.workers.index}
+
+    def own_load(self) -> float:
+        """This worker's load now, with the tables it is making after choosing itself."""
+        return self.load() + self.pending.get(self.workers.index, 0.0)
 
     def loads(self) -> dict[int, float]:
-        """Every reachable worker's load (this one's as it is now), with the tables being made there."""
-        found = {self.workers.index: self.load()}
-        for index in range(self.workers.count):
-            if index != self.workers.index and (load := self.read(index)) is not None:
-                found[index] = load
-        return {index: load + self.pending.get(index, 0.0) for index, load in found.items()}
+        """Every reachable worker's load: this one's as it is now, the siblings' as published, plus
+        the tables any worker (this one included) has sent it and not had answered yet."""
+        own = self.workers.index
+        records = {i: r for i in range(self.workers.count) if i != own and (r := self.read(i)) is not None}
+        found = {own: self.own_load(), **{i: r["load"] for i, r in records.items()}}
+        for sent in (self.sending(), *(r["sending"] for r in records.values())):
+            for index, weight in sent.items():
+                if index in found:
+                    found[index] += weight
+        return found
 
     def choose(self, kind: str) -> int:
         """The worker a new ``kind`` table goes to: the least-loaded, this one when within half a
@@ -140,36 +156,41 @@ class Placement:
         return own if loads[own] - loads[best] <= WEIGHTS[kind] / 2 else best
 
     @contextlib.contextmanager
-    def placing(self, kind: str) -> Iterator[int]:
-        """Choose the worker for a new ``kind`` table and count it there while it is being made
-        (requests that arrive meanwhile see it)."""
-        target = self.choose(kind)
+    def counted(self, target: int, kind: str) -> Iterator[None]:
+        """Count a ``kind`` table this worker chose to make on worker ``target`` (itself or a
+        sibling it forwards the request to) while it is being made, published at once: the requests
+        that come meanwhile, here or at a sibling, see it. A sibling that makes a forwarded table
+        does not count it: its sender does, until the answer (then it is in the sibling's load)."""
         self.pending[target] = self.pending.get(target, 0.0) + WEIGHTS[kind]
+        self.publish()
         try:
-            yield target
+            yield
         finally:
             self.pending[target] -= WEIGHTS[kind]
             if self.pending[target] <= 1e-9:
                 del self.pending[target]
+            self.publish()
 
     # -- forwarding -----------------------------------------------------------------------------------
     async def place(
         self, request: Request, kind: str, client: str, make: Callable[[], Awaitable[T]]
     ) -> T | Response:
-        """A new ``kind`` table asked by ``request``: forwarded to the worker `placing` chooses (its
-        answer), else made here by ``make()``; this worker's load is published before the answer
-        goes, so the next request sees the table."""
+        """A new ``kind`` table asked by ``request``: forwarded to the worker `choose` picks (its
+        answer), else made here by ``make()``. The load is published before the answer goes, so
+        the next request sees the table. A request a sibling forwarded is made here."""
+        own = self.workers.index
         if is_forwarded(request):
             made = await make()
-        else:
-            with self.placing(kind) as target:
-                if target != self.workers.index:
-                    answer = await self.forward(request, target, await request.body(), client)
-                    if answer is not None:
-                        return answer
-                made = await make()
-        self.publish()
-        return made
+            self.publish()
+            return made
+        target = self.choose(kind)
+        if target != own:
+            with self.counted(target, kind):
+                answer = await self.forward(request, target, await request.body(), client)
+            if answer is not None:
+                return answer
+        with self.counted(own, kind):  # chosen, or the chosen sibling failed
+            return await make()
 
     def _client(self, index: int) -> httpx.AsyncClient:
         if index not in self.clients:

@@ -56,15 +56,19 @@ def test_a_stale_missing_or_unreadable_file_is_never_chosen(tmp_path: Path) -> N
     assert placement_in(tmp_path, count=5, own=50.0).choose("bot") == 0  # no file at all for 3 and 4
 
 
-def test_the_tables_being_made_count_where_they_go(tmp_path: Path) -> None:
-    publish(tmp_path, 1, 0.0)
-    placement = placement_in(tmp_path, count=2, own=WEIGHTS["pictomania"])
-    with placement.placing("pictomania") as first:  # forwarded, not answered yet
-        assert first == 1
-        with placement.placing("pictomania") as second:  # the sibling counts the first: a tie, here
-            assert second == 0
-            assert placement.loads() == {0: 2 * WEIGHTS["pictomania"], 1: WEIGHTS["pictomania"]}
-    assert placement.pending == {}
+def test_the_tables_being_made_count_where_they_go_here_and_at_the_siblings(tmp_path: Path) -> None:
+    first = placement_in(tmp_path, index=0, count=2, own=WEIGHTS["pictomania"])
+    second = placement_in(tmp_path, index=1, count=2, own=0.0)
+    first.publish()
+    second.publish()
+    assert first.choose("pictomania") == 1
+    with first.counted(1, "pictomania"):  # forwarded to worker 1, not answered yet
+        assert first.loads() == second.loads() == {0: WEIGHTS["pictomania"], 1: WEIGHTS["pictomania"]}
+        assert first.choose("pictomania") == 0 and second.choose("pictomania") == 1  # a tie: no hop
+        with second.counted(1, "kontour"):  # worker 1 makes one of its own meanwhile
+            assert first.loads()[1] == WEIGHTS["pictomania"] + WEIGHTS["kontour"]
+    assert first.pending == second.pending == {}
+    assert first.loads() == {0: WEIGHTS["pictomania"], 1: 0.0}  # answered: nothing counted twice
 
 
 def test_the_load_is_published_atomically_and_taken_away_at_the_end(tmp_path: Path) -> None:
