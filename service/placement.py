@@ -194,7 +194,10 @@ class Placement:
 
     def _client(self, index: int) -> httpx.AsyncClient:
         if index not in self.clients:
-            transport = httpx.AsyncHTTPTransport(uds=str(self.workers.socket_path(index)))
+            # A connection per request (a Unix socket's costs microseconds): one kept open would
+            # outlive a sibling restarted on a new socket, or one taken away.
+            transport = httpx.AsyncHTTPTransport(uds=str(self.workers.socket_path(index)),
+                                                 limits=httpx.Limits(max_keepalive_connections=0))
             self.clients[index] = httpx.AsyncClient(transport=transport, timeout=FORWARD_TIMEOUT)
         return self.clients[index]
 

@@ -243,6 +243,9 @@ def test_an_unreachable_worker_is_passed_over_and_the_table_made_where_it_was_as
 ) -> None:
     server, folder = two_workers
     lighter_by(server, folder, 1, 3)
+    sent = post(folder, 0, "/v1/play", KONTOUR)  # worker 0 has reached worker 1 before
+    assert Workers(0, 2, folder, "").owner(sent.json()["game_id"]) == 1
+    lighter_by(server, folder, 1, 3)
     path = Path(socket_of(folder, 1))
     aside = path.with_name("moved-aside.sock")
     path.rename(aside)  # worker 1 publishes the lowest load but cannot be reached
