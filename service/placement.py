@@ -1,9 +1,11 @@
 """Where a new table goes among the workers of ``griffon serve --workers N``: the least-loaded one.
 
 Each worker publishes its **load** in the workers' private folder (``load-INDEX.json``, written
-atomically every ``PUBLISH_EVERY_S`` and at once after it opens a game or a room): the tables it
-holds weighted by the CPU a table of their kind takes (:data:`WEIGHTS`, measured by
-``python -m bench.bench_capacity``), its lobbies (each a table to come) and its bot rooms. A weighted
+atomically every ``PUBLISH_EVERY_S`` and whenever it starts or ends making or sending a table): the
+tables it holds weighted by the CPU a table of their kind takes (:data:`WEIGHTS`, measured by
+``python -m bench.bench_capacity``), its lobbies (each a table to come), its bot rooms and the tables
+it is making; beside it, the tables it has sent each sibling and not had answered (``sending``), so
+that a table in flight counts once, at its destination, for every worker (`Placement.counted`). A weighted
 count rather than the event loop's measured CPU share: it moves the moment a table opens (a table
 costs nothing until its people draw, so a burst of new tables would all go where the CPU looks
 low), and the other processes of the host do not move it. The loop's share of a core over the last
