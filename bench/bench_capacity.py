@@ -22,7 +22,9 @@ the latency of each ``guess`` frame from the stroke it follows (it includes the 
 deliberate reaction time); the server's CPU from ``/proc/PID/stat`` (cores, per table, per
 analysed drawing: the recognitions ``/healthz`` counts), its threads' (``/proc/PID/task``, named
 with ``py-spy dump`` when py-spy is installed; the event loop is the main thread), its RSS, the
-bench client's own CPU, errors and refusals, and the load average. Once per run, the model's own
+bench client's own CPU, errors and refusals, and the load average; under ``--workers N``, each
+worker's event loop (how evenly the tables are spread: ``--no-placement`` leaves each table on the
+worker its request reached, service/placement.py). Once per run, the model's own
 CPU per drawing, batch 1 (preprocessing + network, ``bench.bench_model.cpu_figures``), and the
 ratio of the server's CPU per analysed drawing to it.
 
@@ -510,13 +512,27 @@ TABLES = {"pictomania": person_table, "kontour": person_table, "bot": bot_room}
 # -- one level --------------------------------------------------------------------------------------
 
 
+async def worker_tables(folder: Path, game: str) -> list[int]:
+    """The tables (bot rooms for ``bot``) each worker holds, worker 0 first, from its own metrics
+    over its private socket in ``folder`` (``GRIFFON_WORKER_DIR``)."""
+    gauge = "griffon_bot_rooms_open" if game == "bot" else "griffon_tables_open"
+    pattern = re.compile(rf"^{gauge}(?:{{[^}}]*}})? (\S+)$", re.M)
+    counts = []
+    for path in sorted(folder.glob("worker-*.sock"), key=lambda p: int(p.stem.split("-")[1])):
+        async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(path)), timeout=60) as http:
+            text = (await http.get("http://worker/metrics", params={"local": "true"})).text
+        counts.append(round(sum(float(value) for value in pattern.findall(text))))
+    return counts
+
+
 async def run_level(
     server: Server, game: str, tables: int, seconds: float, drawings: list[list],
-    during: Any = None,
+    during: Any = None, workers_dir: Path | None = None,
 ) -> dict[str, Any]:
     """``tables`` tables of ``game`` on ``server`` for ``seconds``: latencies, CPU, memory, errors.
 
-    ``during(server, seconds)``: started with the window (a profiler), awaited at its end."""
+    ``during(server, seconds)``: started with the window (a profiler), awaited at its end;
+    ``workers_dir``: the workers' folder of a ``--workers N`` server (the tables each one holds)."""
     if game not in TABLES:
         raise ValueError(f"unknown game {game!r}; expected one of {', '.join(GAMES)}")
     tally, start = Tally(), Start(tables)
@@ -536,6 +552,7 @@ async def run_level(
         await asyncio.sleep(max(0.0, start.stop_at - time.monotonic()))
         after = await snapshot(server, http)
         memory = memory_mb(server.process.pid)
+        spread = await worker_tables(workers_dir, game) if workers_dir is not None else []
         names = thread_names(server.process.pid)
         results = await asyncio.gather(*running, return_exceptions=True)
         profile = await side if side is not None else None
@@ -543,7 +560,7 @@ async def run_level(
         if isinstance(result, BaseException):
             tally.failures[type(result).__name__] += 1
     return level_figures(game, tables, tally, before, after, memory, names, server.process.pid) | (
-        {"profile": profile} if profile is not None else {})
+        {"profile": profile} if profile is not None else {}) | {"worker_tables": spread}
 
 
 def level_figures(
@@ -565,6 +582,9 @@ def level_figures(
     threads.sort(key=lambda t: -t["cores"])
     loops = [t for t in threads if t["tid"] in mains]
     loop = {"cores": sum(t["cores"] for t in loops), "share": sum(t["share"] for t in loops)}
+    served = server_pids(pid)[1:] or [pid]  # under --workers N, the workers (not their supervisor)
+    by_tid = {t["tid"]: t["cores"] for t in threads}
+    worker_loops = [by_tid.get(p, 0.0) for p in served]  # how evenly the tables are spread
     ack_p50, ack_p99, ack_max = percentiles_ms(tally.acks)
     guess_p50, guess_p99, _ = percentiles_ms(tally.guesses)
     return {
@@ -576,7 +596,8 @@ def level_figures(
         "server_cores": server_s / wall,
         "server_ms_per_s_per_table": 1000 * server_s / wall / tables,
         "server_ms_per_analysis": 1000 * server_s / analyses if analyses else math.nan,
-        "loop_cores": loop["cores"], "loop_share": loop["share"], "healthz_ms": 1000 * after.healthz_s,
+        "loop_cores": loop["cores"], "loop_share": loop["share"], "worker_loop_cores": worker_loops,
+        "healthz_ms": 1000 * after.healthz_s,
         "threads": threads,
         "client_cores": (after.client_s - before.client_s) / wall,
         "errors": dict(tally.errors), "refusals": dict(tally.refusals), "failures": dict(tally.failures),
@@ -785,6 +806,11 @@ def detail_lines(row: dict[str, Any]) -> list[str]:
     """The threads that used CPU and the errors of one level."""
     threads = ", ".join(f"{t['name']} {t['cores']:.2f}" for t in row["threads"][:6])
     lines = [f"    /healthz after the window: {row['healthz_ms']:,.0f} ms; threads (cores): {threads}"]
+    if len(row.get("worker_loop_cores", [])) > 1:
+        lines.append("    each worker's event loop (cores): "
+                     + ", ".join(f"{cores:.2f}" for cores in row["worker_loop_cores"])
+                     + (f"; tables held: {', '.join(map(str, row['worker_tables']))}"
+                        if row.get("worker_tables") else ""))
     for what in ("errors", "refusals", "failures"):
         if row[what]:
             lines.append(f"    {what}: {row[what]}")
@@ -836,6 +862,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profiler", choices=("auto", "py-spy", "cprofile"), default="auto",
                         help="auto: py-spy, else cProfile when py-spy cannot attach")
     parser.add_argument("--workers", type=int, default=1, help="the server's worker processes")
+    parser.add_argument("--no-placement", action="store_true",
+                        help="each table on the worker its request reached (GRIFFON_WORKER_PLACEMENT=false)")
     parser.add_argument("--admission", action="store_true",
                         help="keep the service's capacity budget (default: off, to measure past it)")
     parser.add_argument("--skip-model", action="store_true", help="leave out the model's own CPU figure")
@@ -857,6 +885,8 @@ def run_ladder(
             print(f"  (budget of {args.budget:.0f} s spent: {game} stops before N={tables})")
             break
         env = server_env(game, tables, args.admission)
+        if args.no_placement:
+            env["GRIFFON_WORKER_PLACEMENT"] = "false"
         profiled = args.profile and tables == args.profile_level
         row = run_one(game, tables, env, args, drawings, profiled)
         row["raised_settings"] = env
@@ -888,8 +918,13 @@ def run_one(
             with cprofiled_server(env, out) as server:
                 during = cprofile_window(out)
                 return asyncio.run(run_level(server, game, tables, args.seconds, drawings, during))
-    with running_server(env, workers=args.workers) as server:
-        return asyncio.run(run_level(server, game, tables, args.seconds, drawings))
+    with tempfile.TemporaryDirectory(prefix="griffon-bench-workers-") as folder:
+        workers_dir = Path(folder) / "workers" if args.workers > 1 else None
+        if workers_dir is not None:
+            env = {**env, "GRIFFON_WORKER_DIR": str(workers_dir)}
+        with running_server(env, workers=args.workers) as server:
+            level = run_level(server, game, tables, args.seconds, drawings, workers_dir=workers_dir)
+            return asyncio.run(level)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import re
@@ -67,6 +68,7 @@ from service.capacity import Capacity
 from service.errors import STORE_DOWN, ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.metrics import Metrics
+from service.placement import Placement, weighted_load
 from service.play import routes as play
 from service.replicas import Replica, ReplicaSettingsError
 from service.settings import Settings
@@ -308,6 +310,11 @@ def capacity(settings: Settings, app: FastAPI) -> Capacity:
     return budget
 
 
+def worker_load(app: FastAPI) -> float:
+    """This worker's load, as its siblings read it to place a new table (:mod:`service.placement`)."""
+    return weighted_load(app.state.play, app.state.bots.live_count)
+
+
 def _refused(request: Request, reason: str) -> None:
     shared = getattr(request.app.state, "shared", None)
     if shared is not None:
@@ -414,6 +421,11 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
                 app.state.bots.ownership = ownership
                 ownership.room_lost = app.state.bots.stand_down
             app.state.capacity = capacity(settings, app)
+            if workers is not None and settings.worker_placement:  # new tables on the least-loaded worker
+                placement = Placement(workers, functools.partial(worker_load, app))
+                app.state.placement = placement
+                placement.start()
+                release.push_async_callback(placement.aclose)
             # What start-up loaded (the vocabulary, the lexicon, the model: most of the heap) lives
             # as long as the process: out of the collector's sight, a full collection costs a few
             # milliseconds instead of pausing every table for a hundred or more.
@@ -431,6 +443,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
     )
     app.state.settings = settings
     app.state.workers = workers
+    app.state.placement = None  # set at start under --workers N (service.placement)
     app.state.replica = replica
     app.state.play_settings = play_settings
     app.state.store = store

@@ -149,6 +149,11 @@ class Settings(BaseModel):
     bot_room_cost: float = Field(
         default=0.016, ge=0, le=64, description="share of a core one bot room holds (measured)",
     )
+    worker_placement: bool = Field(
+        default=True,
+        description="under `griffon serve --workers N`, a new game or room is made on the least-loaded "
+        "worker (service/placement.py); false: on the worker its request reached",
+    )
     # -- sessions (bot connections and solo games) ----------------------------------------------
     max_sessions: int = Field(default=100, ge=1, description="solo games open at once on the server")
     max_bot_sessions: int = Field(default=200, ge=1, description="bot connections open at once")

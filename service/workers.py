@@ -3,10 +3,13 @@
 ``griffon serve --workers N`` starts N processes that accept from the same listening socket, so a
 connection lands on any of them. A game lives in one process, its **owner**, chosen by its id
 (:meth:`Workers.owner`: a hash of the id, so every worker knows it without asking); a worker
-creates only ids it owns. A game's socket that lands on another worker is **relayed** to the
-owner over the owner's private Unix socket (:func:`relay`): the page and the bot client see one
-server. The relayed handshake carries the client's address and ``Origin`` and the workers' shared
-secret (:class:`RelayedClient` restores the address), so budgets and checks see the real client.
+creates only ids it owns. A new game or room is made on the least-loaded worker
+(`service.placement`: the worker that received ``POST /v1/play`` or ``POST /v1/rooms`` forwards it
+to that worker's private socket, with the same relay headers). A game's socket that lands on
+another worker is **relayed** to the owner over the owner's private Unix socket (:func:`relay`):
+the page and the bot client see one server. The relayed handshake or request carries the client's
+address and ``Origin`` and the workers' shared secret (:class:`RelayedClient` restores the address),
+so budgets and checks see the real client.
 
 Bot rooms live where their socket lands (with several workers, a room resumes on its own worker
 only: rooms' memory is stored for a single process or for replicas); stateless HTTP calls are
@@ -89,9 +92,10 @@ class Siblings(Protocol):
 
 
 class RelayedClient:
-    """ASGI middleware (outermost): a handshake relayed by a sibling worker or replica keeps its
-    client's address and the ``Host`` it asked for (the sibling's own connection is a Unix socket,
-    or a connection to this replica's address); the relay headers are dropped."""
+    """ASGI middleware (outermost): a handshake relayed, or a request forwarded
+    (`service.placement`), by a sibling worker or replica keeps its client's address and the
+    ``Host`` it asked for (the sibling's own connection is a Unix socket, or a connection to this
+    replica's address); the relay headers are dropped."""
 
     def __init__(self, app: ASGIApp, workers: Siblings | None) -> None:
         self.app, self.workers = app, workers

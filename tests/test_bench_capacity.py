@@ -41,7 +41,8 @@ def test_one_level_gives_well_formed_figures(server, game: str) -> None:
     assert row["window_s"] >= 2.5
     assert row["server_cores"] > 0 and row["rss_mb"] > 0 and row["peak_rss_mb"] >= row["rss_mb"]
     loop = [t for t in row["threads"] if t["tid"] == server.process.pid]
-    assert loop and loop[0]["cores"] == row["loop_cores"] and 0 < row["loop_share"] <= 1
+    assert loop and loop[0]["cores"] == row["loop_cores"] and 0 < row["loop_share"] <= 1 + 1e-9
+    assert row["worker_loop_cores"] == [row["loop_cores"]]  # one process: its loop is the only one
     assert all(t["cores"] > 0 and t["name"] for t in row["threads"])
     if row["analyses"]:
         assert row["server_ms_per_analysis"] > 0

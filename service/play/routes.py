@@ -15,11 +15,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, FastAPI, Response, WebSocket
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
-from starlette.requests import HTTPConnection
+from starlette.requests import HTTPConnection, Request
 
 from games.ai import level_names
 from service.errors import STORE_DOWN, NotFound, ServiceError, Unavailable
 from service.frames import error_frame
+from service.placement import Placement
 from service.play.manager import (
     CLOSE_BAD_TOKEN,
     CLOSE_FULL,
@@ -202,14 +203,24 @@ async def play_options(games: GamesDep) -> dict[str, Any]:
 
 
 @router.post("/v1/play", response_model=GameCreated, status_code=201, tags=["solo games"])
-async def new_game(body: NewGame, games: GamesDep, client: ClientDep, response: Response) -> GameCreated:
-    """Start a solo game against AI players; returns its id and the player's token.
+async def new_game(
+    body: NewGame, games: GamesDep, client: ClientDep, request: Request, response: Response
+) -> GameCreated | Response:
+    """Start a solo game against AI players; returns its id and the player's token. Under
+    ``--workers N`` the game is made on the least-loaded worker (service/placement.py).
 
     Bounded per client: ``games_per_client`` live games, ``games_per_client_hour`` created."""
     limits = accepted_opponents()[body.game]
     if not limits["min"] <= body.opponents <= limits["max"]:
         raise ServiceError(f"{body.game} takes {limits['min']}-{limits['max']} AI opponents, "
                            f"got {body.opponents}", code="invalid_request")
+    placement: Placement | None = request.app.state.placement
+    make = functools.partial(_open_solo, body, games, client, response)
+    return await make() if placement is None else await placement.place(request, body.game, client, make)
+
+
+async def _open_solo(body: NewGame, games: GameManager, client: str, response: Response) -> GameCreated:
+    """`new_game` made on this worker."""
     try:
         game = await games.open_game(body.game, body.opponents, body.level, body.name, body.seed,
                                      client=client, learn=body.learn,
@@ -242,16 +253,25 @@ async def room_page(code: str) -> FileResponse:
 
 
 @router.post("/v1/rooms", response_model=RoomCreated, status_code=201, tags=["rooms"])
-async def new_room(body: NewRoom, games: GamesDep, client: ClientDep) -> RoomCreated:
+async def new_room(
+    body: NewRoom, games: GamesDep, client: ClientDep, request: Request
+) -> RoomCreated | Response:
     """Open a room hosted by the caller: friends join it from its link; the host fills the other
-    seats with AI players and starts it through the lobby socket (docs/PLAY.md)."""
-    try:
-        room, token = games.rooms.create(body.game, body.name.strip(), body.level, body.ai, client)
-    except RoomError as error:
-        status = Unavailable if error.code == "too_many_games" else ServiceError
-        raise status(error.message, code=error.code) from None
-    ws = f"/v1/rooms/{room.code}?token={token}"
-    return RoomCreated(code=room.code, link=f"/r/{room.code}", token=token, seat=HUMAN, game=body.game, ws=ws)
+    seats with AI players and starts it through the lobby socket (docs/PLAY.md). Under
+    ``--workers N`` the room, and the games it starts, are on the least-loaded worker."""
+
+    async def make() -> RoomCreated:
+        try:
+            room, token = games.rooms.create(body.game, body.name.strip(), body.level, body.ai, client)
+        except RoomError as error:
+            status = Unavailable if error.code == "too_many_games" else ServiceError
+            raise status(error.message, code=error.code) from None
+        ws = f"/v1/rooms/{room.code}?token={token}"
+        return RoomCreated(code=room.code, link=f"/r/{room.code}", token=token, seat=HUMAN, game=body.game,
+                           ws=ws)
+
+    placement: Placement | None = request.app.state.placement
+    return await make() if placement is None else await placement.place(request, body.game, client, make)
 
 
 @router.websocket("/v1/rooms/{code}")

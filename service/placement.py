@@ -1,0 +1,238 @@
+"""Where a new table goes among the workers of ``griffon serve --workers N``: the least-loaded one.
+
+Each worker publishes its **load** in the workers' private folder (``load-INDEX.json``, written
+atomically every ``PUBLISH_EVERY_S`` and whenever it starts or ends making or sending a table): the
+tables it holds weighted by the CPU a table of their kind takes (:data:`WEIGHTS`, measured by
+``python -m bench.bench_capacity``), its lobbies (each a table to come), its bot rooms and the tables
+it is making; beside it, the tables it has sent each sibling and not had answered (``sending``), so
+that a table in flight counts once, at its destination, for every worker (`Placement.counted`). A weighted
+count rather than the event loop's measured CPU share: it moves the moment a table opens (a table
+costs nothing until its people draw, so a burst of new tables would all go where the CPU looks
+low), and the other processes of the host do not move it. The loop's share of a core over the last
+period is published beside it, for the operator and the capacity benchmark.
+
+On ``POST /v1/play`` and ``POST /v1/rooms`` the worker that received the request reads its
+siblings' files (no round trip) and picks the least-loaded worker, itself when its own load is
+within half a table of the lowest (`Placement.choose`). Another worker gets the request forwarded
+over its private Unix socket with the workers' secret and the client's address and ``Host``
+(``service.workers.RelayedClient`` restores them there, so its per-client limits see the real client);
+it creates the game with an id it holds and its answer goes back to the client unchanged. A sibling
+that cannot be reached, answers 5xx, or whose file is stale (a dead worker) is skipped: the game is
+made where the request landed. A forwarded request is never forwarded again. A room's games (its
+start, « Rejouer ») are made on the worker that holds the room, where the room was placed; bot rooms
+live where their socket lands (relaying a bot's every frame would cost more than it spreads), and
+count in the load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import Response
+
+from service.workers import CLIENT_HEADER, HOST_HEADER, RELAY_HEADER, RELAYED, Workers
+
+if TYPE_CHECKING:
+    from service.play.manager import GameManager
+
+log = logging.getLogger("griffon.service")
+T = TypeVar("T")
+
+# CPU a table takes, ms a second, with a person drawing (docs/BENCHMARKS.md, bench.bench_capacity):
+# a Pictomania table with 5 AI players, a Kontour table with 3, a bot room streaming drawings.
+WEIGHTS = {"pictomania": 23.0, "kontour": 13.0, "bot": 8.0}
+PUBLISH_EVERY_S = 0.5
+STALE_S = 5.0  # a file older than this is a worker that stopped publishing: never chosen
+FORWARD_TIMEOUT = httpx.Timeout(15.0, connect=1.0)
+FORWARDED_HEADERS = ("content-type", "origin", "user-agent", "accept", "accept-language")
+ANSWER_HEADERS = ("content-type", "retry-after", "x-griffon-game")
+
+
+class Placement:
+    """One worker's view of the workers' loads: it publishes its own, reads its siblings', picks
+    where a new table goes and forwards the request there."""
+
+    def __init__(
+        self, workers: Workers, load: Callable[[], float], clock: Callable[[], float] = time.time
+    ) -> None:
+        """``load()``: this worker's weighted load now (`weighted_load`)."""
+        self.workers, self.load, self.clock = workers, load, clock
+        self.pending: dict[int, float] = {}  # worker -> weight of the tables being made there now
+        self.clients: dict[int, httpx.AsyncClient] = {}
+        self.publisher: asyncio.Task[None] | None = None
+        self.loop_share = 0.0
+        self._window = (time.monotonic(), time.thread_time())
+
+    def load_path(self, index: int) -> Path:
+        """The file where worker ``index`` publishes its load."""
+        return self.workers.folder / f"load-{index}.json"
+
+    # -- publishing -----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Publish now, then every ``PUBLISH_EVERY_S`` (on the event loop: `thread_time` is its CPU)."""
+        self.publish()
+        self.publisher = asyncio.create_task(self._publish_forever(), name="placement")
+
+    async def _publish_forever(self) -> None:
+        while True:
+            await asyncio.sleep(PUBLISH_EVERY_S)
+            wall, cpu = time.monotonic(), time.thread_time()
+            started, spent = self._window
+            self.loop_share = (cpu - spent) / max(1e-6, wall - started)
+            self._window = (wall, cpu)
+            self.publish()
+
+    def publish(self) -> None:
+        """Write this worker's load (atomically: a sibling never reads half a file)."""
+        path = self.load_path(self.workers.index)
+        record = {"load": round(self.own_load(), 3), "loop_share": round(self.loop_share, 3),
+                  "sending": {str(index): weight for index, weight in self.sending().items()},
+                  "at": self.clock(), "pid": os.getpid()}
+        temporary = path.with_suffix(".tmp")
+        try:
+            temporary.write_text(json.dumps(record))
+            os.replace(temporary, path)
+        except OSError as error:  # the folder went (shutdown): the siblings see a stale file
+            log.debug("worker %d: load not published: %s", self.workers.index, error)
+
+    async def aclose(self) -> None:
+        """Stop publishing, take this worker's file away, close the connections to the siblings."""
+        if self.publisher is not None:
+            self.publisher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.publisher
+        self.load_path(self.workers.index).unlink(missing_ok=True)
+        for client in self.clients.values():
+            await client.aclose()
+        self.clients.clear()
+
+    # -- choosing -------------------------------------------------------------------------------------
+    def read(self, index: int) -> dict[str, Any] | None:
+        """Worker ``index``'s published record (``load``, ``sending``); None when missing,
+        unreadable or stale."""
+        try:
+            record = json.loads(self.load_path(index).read_bytes())
+            fresh = self.clock() - float(record["at"]) <= STALE_S
+            record["load"] = float(record["load"])
+            record["sending"] = {int(k): float(v) for k, v in record.get("sending", {}).items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return record if fresh else None
+
+    def sending(self) -> dict[int, float]:
+        """The tables this worker has sent each sibling and not had answered yet (their weight)."""
+        return {index: weight for index, weight in self.pending.items() if index != self.workers.index}
+
+    def own_load(self) -> float:
+        """This worker's load now, with the tables it is making after choosing itself."""
+        return self.load() + self.pending.get(self.workers.index, 0.0)
+
+    def loads(self) -> dict[int, float]:
+        """Every reachable worker's load: this one's as it is now, the siblings' as published, plus
+        the tables any worker (this one included) has sent it and not had answered yet."""
+        own = self.workers.index
+        records = {i: r for i in range(self.workers.count) if i != own and (r := self.read(i)) is not None}
+        found = {own: self.own_load(), **{i: r["load"] for i, r in records.items()}}
+        for sent in (self.sending(), *(r["sending"] for r in records.values())):
+            for index, weight in sent.items():
+                if index in found:
+                    found[index] += weight
+        return found
+
+    def choose(self, kind: str) -> int:
+        """The worker a new ``kind`` table goes to: the least-loaded, this one when within half a
+        table of it."""
+        loads = self.loads()
+        own = self.workers.index
+        best = min(loads, key=lambda index: (loads[index], index != own))
+        return own if loads[own] - loads[best] <= WEIGHTS[kind] / 2 else best
+
+    @contextlib.contextmanager
+    def counted(self, target: int, kind: str) -> Iterator[None]:
+        """Count a ``kind`` table this worker chose to make on worker ``target`` (itself or a
+        sibling it forwards the request to) while it is being made, published at once: the requests
+        that come meanwhile, here or at a sibling, see it. A sibling that makes a forwarded table
+        does not count it: its sender does, until the answer (then it is in the sibling's load)."""
+        self.pending[target] = self.pending.get(target, 0.0) + WEIGHTS[kind]
+        self.publish()
+        try:
+            yield
+        finally:
+            self.pending[target] -= WEIGHTS[kind]
+            if self.pending[target] <= 1e-9:
+                del self.pending[target]
+            self.publish()
+
+    # -- forwarding -----------------------------------------------------------------------------------
+    async def place(
+        self, request: Request, kind: str, client: str, make: Callable[[], Awaitable[T]]
+    ) -> T | Response:
+        """A new ``kind`` table asked by ``request``: forwarded to the worker `choose` picks (its
+        answer), else made here by ``make()``. The load is published before the answer goes, so
+        the next request sees the table. A request a sibling forwarded is made here."""
+        own = self.workers.index
+        if is_forwarded(request):
+            made = await make()
+            self.publish()
+            return made
+        target = self.choose(kind)
+        if target != own:
+            with self.counted(target, kind):
+                answer = await self.forward(request, target, await request.body(), client)
+            if answer is not None:
+                return answer
+        with self.counted(own, kind):  # chosen, or the chosen sibling failed
+            return await make()
+
+    def _client(self, index: int) -> httpx.AsyncClient:
+        if index not in self.clients:
+            # A connection per request (a Unix socket's costs microseconds): one kept open would
+            # outlive a sibling restarted on a new socket, or one taken away.
+            transport = httpx.AsyncHTTPTransport(uds=str(self.workers.socket_path(index)),
+                                                 limits=httpx.Limits(max_keepalive_connections=0))
+            self.clients[index] = httpx.AsyncClient(transport=transport, timeout=FORWARD_TIMEOUT)
+        return self.clients[index]
+
+    async def forward(self, request: Request, target: int, body: bytes, client: str) -> Response | None:
+        """``request`` (its ``body``) made on worker ``target`` as a sibling's: its answer, or None
+        when the worker cannot be reached or failed (5xx): the caller then makes the table itself."""
+        headers = {name: value for name, value in request.headers.items() if name in FORWARDED_HEADERS}
+        headers |= {RELAY_HEADER: self.workers.secret, CLIENT_HEADER: client}
+        if "host" in request.headers:
+            headers[HOST_HEADER] = request.headers["host"]
+        url = f"http://worker{request.url.path}"
+        try:
+            answer = await self._client(target).post(url, content=body, headers=headers)
+        except httpx.HTTPError as error:
+            log.warning("worker %d cannot be reached (%s): the new table is made here", target,
+                        type(error).__name__)
+            return None
+        if answer.status_code >= 500:  # failed, full, or its database is down: this one may do better
+            log.info("worker %d answered %d: the new table is made here", target, answer.status_code)
+            return None
+        kept = {name: answer.headers[name] for name in ANSWER_HEADERS if name in answer.headers}
+        return Response(answer.content, status_code=answer.status_code, headers=kept)
+
+
+def is_forwarded(request: Request) -> bool:
+    """Whether a sibling forwarded this request (then it is made here, never sent on)."""
+    return bool(request.scope.get(RELAYED))
+
+
+def weighted_load(games: GameManager, bots_live: int) -> float:
+    """The load of one worker: its tables still played (a finished one waits for its people at
+    no cost), its lobbies (tables to come) and its bot rooms, each weighted by `WEIGHTS`."""
+    tables = sum(WEIGHTS.get(session.kind, 0.0) for session in games.games.values()
+                 if getattr(session.state, "phase", "") != "game_over")
+    lobbies = sum(WEIGHTS.get(room.game, 0.0) for room in games.rooms.lobbies.values())
+    return tables + lobbies + WEIGHTS["bot"] * bots_live
