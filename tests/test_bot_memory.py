@@ -243,6 +243,10 @@ def test_a_room_resumes_its_round_after_its_server_was_killed_or_stopped(tiny_ch
         until(ws, "round_ready")
         ws.send(json.dumps({"type": "stroke", "stroke": drawing[0]}))
         assert until(ws, "analysis")["strokes"] == 1
+        with open_store(StoreSettings(data_dir=tmp_path)) as db:  # strokes are stored within the
+            # writer's latency, not before their analysis (docs/BOT_PROTOCOL.md): wait for it
+            eventually(lambda: (room := db.load_bot_room(welcome["session"])) is not None
+                       and len(room.strokes) == 1, 10, "the room's stroke was never stored")
         os.kill(server.process.pid, signal.SIGKILL)
         server.process.wait(timeout=30)
     with running_server(env) as server:
