@@ -1,6 +1,8 @@
 """Recognizer benchmarks: preprocessing (new and legacy), every inference back-end (batch-1 latency,
 batched throughput, validation top-1), live-session cost per stroke, the worst drawings the
-validator allows, and training samples/s. Run: ``python -m bench.bench_model``.
+validator allows, and training samples/s. Run: ``python -m bench.bench_model``
+(``--compare CHECKPOINT``: a second model timed beside the shipped one, back-end by back-end, in the
+same run).
 
 Uses validation drawings from the Quick, Draw! folder when present (raw canvas strokes, as a live
 player sends them), else generated shapes (then top-1 is not measured).
@@ -203,6 +205,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--slow", action="store_true", help="also time the legacy path on the canvas zigzag")
     parser.add_argument("--skip-training", action="store_true")
     parser.add_argument("--json", type=str, default=None, help="also write the figures to this file")
+    parser.add_argument("--compare", type=str, default=None,
+                        help="a second checkpoint timed on the same drawings, back-end by back-end")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -241,6 +245,9 @@ def main(argv: list[str] | None = None) -> dict:
     for backend in args.backends.split(","):
         candidate = Guesser.load(backend=backend)
         table[backend] = backend_figures(candidate, drawings, val_views, labels, args.batch)
+        if args.compare:  # the same drawings and back-end, one right after the other: hosts differ
+            other = Guesser.load(args.compare, expected_classes=guesser.labels, backend=backend)
+            table[f"{backend} (compare)"] = backend_figures(other, drawings, val_views, labels, args.batch)
         if backend == "onnx-int8":  # the same path without settling near ties in float: their cost
             candidate.near_tie = 0.0
             table["int8-raw"] = backend_figures(candidate, drawings, val_views, labels, args.batch)
@@ -312,11 +319,11 @@ def report(results: dict[str, Any]) -> None:
           f"{results['raster_per_s'] / results['raster_reference_per_s']:.1f}×")
     print(f"{'simplify speed-up (now / legacy)':<{width}}  "
           f"{results['simplify_per_s'] / results['simplify_legacy_per_s']:.1f}×")
-    print("\nback-end     b1 p50 ms  b1 p99 ms  batched/s  val top-1")
+    print("\nback-end               b1 p50 ms  b1 p99 ms  batched/s  val top-1")
     for name, row in results["backends"].items():
         batched = next(v for k, v in row.items() if k.startswith("batch"))
         top = f"{row['val_top1'] * 100:.2f} %" if "val_top1" in row else "—"
-        print(f"{name:<11}  {row['b1_p50_ms']:9.2f}  {row['b1_p99_ms']:9.2f}  {batched:9,.0f}  {top:>9}")
+        print(f"{name:<21}  {row['b1_p50_ms']:9.2f}  {row['b1_p99_ms']:9.2f}  {batched:9,.0f}  {top:>9}")
     print("\nworst drawing   JSON bytes  points to RDP (legacy → now)  prepare ms (legacy → now)")
     for name, row in results["worst"].items():
         legacy = row["prepare_ms_legacy"]
