@@ -111,3 +111,18 @@ def test_match_takes_a_student_that_held_dev_out_and_refuses_one_that_does_not_s
     with pytest.raises(CheckpointError, match="does not say it held the validation split out"):
         main(["--model", str(tmp_path / "unsaid.pt"), "--match", str(reference), *cache,
               "--out", str(tmp_path / "unsaid-calibrated.pt")])
+
+
+def test_trained_on_fits_on_the_dev_band_the_model_trained_on_and_never_on_val(
+    tiny_checkpoint: Path, fixture_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = ["--data", str(fixture_data), "--cache", str(tmp_path / "cache")]
+    out = tmp_path / "fitted.pt"
+    main(["--model", str(tiny_checkpoint), "--split", "dev", "--trained-on", *cache, "--out", str(out)])
+    said = json.loads(capsys.readouterr().out)
+    assert Guesser.load(out).temperature == pytest.approx(said["temperature"])
+    source = torch.load(out, weights_only=True)["metrics"]["temperature_source"]
+    assert source.endswith("which trained on it")
+    for refused in (["--split", "val", "--trained-on"], ["--trained-on", "--match", str(tiny_checkpoint)]):
+        with pytest.raises(CheckpointError, match="dev band only"):
+            main(["--model", str(tiny_checkpoint), *refused, *cache, "--out", str(tmp_path / "no.pt")])

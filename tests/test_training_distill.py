@@ -174,7 +174,12 @@ def test_every_preset_reads_and_make_train_is_one_chain_from_data_to_the_shipped
     presets = {path.stem: parse_config(["--preset", path.stem]) for path in PRESETS_DIR.glob("*.yaml")}
     steps = make_steps("train")
     order = [name for step in steps for name in re.findall(r"--preset ([\w-]+)", step)]
-    assert {"member-a", "sequence-untaught", "sequence-taught", "shipped", "calibration"} <= set(order)
+    recipe = {"member-a", "sequence-untaught", "sequence-taught", "shipped", "distilled"}
+    assert recipe <= set(order)
+    cached = presets["distilled"].teacher_cache  # the public teachers' answers, cached before their student
+    caching = next(i for i, step in enumerate(steps) if "training.teachers cache" in step)
+    assert f"--out {cached}" in steps[caching].replace("$(TEACHERS_CACHE)", cached)
+    assert caching < next(i for i, step in enumerate(steps) if "--preset distilled" in step)
     networks = [(name, presets[name].NETWORK) for name in order]
     made = {f"{presets[name].out}/model.pt": i for i, (name, kind) in enumerate(networks) if kind == "raster"}
     members = [f"{presets[name].out}/sequence.pt" for name, kind in networks if kind == "sequence"]
@@ -200,4 +205,6 @@ def test_every_preset_reads_and_make_train_is_one_chain_from_data_to_the_shipped
         assert out not in inputs and out not in made and out not in outputs  # always a new file
         outputs.append(out)
     assert model_steps[-1] == f"$(MODEL) ship $(DATA_FLAG) {outputs[-1]}"
-    assert outputs[-1] == "runs/shipped/two-view.pt" and steps[-1] == model_steps[-1]
+    assert outputs[-1] == "runs/distilled/two-view.pt" and steps[-1] == model_steps[-1]
+    attach = next(step for step in model_steps if "attach" in step).split()
+    assert attach[attach.index("--model") + 1].startswith("runs/distilled/")  # the taught student is shipped

@@ -21,6 +21,14 @@ trained on those drawings, so they are over-confident there alike; validation st
     griffon model calibrate --model runs/shipped/model.pt --match runs/member-a/calibrated.pt \
         --out runs/shipped/calibrated.pt
 
+A student of soft targets (the public teachers' answers, `training/taught.py`) stays
+under-confident even on the drawings it trained on, so matching it to a reference leaves it
+under-confident; ``--trained-on`` fits its temperature on the dev band with the labels although it
+trained on those drawings (the sharpest temperature the dev band supports; validation untouched):
+
+    griffon model calibrate --model runs/distilled/model.pt --split dev --trained-on \
+        --out runs/distilled/calibrated.pt
+
 For a two-view model (``griffon model attach``) the temperature is that of the two views' pool
 (``pair_temperature``); the raster network keeps its own.
 """
@@ -149,7 +157,14 @@ def main(argv: list[str] | None = None) -> dict:
         "--out", type=Path, default=None,
         help="the new checkpoint to write (default: calibrated.pt beside --apply-to); never an input",
     )
+    parser.add_argument(
+        "--trained-on", action="store_true",
+        help="fit on the dev band although --model trained on it (a student of soft targets, "
+             "under-confident even on its own training drawings); never on val",
+    )
     args = parser.parse_args(argv)
+    if args.trained_on and (args.split != "dev" or args.match is not None):
+        raise CheckpointError("--trained-on fits on the dev band only, without --match")
     target = args.apply_to or args.model
     out = new_output(args.out or target.parent / "calibrated.pt", [args.model, target, args.match or target],
                      "calibration")  # fmt: skip
@@ -159,12 +174,16 @@ def main(argv: list[str] | None = None) -> dict:
         write_with_temperature(target, out, temperature, source)
         print(json.dumps({"temperature": temperature, "source": source, "written_to": str(out)}))
         return {"temperature": temperature}
-    logits, labels = held_out_logits(args.model, args.split, data, args.cache)
+    if args.trained_on:
+        logits, labels = split_logits(Guesser.load(args.model, backend="torch"), "dev", data, args.cache)
+    else:
+        logits, labels = held_out_logits(args.model, args.split, data, args.cache)
     temperature = fit_temperature(logits, labels)
     before = calibration(torch.softmax(logits, 1).numpy(), labels.numpy())
     after = calibration(torch.softmax(logits / temperature, 1).numpy(), labels.numpy())
     result = {"temperature": temperature, "ece_before": before["ece"], "ece_after": after["ece"]}
-    source = f"fitted on the {args.split} band with {args.model}, which held it out"
+    source = (f"fitted on the dev band with {args.model}, which trained on it" if args.trained_on
+              else f"fitted on the {args.split} band with {args.model}, which held it out")
     write_with_temperature(target, out, temperature, source)
     print(json.dumps({**result, "written_to": str(out)}))
     return result
