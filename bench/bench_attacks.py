@@ -469,18 +469,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="victim time alone / attacked")
     parser.add_argument("--repeat", type=int, default=1, help="alone/attacked pairs per load scenario")
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout to run (before/after)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="the server's worker processes (`griffon serve` runs one per core)")
     args = parser.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     for name in args.only.split(","):
         started = time.monotonic()
-        with running_server(SCENARIO_ENV.get(name, {}), repo=args.repo) as server:
+        with running_server(SCENARIO_ENV.get(name, {}), repo=args.repo, workers=args.workers) as server:
             if name in LOAD_SCENARIOS:
                 result = load_scenario(server, name, args.seconds, args.repeat)
             else:
                 result = {"slowloris": slowloris, "bigframes": bigframes, "sockets": game_sockets,
                           "games": game_spam}[name](server)
-        print(json.dumps({"scenario": name, "repo": str(args.repo), **result,
+        print(json.dumps({"scenario": name, "repo": str(args.repo), "workers": args.workers, **result,
                           "wall_s": round(time.monotonic() - started, 1)}), flush=True)
 
 
