@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import resource
 import socket
@@ -67,19 +68,37 @@ def serve(
         if replica and count > 1:
             raise SettingsError("a replica (GRIFFON_REPLICA_NAME) is one process: run more replicas "
                                 "rather than --workers N")
+        backlog = min(2048, settings.max_connections)
+        listener = listen(host, port, backlog)  # before the model loads: a taken port is said at once
         typer.echo(f"griffon: starting on http://{host}:{port} ({count} worker"
                    f"{'s' if count > 1 else ''}); open it in a browser once 'griffon: ready' shows")
         if count == 1:
-            uvicorn.Server(uvicorn_config(settings, host, port, log_level)).run()
+            uvicorn.Server(uvicorn_config(settings, host, port, log_level)).run(sockets=[listener])
         else:
-            status = supervise(host, port, log_level, count, backlog=min(2048, settings.max_connections))
+            listener.close()  # each worker listens on the port itself (SO_REUSEPORT)
+            status = supervise(host, port, log_level, count, backlog=backlog)
             if status:
                 raise typer.Exit(status)
-    except (SettingsError, StoreError) as error:
+    except (SettingsError, StoreError, PortError) as error:
         # a bad GRIFFON_* value (GRIFFON_PLAY_* included: read by create_app before the model
         # loads), a corrupt / unreachable database: its message, no traceback
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
+
+
+class PortError(RuntimeError):
+    """The service cannot listen on its address (the port taken by another server, a bad host)."""
+
+
+def listen(host: str, port: int, backlog: int) -> socket.socket:
+    """A socket listening on ``host:port`` (not shared: another server already there, even one
+    sharing its port with ``SO_REUSEPORT``, makes this fail)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=backlog)
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        raise PortError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
 def show_progress() -> None:

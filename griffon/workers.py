@@ -38,7 +38,6 @@ def supervise(host: str, port: int, log_level: str, count: int, backlog: int) ->
     from store import StoreSettings, open_store
 
     open_store(StoreSettings.from_env()).close()  # created or migrated once; a bad one stops here
-    socket.create_server((host, port), reuse_port=True).close()  # the port is free: say so now
     given = os.environ.get(ENV_FOLDER)
     folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="griffon-workers-"))
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -3,7 +3,8 @@
 Each worker publishes its **load** in the workers' private folder (``load-INDEX.json``, written
 atomically every ``PUBLISH_EVERY_S`` and whenever it starts or ends making or sending a table): the
 tables it holds weighted by the CPU a table of their kind takes (:data:`WEIGHTS`, measured by
-``python -m bench.bench_capacity``), its lobbies (each a table to come), its bot rooms and the tables
+``python -m bench.bench_capacity``; a table whose frames lately took more of the event loop, as one at
+the maxima, by that: `table_weight`), its lobbies (each a table to come), its bot rooms and the tables
 it is making; beside it, the tables it has sent each sibling and not had answered (``sending``), so
 that a table in flight counts once, at its destination, for every worker (`Placement.counted`). A weighted
 count rather than the event loop's measured CPU share: it moves the moment a table opens (a table
@@ -44,6 +45,7 @@ from service.workers import CLIENT_HEADER, HOST_HEADER, RELAY_HEADER, RELAYED, W
 
 if TYPE_CHECKING:
     from service.play.manager import GameManager
+    from service.play.session import GameSession
 
 log = logging.getLogger("griffon.service")
 T = TypeVar("T")
@@ -229,10 +231,18 @@ def is_forwarded(request: Request) -> bool:
     return bool(request.scope.get(RELAYED))
 
 
+def table_weight(session: GameSession) -> float:
+    """What a table still played weighs: its kind's `WEIGHTS`, or more when its frames and AI players
+    lately took more of the event loop than that (a table at the maxima weighs up to its share of the
+    loop, ten tables' worth: new tables go elsewhere)."""
+    return max(WEIGHTS.get(session.kind, 0.0), 1000.0 * session.loop_used.rate())
+
+
 def weighted_load(games: GameManager, bots_live: int) -> float:
     """The load of one worker: its tables still played (a finished one waits for its people at
-    no cost), its lobbies (tables to come) and its bot rooms, each weighted by `WEIGHTS`."""
-    tables = sum(WEIGHTS.get(session.kind, 0.0) for session in games.games.values()
+    no cost), its lobbies (tables to come) and its bot rooms, each weighted by `WEIGHTS` (a table
+    by `table_weight`)."""
+    tables = sum(table_weight(session) for session in games.games.values()
                  if getattr(session.state, "phase", "") != "game_over")
     lobbies = sum(WEIGHTS.get(room.game, 0.0) for room in games.rooms.lobbies.values())
     return tables + lobbies + WEIGHTS["bot"] * bots_live

@@ -5,6 +5,7 @@ Every bucket takes an injectable clock so tests drive time by hand.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -52,6 +53,30 @@ class RateLimit:
         """Whether the bucket has refilled completely (a client with nothing to remember)."""
         self._refill()
         return self.tokens >= self.burst
+
+
+class DecayingRate:
+    """Seconds spent per second, averaged over about ``window_s`` seconds (an exponential decay):
+    what a table has lately cost the event loop. The clock is injectable."""
+
+    def __init__(self, window_s: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.window_s, self.clock = window_s, clock
+        self.total, self.stamp = 0.0, clock()
+
+    def _decay(self) -> None:
+        now = self.clock()
+        self.total *= math.exp(-(now - self.stamp) / self.window_s)
+        self.stamp = now
+
+    def add(self, seconds: float) -> None:
+        """Count ``seconds`` spent now."""
+        self._decay()
+        self.total += seconds
+
+    def rate(self) -> float:
+        """Seconds spent a second, lately."""
+        self._decay()
+        return self.total / self.window_s
 
 
 class Buckets:

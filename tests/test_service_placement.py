@@ -17,8 +17,9 @@ import pytest
 from websockets.asyncio.client import connect
 
 from griffon.launch import Server, eventually, patient, running_server
-from service.placement import STALE_S, WEIGHTS, Placement, weighted_load
+from service.placement import STALE_S, WEIGHTS, Placement, table_weight, weighted_load
 from service.play.routes import GameCreated, RoomCreated
+from service.ratelimit import DecayingRate
 from service.workers import CLIENT_HEADER, RELAY_HEADER, Workers
 
 STROKE = {"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [60, 80], [120, 40]]}}
@@ -88,7 +89,7 @@ def test_the_load_is_published_atomically_and_taken_away_at_the_end(tmp_path: Pa
 
 def test_the_load_weights_tables_still_played_lobbies_and_bot_rooms() -> None:
     def table(kind: str, phase: str) -> SimpleNamespace:
-        return SimpleNamespace(kind=kind, state=SimpleNamespace(phase=phase))
+        return SimpleNamespace(kind=kind, state=SimpleNamespace(phase=phase), loop_used=DecayingRate())
 
     games = SimpleNamespace(
         games={"a": table("pictomania", "drawing"), "b": table("kontour", "turn"),
@@ -97,6 +98,26 @@ def test_the_load_weights_tables_still_played_lobbies_and_bot_rooms() -> None:
     )
     expected = WEIGHTS["pictomania"] + 2 * WEIGHTS["kontour"] + 3 * WEIGHTS["bot"]
     assert weighted_load(games, bots_live=3) == pytest.approx(expected)  # type: ignore[arg-type]
+
+
+def test_a_table_that_takes_more_of_the_event_loop_weighs_what_it_takes() -> None:
+    """A table at the maxima (its frames near its share of the loop) weighs what it takes, so new
+    tables go to the other workers; a quiet one weighs its kind's measured CPU."""
+    now = [0.0]
+    heavy = SimpleNamespace(kind="pictomania", state=SimpleNamespace(phase="drawing"),
+                            loop_used=DecayingRate(window_s=10.0, clock=lambda: now[0]))
+    quiet = SimpleNamespace(kind="pictomania", state=SimpleNamespace(phase="drawing"),
+                            loop_used=DecayingRate(window_s=10.0, clock=lambda: now[0]))
+    for _ in range(600):  # a minute of frames taking 0.25 s of the loop a second
+        now[0] += 0.1
+        heavy.loop_used.add(0.025)
+        quiet.loop_used.add(0.0002)
+    assert table_weight(quiet) == WEIGHTS["pictomania"]  # type: ignore[arg-type]
+    assert table_weight(heavy) == pytest.approx(250.0, rel=0.02)  # type: ignore[arg-type]
+    games = SimpleNamespace(games={"a": heavy}, rooms=SimpleNamespace(lobbies={}))
+    assert weighted_load(games, bots_live=0) > 10 * WEIGHTS["pictomania"]  # type: ignore[arg-type]
+    now[0] += 60.0  # the table went quiet: its weight decays back to its kind's
+    assert table_weight(heavy) == WEIGHTS["pictomania"]  # type: ignore[arg-type]
 
 
 # -- a real server with 2 workers -------------------------------------------------------------------

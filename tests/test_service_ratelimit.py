@@ -8,7 +8,7 @@ import time
 import pytest
 
 from griffon.launch import patient
-from service.ratelimit import Buckets, RateLimit
+from service.ratelimit import Buckets, DecayingRate, RateLimit
 
 
 def test_bursts_then_refills_at_the_rate() -> None:
@@ -21,6 +21,20 @@ def test_bursts_then_refills_at_the_rate() -> None:
     assert limit.allow() and not limit.allow()
     now[0] += 60.0  # never more than the burst
     assert [limit.allow() for _ in range(4)] == [True, True, True, False]
+
+
+def test_a_decaying_rate_reads_a_steady_cost_and_forgets_an_old_one() -> None:
+    now = [0.0]
+    used = DecayingRate(window_s=5.0, clock=lambda: now[0])
+    assert used.rate() == 0.0
+    for _ in range(500):  # 50 s of 0.02 s spent every 0.1 s: 0.2 s a second
+        now[0] += 0.1
+        used.add(0.02)
+    assert used.rate() == pytest.approx(0.2, rel=0.03)
+    now[0] += 5.0  # one window later, nothing spent: about e^-1 of it is left
+    assert used.rate() == pytest.approx(0.2 * 0.3679, rel=0.03)
+    now[0] += 50.0
+    assert used.rate() < 0.001
 
 
 def test_charge_leaves_a_debt_and_retry_after_says_when_it_is_paid() -> None:

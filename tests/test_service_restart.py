@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -246,7 +247,7 @@ def test_a_corrupt_database_stops_griffon_serve_with_one_line(tmp_path: Path, da
         said = "is damaged (On tree page"
     before = path.read_bytes()
     griffon = str(Path(sys.executable).parent / "griffon")
-    done = subprocess.run([griffon, "serve", "--port", "1"], cwd=REPO, capture_output=True, text=True,
+    done = subprocess.run([griffon, "serve", "--port", "0"], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path)}, timeout=patient(60))
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
@@ -254,6 +255,23 @@ def test_a_corrupt_database_stops_griffon_serve_with_one_line(tmp_path: Path, da
     assert "Traceback" not in done.stderr + done.stdout
     assert path.read_bytes() == before  # never written
     assert sorted(p.name for p in tmp_path.iterdir()) == ["griffon.db"]
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["plain", "SO_REUSEPORT"])
+def test_a_taken_port_stops_griffon_serve_at_once_with_one_line(tmp_path: Path, shared: bool) -> None:
+    """Before the model loads, with one worker or several; another server sharing its port
+    (``SO_REUSEPORT``, as the workers of another `griffon serve` do) is not joined either."""
+    griffon = str(Path(sys.executable).parent / "griffon")
+    with socket.create_server(("127.0.0.1", 0), reuse_port=shared) as taken:
+        port = taken.getsockname()[1]
+        for workers in ("1", "2"):
+            done = subprocess.run([griffon, "serve", "--port", str(port), "--workers", workers], cwd=REPO,
+                                  capture_output=True, text=True, env={**os.environ, "GRIFFON_DATA_DIR":
+                                  str(tmp_path)}, timeout=patient(60))
+            assert done.returncode == 1, done.stderr
+            assert done.stderr.strip().splitlines() == [
+                f"error: cannot listen on 127.0.0.1:{port}: Address already in use"]
+            assert "ready" not in done.stdout
 
 
 BAD = [("GRIFFON_MAX_POINTS", "abc"), ("GRIFFON_PLAY_TICK_S", "-1")]
@@ -265,7 +283,7 @@ def test_a_bad_setting_stops_griffon_serve_with_one_line_naming_it(
 ) -> None:
     """Before the model loads (GRIFFON_PLAY_* are read by create_app, not at the games' start)."""
     griffon = str(Path(sys.executable).parent / "griffon")
-    done = subprocess.run([griffon, "serve", "--port", "1"], cwd=REPO, capture_output=True, text=True,
+    done = subprocess.run([griffon, "serve", "--port", "0"], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path), variable: value},
                           timeout=patient(60))
     assert done.returncode == 1

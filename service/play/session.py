@@ -51,7 +51,7 @@ from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
 from service.metrics import Metrics
 from service.play.settings import PlaySettings
 from service.play.words import Words
-from service.ratelimit import RateLimit
+from service.ratelimit import DecayingRate, RateLimit
 from store import hash_token, token_matches
 from store.leases import is_lease_lost
 
@@ -212,6 +212,7 @@ class GameSession:
         self.lost = False  # the database refused a move for good: the game is being closed
         self.on_lost: Callable[[GameSession, BaseException], None] | None = None  # the manager closes it
         self.loop_budget: RateLimit | None = None  # set by the manager: this table's share of the loop
+        self.loop_used = DecayingRate()  # the event loop's seconds a second this table took lately
         self.moved = False  # another replica took the game over (service.replicas): this copy is dead
 
     @property
@@ -276,6 +277,7 @@ class GameSession:
         section: what the other tables waited); when it took more than its share
         (``table_loop_share`` seconds a second), wait until the debt is paid: its own frames and AI
         players slow down, the other tables' do not."""
+        self.loop_used.add(spent)
         budget = self.loop_budget
         if budget is None:
             return
