@@ -45,7 +45,7 @@ def test_distillation_loss_and_targets(tiny_checkpoint: Path) -> None:
     same = torch.log(targets) * 2.0  # softmax(logits / 2) == targets
     assert float(distillation_loss(same, targets, 2.0)) == pytest.approx(0.0, abs=1e-6)
     assert float(distillation_loss(torch.tensor([[0.0, 5.0, 0.0]]), targets, 2.0)) > 0.5
-    teacher = Guesser.load(tiny_checkpoint)
+    teacher = Guesser.load(tiny_checkpoint, backend="torch")  # its network
     images = torch.rand(3, len(teacher.spec.channels), teacher.spec.size, teacher.spec.size)
     with torch.inference_mode():
         logits = teacher.network(images)
