@@ -62,6 +62,14 @@ class _Observation:
 
 
 @dataclass
+class _Belief:
+    observation: _Observation  # the latest visible one it was computed from
+    inputs: tuple[int, ...]  # the words said and heard, the gestures, when it was computed
+    probs: dict[str, float]
+    best: str | None  # the most likely word (the first in sorted order among equals)
+
+
+@dataclass
 class KontourGuesser:
     """One AI guesser for one Kontour turn (make a new one, or call `new_turn`, each turn)."""
 
@@ -81,6 +89,8 @@ class KontourGuesser:
     _last_now: float = float("-inf")
     _typing: Say | None = None  # the word being typed, `at` = when it is said
     _pen_down: bool = False  # a line is being drawn (see `pen_down`)
+    _gestures: int = 0  # gestures seen so far (part of what the belief depends on)
+    _known: _Belief | None = None  # the last belief computed, reused while its inputs stay the same
 
     def new_turn(self, turn_start: float, candidates: Sequence[str] | None = None) -> None:
         """Forget everything about the previous turn."""
@@ -94,6 +104,7 @@ class KontourGuesser:
         self._last_now = float("-inf")
         self._typing = None
         self._pen_down = False
+        self._known = None
 
     # -- inputs ---------------------------------------------------------------------------
     def observe(self, probs: Mapping[str, float], now: float, strokes: int | None = None) -> None:
@@ -126,6 +137,7 @@ class KontourGuesser:
         target = key if key is not None else (self.said[-1] if self.said else None)
         if target is None:
             return
+        self._gestures += 1
         if kind == "proche":
             for other in self.related(target):
                 self._factors[other] = max(self._factors.get(other, 1.0), 1.0) * (
@@ -145,16 +157,29 @@ class KontourGuesser:
     def belief(self, now: float) -> dict[str, float]:
         """What the AI believes at `now`: latest visible distribution, gestures applied, words
         already said removed, renormalised (empty before the first stroke is seen)."""
-        visible = [o for o in self._observations if o.visible_at <= now]
-        if not visible:
-            return {}
+        known = self._current(now)
+        return dict(known.probs) if known else {}
+
+    def _current(self, now: float) -> _Belief | None:
+        """The belief at `now` and its most likely word, computed again only when what it depends
+        on changed (a new observation visible, a word said or heard, a gesture): `decide` runs at
+        every tick of the table."""
+        latest = next((o for o in reversed(self._observations) if o.visible_at <= now), None)
+        if latest is None:
+            return None
+        inputs = (id(self._excluded), len(self._excluded), id(self.said), len(self.said), self._gestures)
+        if self._known is not None and self._known.observation is latest and self._known.inputs == inputs:
+            return self._known
         gone = self._excluded | set(self.said)
         adjusted = {
             key: p * self._factors.get(key, 1.0)
-            for key, p in visible[-1].probs.items()
+            for key, p in latest.probs.items()
             if key not in gone
         }
-        return normalize(adjusted)
+        probs = normalize(adjusted)
+        best = max(sorted(probs), key=lambda k: probs[k]) if probs else None
+        self._known = _Belief(latest, inputs, probs, best)
+        return self._known
 
     def decide(self, now: float) -> Say | None:
         """The word to say at `now`, or None (not sure enough, too soon, nothing seen yet)."""
@@ -175,11 +200,11 @@ class KontourGuesser:
         seen = [o for o in self._observations if o.visible_at <= now]
         if not seen or (seen[-1].strokes < self.level.min_strokes and not self._paused(seen, now)):
             return None
-        belief = self.belief(now)
-        if not belief:
+        known = self._current(now)
+        if known is None or known.best is None:
             return None
-        key = max(sorted(belief), key=lambda k: belief[k])
-        prob = belief[key]
+        key = known.best
+        prob = known.probs[key]
         if prob < self.threshold(now):
             return None
         word = self.to_french(key)

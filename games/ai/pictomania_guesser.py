@@ -49,6 +49,33 @@ def _permutations(k: int, n: int) -> np.ndarray:
     return np.array(list(itertools.permutations(range(n), k)), dtype=np.intp).reshape(-1, k)
 
 
+@cache
+def _masks_by_size(n: int) -> tuple[np.ndarray, ...]:
+    """The subsets of ``n`` positions as bit masks, grouped by their size (0 … n)."""
+    masks = np.arange(1 << n)
+    sizes = np.array([bin(m).count("1") for m in masks])
+    return tuple(masks[sizes == k] for k in range(n + 1))
+
+
+def _injective_sums(m: np.ndarray) -> np.ndarray:
+    """For each ``b``: the sum over every injective map ``f`` from rows to columns of
+    ``prod_j m[b, j, f(j)]`` (a permanent, for a square matrix). ``m``: shape ``(B, rows, columns)``,
+    rows <= columns. Row by row over the sets of columns taken, every term positive (no
+    cancellation)."""
+    count, rows, columns = m.shape
+    by_size = _masks_by_size(columns)
+    taken = np.zeros((count, 1 << columns))
+    taken[:, 0] = 1.0
+    for j in range(rows):
+        grown = np.zeros_like(taken)
+        for column in range(columns):
+            bit = 1 << column
+            free = by_size[j][(by_size[j] & bit) == 0]
+            grown[:, free | bit] += taken[:, free] * m[:, j, column, None]
+        taken = grown
+    return taken[:, by_size[rows]].sum(axis=1)
+
+
 def joint_number_marginals(
     likelihoods: np.ndarray, free_symbols: Sequence[int], free_numbers: Sequence[int]
 ) -> np.ndarray:
@@ -66,17 +93,15 @@ def joint_number_marginals(
             f"{n_opp} opponents cannot have distinct symbols among {len(free_symbols)} "
             f"and distinct numbers among {len(free_numbers)}"
         )
-    # symbols[a, j] / numbers[b, j]: opponent j's symbol in symbol assignment a, number in number
-    # assignment b; score[a, b] = log-likelihood of the joint assignment (a, b)
-    symbols = np.asarray(free_symbols, dtype=np.intp)[_permutations(n_opp, len(free_symbols))]
+    # numbers[b, j]: opponent j's number in number assignment b; for each b, the weight of every
+    # symbol assignment summed: by_numbers[b] = sum over injective symbol maps of the product of
+    # the opponents' likelihoods (products of values >= MIN_PROB: no underflow for 7 players)
     numbers = np.asarray(free_numbers, dtype=np.intp)[_permutations(n_opp, len(free_numbers))]
-    logs = np.log(np.maximum(lik, MIN_PROB))
-    score = logs[0][np.ix_(symbols[:, 0], numbers[:, 0])]
-    for j in range(1, n_opp):
-        score = score + logs[j][np.ix_(symbols[:, j], numbers[:, j])]
-    weights = np.exp(score - score.max())
-    weights /= weights.sum()
-    by_numbers = weights.sum(axis=0)  # P(number assignment b), every symbol assignment summed
+    symbols = np.asarray(free_symbols, dtype=np.intp)
+    chosen = np.maximum(lik, MIN_PROB)[np.arange(n_opp)[None, :, None], symbols[None, None, :],
+                                       numbers[:, :, None]]  # (b, opponent, free symbol)
+    by_numbers = _injective_sums(chosen)
+    by_numbers /= by_numbers.sum()
     out = np.zeros((n_opp, N_NUMBERS))
     for j in range(n_opp):
         out[j] = np.bincount(numbers[:, j], weights=by_numbers, minlength=N_NUMBERS)
