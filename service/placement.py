@@ -52,7 +52,7 @@ T = TypeVar("T")
 
 # CPU a table takes, ms a second, with a person drawing (docs/BENCHMARKS.md, bench.bench_capacity):
 # a Pictomania table with 5 AI players, a Kontour table with 3, a bot room streaming drawings.
-WEIGHTS = {"pictomania": 23.0, "kontour": 13.0, "bot": 8.0}
+WEIGHTS = {"pictomania": 18.0, "kontour": 10.0, "bot": 7.5}
 PUBLISH_EVERY_S = 0.5
 STALE_S = 5.0  # a file older than this is a worker that stopped publishing: never chosen
 FORWARD_TIMEOUT = httpx.Timeout(15.0, connect=1.0)
@@ -234,7 +234,7 @@ def is_forwarded(request: Request) -> bool:
 def table_weight(session: GameSession) -> float:
     """What a table still played weighs: its kind's `WEIGHTS`, or more when its frames and AI players
     lately took more of the event loop than that (a table at the maxima weighs up to its share of the
-    loop, ten tables' worth: new tables go elsewhere)."""
+    loop, over ten tables' worth: new tables go elsewhere)."""
     return max(WEIGHTS.get(session.kind, 0.0), 1000.0 * session.loop_used.rate())
 
 

@@ -131,8 +131,9 @@ class Settings(BaseModel):
     )
     # -- capacity: the share of a core each table or room holds (bench.bench_capacity) ----------
     # Each share is 1.6 cores (0.8 of 2) over what 2 workers held at stroke-ack p99 < 100 ms on a quiet
-    # 2-core host (python -m bench.bench_capacity --workers 2; docs/BENCHMARKS.md): 16 Pictomania tables
-    # with 5 AI players (held: 16, not 32), about 64 Kontour tables with 3, about 100 bot rooms.
+    # 2-core host (python -m bench.bench_capacity --workers 2; docs/BENCHMARKS.md): 64 Pictomania tables
+    # with 5 AI players (80: p99 275 ms), 128 Kontour tables with 3 (160: 102 ms), 128 bot rooms
+    # (200: 106 ms).
     capacity_cores: float = Field(
         default=0.0, ge=0, le=1024,
         description="cores open tables and rooms may use; 0: every core this process may run on",
@@ -141,13 +142,13 @@ class Settings(BaseModel):
         default=0.8, gt=0, le=1, description="share of those cores that open tables and rooms may hold",
     )
     pictomania_table_cost: float = Field(
-        default=0.1, ge=0, le=64, description="share of a core one Pictomania table holds (measured)",
+        default=0.025, ge=0, le=64, description="share of a core one Pictomania table holds (measured)",
     )
     kontour_table_cost: float = Field(
-        default=0.025, ge=0, le=64, description="share of a core one Kontour table holds (measured)",
+        default=0.0125, ge=0, le=64, description="share of a core one Kontour table holds (measured)",
     )
     bot_room_cost: float = Field(
-        default=0.016, ge=0, le=64, description="share of a core one bot room holds (measured)",
+        default=0.0125, ge=0, le=64, description="share of a core one bot room holds (measured)",
     )
     worker_placement: bool = Field(
         default=True,
