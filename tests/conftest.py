@@ -205,7 +205,7 @@ def tight_server(tiny_checkpoint: Path, tight_env: dict[str, str]):
 # The parallel run (`make test`: pytest-xdist `--dist loadgroup`) keeps each long file on one worker,
 # with its servers and browser (started once there), and balances them by hand: the browser files wait
 # on real game timers. Every other test is handed out one by one to whichever worker is free.
-# Measured with 4 workers (each worker 71-74 s of tests): 81-87 s in all.
+# Measured with 4 workers: 769 s of tests in all, the longest group (a) 82 s; 194-223 s on 2 idle cores.
 WORKER_GROUPS = {
     "test_browser_play.py": "a",
     "test_service_play.py": "b",
