@@ -69,13 +69,14 @@ def serve(
             raise SettingsError("a replica (GRIFFON_REPLICA_NAME) is one process: run more replicas "
                                 "rather than --workers N")
         backlog = min(2048, settings.max_connections)
-        listener = listen(host, port, backlog)  # before the model loads: a taken port is said at once
+        listener = bound_socket(host, port)  # before the model loads: a taken port is said at once
+        port = listener.getsockname()[1]  # --port 0: the one the system chose
         typer.echo(f"griffon: starting on http://{host}:{port} ({count} worker"
                    f"{'s' if count > 1 else ''}); open it in a browser once 'griffon: ready' shows")
-        if count == 1:
+        if count == 1:  # uvicorn listens on it once the app has started
             uvicorn.Server(uvicorn_config(settings, host, port, log_level)).run(sockets=[listener])
         else:
-            listener.close()  # each worker listens on the port itself (SO_REUSEPORT)
+            listener.close()  # each worker binds the port itself (SO_REUSEPORT)
             status = supervise(host, port, log_level, count, backlog=backlog)
             if status:
                 raise typer.Exit(status)
@@ -90,15 +91,27 @@ class PortError(RuntimeError):
     """The service cannot listen on its address (the port taken by another server, a bad host)."""
 
 
-def listen(host: str, port: int, backlog: int) -> socket.socket:
-    """A socket listening on ``host:port`` (not shared: another server already there, even one
-    sharing its port with ``SO_REUSEPORT``, makes this fail)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+def bound_socket(host: str, port: int, reuse_port: bool = False) -> socket.socket:
+    """A TCP socket bound to ``host:port`` and not yet listening: connections are refused until the
+    server listens on it (a load balancer sends them elsewhere meanwhile). Without ``reuse_port``,
+    another server already there (even one sharing its port with ``SO_REUSEPORT``) makes this
+    fail: :class:`PortError`, one line."""
     try:
-        return socket.create_server((host, port), family=family, backlog=backlog)
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as error:
+        raise PortError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
     except OSError as error:
-        reason = os.strerror(error.errno) if error.errno else str(error)
+        sock.close()
+        reason = os.strerror(error.errno) if error.errno and error.errno > 0 else str(error)
         raise PortError(f"cannot listen on {host}:{port}: {reason}") from None
+    return sock
 
 
 def show_progress() -> None:

@@ -94,7 +94,7 @@ def main() -> None:
 
     import uvicorn
 
-    from griffon.serve import raise_file_limit, show_progress, uvicorn_config
+    from griffon.serve import bound_socket, raise_file_limit, show_progress, uvicorn_config
     from service.settings import Settings
 
     show_progress()
@@ -106,7 +106,8 @@ def main() -> None:
         sys.exit("griffon.workers runs under `griffon serve --workers N`")
     raise_file_limit()
     host, port, backlog = os.environ[ENV_ADDRESS].rsplit(":", 2)
-    listener = socket.create_server((host, int(port)), backlog=int(backlog), reuse_port=True)
+    listener = bound_socket(host, int(port), reuse_port=True)
+    listener.listen(int(backlog))
     path = workers.socket_path(workers.index)
     path.unlink(missing_ok=True)
     private = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

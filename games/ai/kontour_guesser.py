@@ -63,10 +63,23 @@ class _Observation:
 
 @dataclass
 class _Belief:
-    observation: _Observation  # the latest visible one it was computed from
-    inputs: tuple[int, ...]  # the words said and heard, the gestures, when it was computed
+    """A belief and what it was computed from (the very set and list of words heard and said,
+    held here so that their identity stays theirs, and their sizes; the gestures seen)."""
+
+    observation: _Observation  # the latest visible one
+    heard: set[str]
+    heard_size: int
+    said: list[str]
+    said_size: int
+    gestures: int
     probs: dict[str, float]
     best: str | None  # the most likely word (the first in sorted order among equals)
+
+    def still(self, guesser: KontourGuesser, latest: _Observation) -> bool:
+        """Whether this belief is still `guesser`'s with `latest` the newest visible reading."""
+        return (self.observation is latest and self.heard is guesser._excluded
+                and self.heard_size == len(guesser._excluded) and self.said is guesser.said
+                and self.said_size == len(guesser.said) and self.gestures == guesser._gestures)
 
 
 @dataclass
@@ -167,8 +180,7 @@ class KontourGuesser:
         latest = next((o for o in reversed(self._observations) if o.visible_at <= now), None)
         if latest is None:
             return None
-        inputs = (id(self._excluded), len(self._excluded), id(self.said), len(self.said), self._gestures)
-        if self._known is not None and self._known.observation is latest and self._known.inputs == inputs:
+        if self._known is not None and self._known.still(self, latest):
             return self._known
         gone = self._excluded | set(self.said)
         adjusted = {
@@ -178,7 +190,8 @@ class KontourGuesser:
         }
         probs = normalize(adjusted)
         best = max(sorted(probs), key=lambda k: probs[k]) if probs else None
-        self._known = _Belief(latest, inputs, probs, best)
+        self._known = _Belief(latest, self._excluded, len(self._excluded), self.said, len(self.said),
+                              self._gestures, probs, best)
         return self._known
 
     def decide(self, now: float) -> Say | None:

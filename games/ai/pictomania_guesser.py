@@ -5,8 +5,8 @@ unknown number ``n_j``; all symbols are different, all numbers are different, an
 symbol and number are taken. With ``L_j(s, n)`` = the recognizer's probability (over the words on
 the table) that ``j``'s drawing shows ``cards[s][n]``, the posterior of a whole assignment is
 proportional to ``prod_j L_j(s_j, n_j)`` over consistent assignments only. `joint_number_marginals`
-enumerates them exactly (at most 5 opponents: 120 x 720 = 86,400 assignments, vectorised as a
-120 x 720 table of symbol by number permutations) and returns ``P(n_j = n)`` for every opponent;
+sums them exactly (for each assignment of numbers, the symbol assignments opponent by opponent over
+the sets of symbols already taken) and returns ``P(n_j = n)`` for every opponent;
 an AI computes them again only when a new reading of a drawing becomes visible to it. A drawing
 that clearly shows number 3 thus pushes every other opponent away from 3.
 
