@@ -12,6 +12,7 @@ Run with ``make test-replicas`` (``pytest -m replicas``): it needs PostgreSQL an
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -407,3 +408,57 @@ def test_a_bot_room_whose_replica_is_killed_resumes_its_round_on_another(cluster
     room.until(lambda f: f["type"] == "bye")
     eventually(lambda: not cluster.db.rows("SELECT 1 FROM bot_rooms WHERE session = ?", (session,)), 10,
                "a room that said bye kept its stored memory")
+
+
+def strokes_stored(cluster: Cluster, session: str) -> int:
+    """How many strokes of its round the stored memory of bot room ``session`` holds (-1: none)."""
+    stored = cluster.db.load_bot_room(session)
+    return -1 if stored is None else len(stored.strokes)
+
+
+def test_a_replica_paused_past_a_bot_room_s_lease_stands_down_without_writing(cluster: Cluster) -> None:
+    room = BotRoom(cluster.url)
+    welcome = room.hello()
+    session = welcome["session"]
+    room.send({"type": "round_start", "round": "r1", "candidates": ["square", "circle", "triangle", "line"],
+               "difficulty": "hard", "pace": "instant", "seed": 5, "duration_s": 120})
+    room.until(lambda f: f["type"] == "round_ready")
+    room.stroke([[100, 300, 300], [100, 100, 300]])
+    # a stroke is stored within the writer's latency, not before its analysis (docs/BOT_PROTOCOL.md)
+    eventually(lambda: strokes_stored(cluster, session) == 1, 10, "the room's stroke was never stored")
+    paused = cluster.holder("bot:" + session)
+    assert paused, "the room holds no lease"
+    index = cluster.index(paused)
+    server = cluster.replicas.servers[index]
+    resume = {"session": session, "token": welcome["resume_token"]}
+
+    def resumed() -> dict[str, Any] | None:
+        try:
+            back = room.hello(resume)
+        except (OSError, TimeoutError, ConnectionClosed, InvalidStatus):
+            return None
+        assert back["type"] == "welcome", back
+        return back
+
+    cluster.replicas.kill(index, signal.SIGSTOP)
+    try:
+        back = eventually(resumed, 30, "the room could not resume while its replica was paused")
+        taker = cluster.holder("bot:" + session)
+        assert back["resumed"] is True and taker not in ("", paused)
+        assert back["round"]["strokes"] == 1
+        room.stroke([[300, 100, 100], [300, 300, 100]])
+        eventually(lambda: strokes_stored(cluster, session) == 2, 10, "its memory was not stored")
+    finally:
+        cluster.replicas.kill(index, signal.SIGCONT)
+    # Resumed, the paused replica finds the room is another's (at its lease's renewal, or when the
+    # fence refuses its write): it stands down and writes nothing (its memory of the room, one
+    # stroke behind, must not replace the new holder's).
+    stood_down = re.compile(rf"bot room {re.escape(session)}: [^\n]*standing down")
+    eventually(lambda: stood_down.search(server.log()), 30, "the resumed replica did not stand down")
+    time.sleep(2 * RENEW_S)  # a late write of the paused replica would have landed by now
+    assert strokes_stored(cluster, session) == 2  # not its stale memory of one stroke
+    room.stroke([[120, 280], [110, 110]])
+    eventually(lambda: strokes_stored(cluster, session) == 3, 10, "the new holder's memory was not stored")
+    assert cluster.holder("bot:" + session) == taker
+    room.send({"type": "bye"})
+    room.until(lambda f: f["type"] == "bye")

@@ -377,7 +377,8 @@ class BotRegistry:
         if self.ownership is not None:
             lease = await self.ownership.claim_room(session_id)
             if lease is None or lease.holder != self.ownership.replica.holder:
-                return lease if lease is not None and not lease.expired else None
+                # another's, live or expiring between the claim and the read: the room tries again
+                return lease
             stored = await self._load(session_id, token)  # the latest, now that it is ours
             if stored is None:
                 self.ownership.room_over(session_id)
