@@ -3,7 +3,7 @@ them (docs/DEPLOY.md): Kontour and Pictomania tables played through the balancer
 killed with SIGKILL mid-game, its tables taken over by the others from the stored log with every
 acknowledged move, the AI players going on and the round's timers not restarted; the replica
 started again and given new tables. A replica paused (SIGSTOP) past its lease, then resumed, stands
-down without writing a move.
+down without writing a move (a table's) or a memory (a bot room's).
 
 Run with ``make test-replicas`` (``pytest -m replicas``): it needs PostgreSQL and HAProxy
 (``make system-deps``) and starts three servers, so the ordinary suite leaves it out.
