@@ -326,6 +326,16 @@ class BotRoom:
                   | ({"resume": resume} if resume else {}))
         return self.until(lambda f: f["type"] in ("welcome", "error"), timeout=15)
 
+    def resumed(self, resume: dict[str, str]) -> dict[str, Any] | None:
+        """The welcome of a resume (None: no replica answered yet); never ``resume_failed``: the
+        room's memory is stored."""
+        try:
+            back = self.hello(resume)
+        except (OSError, TimeoutError, ConnectionClosed, InvalidStatus):
+            return None
+        assert back["type"] == "welcome", back
+        return back
+
     def send(self, frame: dict[str, Any]) -> None:
         self.ws.send(json.dumps(frame))
 
@@ -370,16 +380,7 @@ def test_a_bot_room_whose_replica_is_killed_resumes_its_round_on_another(cluster
     cluster.replicas.kill(cluster.index(victim))  # SIGKILL: nothing written after this
     heard = [g["text"] for g in room.guesses]
     resume = {"session": session, "token": welcome["resume_token"]}
-
-    def resumed() -> dict[str, Any] | None:
-        try:
-            back = room.hello(resume)
-        except (OSError, TimeoutError, ConnectionClosed, InvalidStatus):
-            return None
-        assert back["type"] == "welcome", back  # never resume_failed: the memory is there
-        return back
-
-    back = eventually(resumed, 30, "the room could not resume")
+    back = eventually(lambda: room.resumed(resume), 30, "the room could not resume")
     assert back["resumed"] is True and back["session"] == session
     assert cluster.holder("bot:" + session) not in ("", victim)
     kept = back["round"]
@@ -431,18 +432,9 @@ def test_a_replica_paused_past_a_bot_room_s_lease_stands_down_without_writing(cl
     index = cluster.index(paused)
     server = cluster.replicas.servers[index]
     resume = {"session": session, "token": welcome["resume_token"]}
-
-    def resumed() -> dict[str, Any] | None:
-        try:
-            back = room.hello(resume)
-        except (OSError, TimeoutError, ConnectionClosed, InvalidStatus):
-            return None
-        assert back["type"] == "welcome", back
-        return back
-
     cluster.replicas.kill(index, signal.SIGSTOP)
     try:
-        back = eventually(resumed, 30, "the room could not resume while its replica was paused")
+        back = eventually(lambda: room.resumed(resume), 30, "the room could not resume while paused")
         taker = cluster.holder("bot:" + session)
         assert back["resumed"] is True and taker not in ("", paused)
         assert back["round"]["strokes"] == 1
