@@ -44,50 +44,57 @@ test-replicas: setup system-deps
 bench: setup
 	$(PY) -m bench $(ARGS)
 
-# The shipped model, from data to model/weights/ in one chain. Every network trains from a preset
-# of training/presets/ through `griffon train`: ensemble member A (a 75-minute budget) beside the
-# untaught stroke-sequence member (seed 1, 50 epochs), one core each; then the stroke-sequence member
-# taught lightly by A (weight 0.3, 50 epochs, two threads, 37-42 minutes); then the raster student
-# trained from scratch on A's softened answers (80 epochs, two threads, about 50 minutes): these
-# steps took 2 h 26 min end to end on a fresh clone. Then the two public teachers' answers, cached
-# once (read from $GRIFFON_TEACHERS, default ../shared/models/; about 2 minutes), teach that student
-# further (--preset distilled: an 80-minute budget, one thread). Members B, C and D (their presets)
-# are experiments, not in the recipe.
-# Then softmax temperatures, each step writing a new file (no checkpoint is rewritten in place):
-# the taught student's fitted on the dev band with its labels (runs/distilled/calibrated.pt: a
-# student of soft targets is under-confident even on drawings it trained on; validation untouched);
-# the two stroke-sequence members attached to it (a two-view model: the members averaged into one
-# sequence view, pooled with the student by their normalised geometric mean;
-# runs/distilled/attached.pt) and the temperature of the pool matched on dev to the student alone
-# (runs/distilled/two-view.pt). Last, `griffon model ship` copies it to
-# model/weights/griffon-default.pt, writes its model card, its int8 copy and categories.txt, and
-# checks them (the weights load and verify; the int8 copy answers as the float model).
+# The shipped model, from data to model/weights/ (docs/TRAINING.md, "The recipe"). Each network
+# trains from a preset of training/presets/ through `griffon train`, into a file of its own, and
+# make runs two steps at a time (one per core) as soon as their inputs exist:
+# member A (a 75-minute budget), then the public teachers' student started from A (an 80-minute
+# budget); beside them the teachers' answers, cached once (read from $GRIFFON_TEACHERS, default
+# ../shared/models/; about 2 minutes), the untaught stroke-sequence member, then the one taught
+# lightly by A (50 epochs each). Then softmax temperatures, each into a new file: the student's
+# fitted on the dev band with its labels (a student of soft targets is under-confident even on
+# drawings it trained on; validation untouched), the two members attached to it (a two-view model)
+# and the pool's temperature matched on dev to the student alone. Last, `griffon model ship` copies
+# it to model/weights/ with its model card, int8 copy and categories.txt, and checks them.
+# A step whose file exists is not run again: an interrupted `make train` goes on from the last
+# finished step (`rm -r runs/` to start over).
 GRIFFON := $(VENV)/bin/griffon
 DATA_FLAG := $(if $(DATA),--data $(DATA))
 TRAIN := $(GRIFFON) train $(DATA_FLAG)
 MODEL := $(GRIFFON) model
 TEACHERS_CACHE := runs/teachers/answers.npz
-train: setup
-	$(TRAIN) --preset member-a & a=$$!; \
-	  $(TRAIN) --preset sequence-untaught; u=$$?; \
-	  wait $$a && test $$u -eq 0
-	$(TRAIN) --preset sequence-taught
-	$(TRAIN) --preset shipped
-	test -f $(TEACHERS_CACHE) || $(PY) -m training.teachers cache $(DATA_FLAG) --out $(TEACHERS_CACHE) --top-k 32
-	$(TRAIN) --preset distilled $(ARGS)
-	$(MODEL) calibrate $(DATA_FLAG) --model runs/distilled/model.pt --split dev --trained-on \
-		--out runs/distilled/calibrated.pt
-	$(MODEL) attach --model runs/distilled/calibrated.pt --out runs/distilled/attached.pt \
-		--member runs/sequence-untaught/sequence.pt runs/sequence-taught/sequence.pt
-	$(MODEL) calibrate $(DATA_FLAG) --model runs/distilled/attached.pt --match runs/distilled/calibrated.pt \
-		--out runs/distilled/two-view.pt
-	$(MODEL) ship $(DATA_FLAG) runs/distilled/two-view.pt
+MEMBER_A := runs/member-a/model.pt
+UNTAUGHT := runs/sequence-untaught/sequence.pt
+TAUGHT := runs/sequence-taught/sequence.pt
+STUDENT := runs/distilled/model.pt
+CALIBRATED := runs/distilled/calibrated.pt
+ATTACHED := runs/distilled/attached.pt
+TWO_VIEW := runs/distilled/two-view.pt
+.DELETE_ON_ERROR:
 
-# The taught student alone (its step of `make train`: the cache, then --preset distilled), from a
-# student of A already in runs/shipped/.
-distilled: setup
-	test -f $(TEACHERS_CACHE) || $(PY) -m training.teachers cache $(DATA_FLAG) --out $(TEACHERS_CACHE) --top-k 32
+train: setup
+	$(MAKE) -j2 $(TWO_VIEW)
+	$(MODEL) ship $(DATA_FLAG) $(TWO_VIEW)
+
+$(MEMBER_A):
+	$(TRAIN) --preset member-a
+$(TEACHERS_CACHE):
+	$(PY) -m training.teachers cache $(DATA_FLAG) --out $@ --top-k 32
+$(UNTAUGHT):
+	$(TRAIN) --preset sequence-untaught
+$(TAUGHT): $(MEMBER_A)
+	$(TRAIN) --preset sequence-taught
+$(STUDENT): $(MEMBER_A) $(TEACHERS_CACHE)
 	$(TRAIN) --preset distilled $(ARGS)
+$(CALIBRATED): $(STUDENT)
+	$(MODEL) calibrate $(DATA_FLAG) --model $(STUDENT) --split dev --trained-on --out $@
+$(ATTACHED): $(CALIBRATED) $(UNTAUGHT) $(TAUGHT)
+	$(MODEL) attach --model $(CALIBRATED) --out $@ --member $(UNTAUGHT) $(TAUGHT)
+$(TWO_VIEW): $(ATTACHED)
+	$(MODEL) calibrate $(DATA_FLAG) --model $(ATTACHED) --match $(CALIBRATED) --out $@
+
+# The public teachers' student alone (its step of `make train`), from member A and the cache.
+distilled: setup
+	$(MAKE) $(STUDENT)
 
 eval: setup
 	$(VENV)/bin/griffon eval $(if $(DATA),--data $(DATA)) --out reports/eval $(ARGS)

@@ -335,7 +335,7 @@ def report(results: dict[str, Any]) -> None:
 def training_throughput(guesser: Guesser, steps: int = 8, batch: int = 128) -> float:
     """Samples/s of the shipped architecture's training step (augment + raster + forward/backward)."""
     from training.augment import AugmentConfig, augment
-    from training.train import TrainConfig, use_bf16
+    from training.train import TrainConfig, as_nhwc, use_bf16
 
     config = TrainConfig()
     arch = guesser.metadata["architecture"]
@@ -346,7 +346,7 @@ def training_throughput(guesser: Guesser, steps: int = 8, batch: int = 128) -> f
         in_channels=len(guesser.spec.channels),
         num_classes=len(guesser.labels),
         **arch["kwargs"],
-    )
+    ).to(memory_format=torch.channels_last)  # as training.train lays it out
     optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3)
     drawings = [simplify_drawing(validate_drawing(d)) for d in sample_drawings(batch)]
     rng = np.random.default_rng(0)
@@ -357,7 +357,8 @@ def training_throughput(guesser: Guesser, steps: int = 8, batch: int = 128) -> f
         images = np.stack([rasterize(augment(d, rng, AugmentConfig()), guesser.spec) for d in drawings])
         labels = torch.from_numpy(rng.integers(0, len(guesser.labels), size=len(drawings)))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = torch.nn.functional.cross_entropy(network(torch.from_numpy(images)), labels)
+            logits = network(as_nhwc(torch.from_numpy(images), torch.device("cpu")))
+            loss = torch.nn.functional.cross_entropy(logits, labels)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

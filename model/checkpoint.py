@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,7 +121,9 @@ def save_checkpoint(
     path.parent.mkdir(parents=True, exist_ok=True)
     import torch  # writing and reading checkpoints: the PyTorch paths only
 
-    torch.save(payload, path)
+    partial = path.with_name(path.name + ".partial")  # whole or absent: `make train` resumes on files
+    torch.save(payload, partial)
+    os.replace(partial, path)
 
 
 def read_checkpoint(

@@ -10,6 +10,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from model import CheckpointError, Guesser, simplify_drawing, validate_drawing
 from model.checkpoint import sequence_training
@@ -27,10 +28,36 @@ from training.sequence import attach_member
 
 
 def probabilities(network: StrokeSequenceNet, sequences: list[np.ndarray]) -> np.ndarray:
-    """The packed PyTorch network's probabilities for featurized drawings, padded together."""
+    """The PyTorch network's probabilities for featurized drawings, padded together."""
     x, lengths = pad_sequences(sequences)
     with torch.inference_mode():
         return torch.softmax(network.eval()(x, lengths), dim=1).numpy()
+
+
+def packed_logits(network: StrokeSequenceNet, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """The reference: the network's logits with its bidirectional GRU run on packed sequences."""
+    h, mask = network.encode(x, lengths)
+    packed = pack_padded_sequence(h, lengths, batch_first=True, enforce_sorted=False)
+    out, _ = pad_packed_sequence(network.gru(packed)[0], batch_first=True, total_length=x.shape[1])
+    return network.classify(out, mask, lengths)
+
+
+def test_the_network_gives_packed_sequences_answers_and_gradients_on_padded_batches() -> None:
+    torch.manual_seed(0)
+    network = StrokeSequenceNet(6, width=16, hidden=12)
+    x, lengths = torch.randn(5, 40, FEATURES), torch.tensor([40, 1, 17, 33, 2])
+    labels = torch.tensor([0, 5, 2, 2, 1])
+    gradients = []
+    for run in (network, lambda x, lengths: packed_logits(network, x, lengths)):
+        network.zero_grad()
+        torch.manual_seed(1)  # the same dropout mask in both runs
+        torch.nn.functional.cross_entropy(run(x, lengths), labels).backward()
+        gradients.append({name: p.grad.clone() for name, p in network.named_parameters()})
+    ours, reference = gradients
+    assert all(torch.allclose(ours[name], reference[name], atol=1e-6) for name in ours)
+    assert ours["gru.weight_hh_l0_reverse"].abs().sum() > 0  # the backward direction learns too
+    network.eval()
+    assert torch.allclose(network(x, lengths), packed_logits(network, x, lengths), atol=1e-5)
 
 
 def test_featurize_reads_the_pen_path_in_order() -> None:
@@ -64,8 +91,9 @@ def test_the_onnx_member_gives_the_packed_network_s_answers_on_a_padded_batch() 
     network = StrokeSequenceNet(5).eval()
     rng = np.random.default_rng(0)
     drawings = [[rng.uniform(0, 255, (n, 2)), rng.uniform(0, 255, (3, 2))] for n in (2, 9, 30, 4)]
-    expected = probabilities(network, [featurize(d) for d in drawings])
     x, lengths = pad_sequences([featurize(d) for d in drawings])
+    with torch.inference_mode():
+        expected = torch.softmax(packed_logits(network, x, lengths), dim=1).numpy()
     session = ort.InferenceSession(member_onnx_bytes([network]), providers=["CPUExecutionProvider"])
     got = session.run(None, {"sequences": x.numpy(), "lengths": lengths.numpy()})[0]
     assert got.shape == (4, 5)

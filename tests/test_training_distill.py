@@ -159,52 +159,75 @@ def test_init_starts_from_a_checkpoint_and_refuses_another_architecture(
         tiny_run(fixture_data, tmp_path / "wide", "--init", str(tiny_checkpoint), "--widths", "8,24")
 
 
-def make_steps(target: str) -> list[str]:
-    """The recipe lines of a Makefile target, continuation lines joined."""
-    makefile = (PRESETS_DIR.parents[1] / "Makefile").read_text(encoding="utf-8")
-    recipe = makefile.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0].split("\n", 1)[1]
-    return [" ".join(line.split()) for line in recipe.replace("\\\n", " ").splitlines()]
+def makefile_rules() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The Makefile's rules: each target's prerequisites and recipe lines, with the variables that
+    name files under runs/ expanded, ``$@`` replaced and continuation lines joined."""
+    text = (PRESETS_DIR.parents[1] / "Makefile").read_text(encoding="utf-8").replace("\\\n", " ")
+    paths = {name: value.strip() for name, value in re.findall(r"^([A-Z_]+) := (runs/.*)$", text, re.M)}
+
+    def expand(line: str) -> str:
+        return " ".join(re.sub(r"\$\((\w+)\)", lambda m: paths.get(m[1], m[0]), line).split())
+
+    prerequisites: dict[str, list[str]] = {}
+    recipes: dict[str, list[str]] = {}
+    target = ""
+    for line in text.splitlines():
+        rule = re.match(r"^([^\s#.:=][^:=]*):(?!=)(.*)$", line)
+        if line.startswith("\t") and target:
+            recipes[target].append(expand(line).replace("$@", target))
+        elif rule:
+            target = expand(rule[1])
+            prerequisites[target], recipes[target] = expand(rule[2]).split(), []
+        else:
+            target = ""
+    return prerequisites, recipes
 
 
 def test_every_preset_reads_and_make_train_is_one_chain_from_data_to_the_shipped_model() -> None:
-    """Every preset is valid settings; `make train` trains each checkpoint a network learns from (or
-    starts from) before that network, attaches exactly the stroke-sequence members it trains, makes
-    each derived checkpoint (calibrated, attached) as a new file before a later step reads it, and
-    ends by shipping the last one."""
+    """Every preset is valid settings; `make train` builds one file with make's own scheduling, then
+    ships it. Each step of that chain declares as prerequisites the checkpoints its network learns
+    from or starts from (so `make -j2` never runs a step beside its inputs), writes the file its
+    preset names, attaches exactly the stroke-sequence members it trains, and makes each derived
+    checkpoint (calibrated, attached) as a new file."""
     presets = {path.stem: parse_config(["--preset", path.stem]) for path in PRESETS_DIR.glob("*.yaml")}
-    steps = make_steps("train")
-    order = [name for step in steps for name in re.findall(r"--preset ([\w-]+)", step)]
-    recipe = {"member-a", "sequence-untaught", "sequence-taught", "shipped", "distilled"}
-    assert recipe <= set(order)
-    cached = presets["distilled"].teacher_cache  # the public teachers' answers, cached before their student
-    caching = next(i for i, step in enumerate(steps) if "training.teachers cache" in step)
-    assert f"--out {cached}" in steps[caching].replace("$(TEACHERS_CACHE)", cached)
-    assert caching < next(i for i, step in enumerate(steps) if "--preset distilled" in step)
-    networks = [(name, presets[name].NETWORK) for name in order]
-    made = {f"{presets[name].out}/model.pt": i for i, (name, kind) in enumerate(networks) if kind == "raster"}
-    members = [f"{presets[name].out}/sequence.pt" for name, kind in networks if kind == "sequence"]
-    for i, name in enumerate(order):
+    prerequisites, recipes = makefile_rules()
+    final = "runs/distilled/two-view.pt"
+    assert recipes["train"] == [f"$(MAKE) -j2 {final}", f"$(MODEL) ship $(DATA_FLAG) {final}"]
+
+    def needed(target: str) -> set[str]:
+        direct = set(prerequisites.get(target, []))
+        return direct.union(*(needed(item) for item in direct))
+
+    chain = needed(final) | {final}
+    presets_of = {target: re.findall(r"--preset ([\w-]+)", " ".join(recipes[target])) for target in chain}
+    trained = {target: name for target, names in presets_of.items() for name in names}
+    assert sorted(trained.values()) == ["distilled", "member-a", "sequence-taught", "sequence-untaught"]
+    members = []
+    for target, name in trained.items():
         config = presets[name]
-        needed = [p for p in (getattr(config, "init", ""), *config.teacher, *config.sequence_teacher) if p]
-        assert all(path in made and made[path] < i for path in needed), (name, needed)
-    student, taught = presets["shipped"], presets["sequence-taught"]
-    assert student.teacher and taught.teacher == student.teacher  # the taught member learns from A too
-    model_steps = [step for step in steps if step.startswith("$(MODEL) ")]
-    outputs: list[str] = []
-    for step in model_steps[:-1]:
-        words = step.split()
-        out = words[words.index("--out") + 1]
+        sequence = config.NETWORK == "sequence"
+        assert target == f"{config.out}/{'sequence.pt' if sequence else 'model.pt'}"
+        members += [target] if sequence else []
+        inputs = [getattr(config, "init", ""), *config.teacher, *config.sequence_teacher]
+        inputs.append(getattr(config, "teacher_cache", ""))
+        assert {path for path in inputs if path} <= needed(target), (name, inputs)
+    cache = presets["distilled"].teacher_cache  # the public teachers' answers, cached once
+    assert any("training.teachers cache" in line and f"--out {cache}" in line for line in recipes[cache])
+    member_a = f"{presets['member-a'].out}/model.pt"
+    assert presets["sequence-taught"].teacher == [member_a]  # the taught member learns from A
+    assert presets["distilled"].init == member_a  # the public teachers' student starts from A
+    derived = [target for target in chain if target not in trained and target != cache]
+    for target in derived:
+        [line] = recipes[target]
+        words = line.split()
+        assert words[:2] in (["$(MODEL)", "calibrate"], ["$(MODEL)", "attach"]), line
+        assert words[words.index("--out") + 1] == target  # always a new file
         reads = ("--model", "--match", "--apply-to")
         inputs = [words[i + 1] for i, flag in enumerate(words) if flag in reads]
-        if "attach" in words:
+        if words[1] == "attach":
             attached = words[words.index("--member") + 1 :]
-            assert attached == members and len(members) == 2
+            assert sorted(attached) == sorted(members) and len(members) == 2
+            assert inputs[0].startswith("runs/distilled/")  # the taught student is shipped
             inputs += attached
-        for path in inputs:
-            assert path in made or path in members or path in outputs, f"{step}: nothing makes {path}"
-        assert out not in inputs and out not in made and out not in outputs  # always a new file
-        outputs.append(out)
-    assert model_steps[-1] == f"$(MODEL) ship $(DATA_FLAG) {outputs[-1]}"
-    assert outputs[-1] == "runs/distilled/two-view.pt" and steps[-1] == model_steps[-1]
-    attach = next(step for step in model_steps if "attach" in step).split()
-    assert attach[attach.index("--model") + 1].startswith("runs/distilled/")  # the taught student is shipped
+        assert target not in inputs and set(inputs) <= needed(target), (target, inputs)
+    assert [recipes[target][0].split()[1] for target in derived].count("attach") == 1

@@ -15,7 +15,7 @@ from tests.conftest import FIXTURE_WORDS
 from training.prepare import prepare_cached
 from training.sequence import attach_member, train_member
 from training.settings import SequenceConfig, TrainConfig, parse_config
-from training.train import main
+from training.train import main, native_cpu_bf16, use_bf16
 
 
 def test_the_network_picks_the_settings_and_foreign_settings_are_refused(
@@ -49,7 +49,7 @@ def test_the_shipped_members_presets_say_what_the_makefile_flags_said() -> None:
     for config in (untaught, taught):
         assert (config.epochs, config.max_minutes, config.workers, config.augment) == (50, 0.0, 1, {})
     assert (untaught.seed, untaught.threads, untaught.teacher) == (1, 1, [])
-    assert (taught.seed, taught.threads, taught.teacher) == (0, 2, ["runs/member-a/model.pt"])
+    assert (taught.seed, taught.threads, taught.teacher) == (0, 1, ["runs/member-a/model.pt"])
     assert (taught.distill_weight, taught.distill_temperature) == (0.3, 2.0)
     assert taught.teacher_backend == "onnx-int8"
 
@@ -87,3 +87,15 @@ def test_attach_refuses_to_write_over_its_inputs(tiny_checkpoint: Path, tmp_path
             attach_member(model, member, out)
     assert {path: path.read_bytes() for path in (model, member)} == before
     assert Guesser.load(attach_member(model, member, tmp_path / "two-view.pt")).member is not None
+
+
+def test_bf16_autocast_is_chosen_only_where_the_cpu_computes_bf16_natively() -> None:
+    """On plain AVX-512 oneDNN emulates bf16 and trains slower than fp32: `auto` keeps fp32 there."""
+    plain = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512bw avx512vl avx512_vnni\n"
+    assert not native_cpu_bf16(plain)
+    assert native_cpu_bf16(plain.replace("avx512_vnni", "avx512_vnni avx512_bf16"))
+    assert native_cpu_bf16(plain.replace("avx512_vnni", "amx_tile amx_bf16"))
+    assert not native_cpu_bf16("")  # no flags line (another OS): fp32
+    cpu = torch.device("cpu")
+    assert use_bf16("on", cpu) and not use_bf16("off", cpu)
+    assert use_bf16("auto", cpu) == native_cpu_bf16()
