@@ -364,9 +364,9 @@ class BotRegistry:
 
     async def locate(self, shared: Shared, session_id: str, token: str) -> BotSession | Lease | None:
         """Where a room resuming ``session_id`` is driven when this process does not hold it: the
-        live lease of the replica that does (relay there), or the room taken over here from its
-        stored memory (detached: `resume` attaches it), or None (unknown, ended, expired, bad
-        token: the room starts afresh)."""
+        lease of the replica that does (relay there; the room tries again while that lease expires
+        unrenewed), or the room taken over here from its stored memory (detached: `resume` attaches
+        it), or None (unknown, ended, expired, bad token: the room starts afresh)."""
         if self.rooms is None or session_id in self.live or session_id in self.finished:
             return None
         if self.ownership is not None and (lease := await self.ownership.room_holder(session_id)) is not None:
