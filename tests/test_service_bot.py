@@ -9,6 +9,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -405,6 +406,38 @@ def consented_rounds(ws: Any, rounds: int) -> list[dict]:
         ws.send_json({"type": "round_end", "answer": "square", "drawing_consent": True})
         overs.append(round_over(ws))
     return overs
+
+
+def test_a_guess_decided_before_round_end_reaches_the_room_before_round_over(tiny_checkpoint: Path) -> None:
+    """A guess waits for its memory to be stored before it is sent; a round_end that arrives in that
+    wait is answered after the guess, so every word of ``round_over.said`` reached the room first.
+    The store is made slow (0.5 s a write) to open the window every time."""
+    from tests.service_server import in_process
+
+    with in_process(model=tiny_checkpoint, bot_tick_s=0.02) as http:
+        registry = http.app.state.bots
+        stored = registry.remembered
+
+        async def slowly_remembered(session: Any) -> bool:
+            await asyncio.sleep(0.5)
+            return await stored(session)
+
+        registry.remembered = slowly_remembered
+        with http.websocket_connect("/v1/bot") as ws:
+            ws.send_json({"type": "hello", "versions": [2], "room": "slow store", "analysis": True})
+            assert ws.receive_json()["type"] == "welcome"
+            ws.send_json({"type": "round_start", "round": 1, "candidates": ["square", "circle"],
+                          "pace": "instant", "difficulty": "hard", "seed": 3})
+            assert ws.receive_json()["type"] == "round_ready"
+            ws.send_json({"type": "stroke", "stroke": square()[0]})
+            assert ws.receive_json()["type"] == "analysis"
+            time.sleep(0.2)  # the ticker has decided its guess and waits on the store
+            ws.send_json({"type": "round_end", "answer": "square"})
+            frames = [ws.receive_json()]
+            while frames[-1]["type"] != "round_over":
+                frames.append(ws.receive_json())
+    guesses = [frame["text"] for frame in frames if frame["type"] == "guess"]
+    assert guesses and frames[-1]["said"] == guesses
 
 
 def test_room_drawings_are_refused_by_default(server: Server) -> None:

@@ -451,6 +451,8 @@ class Connection:
         self.flood = RateLimit(settings.max_message_rate / FLOOD_FACTOR, burst)  # dropped frames
         self.last_rate_error = float("-inf")
         self.lock = asyncio.Lock()
+        # held from a guess's decision to its frame sent: a round starts or ends only after it
+        self.speaking = asyncio.Lock()
         self.open = True
         self.resumable = True  # False after bye or flooding: the session ends with the socket
         self.relayed = False  # the socket was carried to the replica that holds its room
@@ -651,7 +653,8 @@ class Connection:
         s = self.session
         match frame:
             case RoundStart():
-                return s.on_round_start(frame)
+                async with self.speaking:  # a guess of the round it replaces is sent before that round ends
+                    return s.on_round_start(frame)
             case StrokeStart():
                 s.on_stroke_start(frame.x, frame.y, frame.t, frame.id)
                 return []
@@ -672,7 +675,8 @@ class Connection:
                 return s.on_verdict(frame)
             case RoundEnd():
                 drawing = s.round_drawing(frame.answer) if frame.drawing_consent else None
-                frames = s.on_round_end(frame)
+                async with self.speaking:  # a guess already decided reaches the room before round_over
+                    frames = s.on_round_end(frame)
                 if self.registry is not None:
                     self.registry.save(s)
                     self.registry.remember(s)
@@ -695,13 +699,14 @@ class Connection:
                 if self.session.moved:
                     await self._moved()
                     return
-                frame = self.session.tick()
-                if frame is None:
-                    continue
-                if self.registry is not None and not await self.registry.remembered(self.session):
-                    await self._moved()  # the word is not said: another replica drives the room
-                    return
-                await self.send(frame)
+                async with self.speaking:
+                    frame = self.session.tick()
+                    if frame is None:
+                        continue
+                    if self.registry is not None and not await self.registry.remembered(self.session):
+                        await self._moved()  # the word is not said: another replica drives the room
+                        return
+                    await self.send(frame)
 
 
 def get_bots(connection: HTTPConnection) -> BotRegistry:
