@@ -92,7 +92,7 @@ $(ATTACHED): $(CALIBRATED) $(UNTAUGHT) $(TAUGHT)
 $(TWO_VIEW): $(ATTACHED)
 	$(MODEL) calibrate $(DATA_FLAG) --model $(ATTACHED) --match $(CALIBRATED) --out $@
 
-# The public teachers' student alone (its step of `make train`), from member A and the cache.
+# The public teachers' student alone (its step of `make train`; member A and the cache first when missing).
 distilled: setup
 	$(MAKE) $(STUDENT)
 
