@@ -119,9 +119,15 @@ def save_checkpoint(
         payload["view_pool"] = view_pool
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    save_whole(payload, path)
+
+
+def save_whole(payload: dict[str, Any], path: Path) -> None:
+    """``torch.save`` under a temporary name, then renamed: the file is whole or absent (`make
+    train` takes a checkpoint that exists for a finished step)."""
     import torch  # writing and reading checkpoints: the PyTorch paths only
 
-    partial = path.with_name(path.name + ".partial")  # whole or absent: `make train` resumes on files
+    partial = path.with_name(path.name + ".partial")
     torch.save(payload, partial)
     os.replace(partial, path)
 

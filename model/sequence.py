@@ -8,7 +8,6 @@ with the raster network."""
 from __future__ import annotations
 
 import io
-import os
 import pickle
 import warnings
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from model.checkpoint import CheckpointError
+from model.checkpoint import CheckpointError, save_whole
 from model.runtime import BackendError, onnx_session, weights_sha256
 from model.sequence_view import FEATURES, MAX_STEPS, SequenceView, onnx_sequence_runner, pad
 from model.sequence_view import featurize as featurize  # where training and the tests read it
@@ -202,10 +201,7 @@ def save_member(
     was trained (``training``: plain JSON values, e.g. its epochs, seed and teachers)."""
     payload = {"kind": "stroke-sequence", "state_dict": network.state_dict(), "classes": list(classes),
                "features": FEATURES, "max_steps": MAX_STEPS, "training": dict(training or {})}
-    path = Path(path)
-    partial = path.with_name(path.name + ".partial")  # whole or absent, as save_checkpoint
-    torch.save(payload, partial)
-    os.replace(partial, path)
+    save_whole(payload, Path(path))
 
 
 def member_training(path: Path | str) -> dict:
