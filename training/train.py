@@ -213,12 +213,6 @@ def use_bf16(setting: str, device: torch.device) -> bool:
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     return native_cpu_bf16()
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    try:
-        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
 
 
 # -- training ------------------------------------------------------------------------------------
