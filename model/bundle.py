@@ -25,12 +25,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from model.checkpoint import CheckpointError, check_contents, fingerprint
+from model.checkpoint import CheckpointError, check_contents, fingerprint, write_whole
 from model.raster import RasterSpec
 
 FORMAT = "griffon-serving/1"
@@ -141,13 +140,13 @@ def write_bundle(checkpoint: Path | str) -> list[Path]:
     network, spec = guesser.network, guesser.spec
     assert network is not None  # a torch-loaded Guesser holds its network
     raster_sha256 = weights_sha256(network)
-    written = [_write(float_path(checkpoint), export_onnx(network, len(spec.channels), spec.size))]
+    written = [write_whole(float_path(checkpoint), export_onnx(network, len(spec.channels), spec.size))]
     files = {"raster_float": written[0]}
     quantized = int8_path(checkpoint)
     if quantized.is_file() and onnx_source(onnx_session(quantized)) == raster_sha256:
         files["raster_int8"] = quantized
     if isinstance(guesser.member, SequenceMember):
-        written.append(_write(members_path(checkpoint), member_onnx_bytes(guesser.member.networks)))
+        written.append(write_whole(members_path(checkpoint), member_onnx_bytes(guesser.member.networks)))
         files["members"] = written[-1]
     metadata = guesser.metadata
     contract = metadata["input_contract"]
@@ -169,13 +168,7 @@ def write_bundle(checkpoint: Path | str) -> list[Path]:
     }
     manifest["digest"] = manifest_digest(manifest)
     text = json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
-    written.append(_write(manifest_path(checkpoint), text.encode("utf-8")))
+    written.append(write_whole(manifest_path(checkpoint), text.encode("utf-8")))
     return written
 
 
-def _write(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` whole or not at all (a temporary file beside it, then renamed)."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
-    return path

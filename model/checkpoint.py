@@ -21,6 +21,7 @@ A checkpoint is a ``torch.save`` dictionary with:
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 from collections.abc import Sequence
@@ -123,13 +124,21 @@ def save_checkpoint(
 
 
 def save_whole(payload: dict[str, Any], path: Path) -> None:
-    """``torch.save`` under a temporary name, then renamed: the file is whole or absent (`make
-    train` takes a checkpoint that exists for a finished step)."""
+    """``torch.save`` of ``payload`` written whole or not at all (`make train` takes a checkpoint
+    that exists for a finished step)."""
     import torch  # writing and reading checkpoints: the PyTorch paths only
 
-    partial = path.with_name(path.name + ".partial")
-    torch.save(payload, partial)
-    os.replace(partial, path)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    write_whole(path, buffer.getvalue())
+
+
+def write_whole(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` whole or not at all (a temporary file beside it, then renamed)."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+    return path
 
 
 def read_checkpoint(
