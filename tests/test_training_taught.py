@@ -9,12 +9,15 @@ import numpy as np
 import pytest
 
 from model import Guesser
+from model.sequence import load_member, member_training
 from tests.conftest import FIXTURE_WORDS, shape, write_fixture_folder
+from training.model_card import _member_recipe
 from training.prepare import SPLIT_CODES, prepare_cached
+from training.sequence import predict
 from training.settings import parse_config
 from training.taught import ink_length, mix_strokes, soften, with_cached_targets
 from training.teachers import TeacherError, write_cache
-from training.train import check_config, train
+from training.train import check_config, main, train
 
 
 def test_soften_keeps_the_order_and_flattens_with_the_temperature() -> None:
@@ -122,3 +125,33 @@ def test_a_student_of_the_cache_says_what_the_teachers_say(fixture_data: Path, t
 def test_settings_that_cannot_train_are_refused(flags: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         check_config(parse_config(["--preset", "tiny", *flags]))
+
+
+def train_sequence(argv: list[str]) -> dict:
+    """`griffon train --network sequence …`."""
+    return main(["--network", "sequence", *argv])
+
+
+def test_a_member_of_the_cache_says_what_the_teachers_say(fixture_data: Path, tmp_path: Path) -> None:
+    """A stroke-sequence member learns the cached answers too (``--teacher-cache`` with ``network:
+    sequence``): with the whole weight on teachers that say « square » of every drawing, it says
+    « square » of the training drawings, and its record and an attached pair's card say how it learnt."""
+    cache = square_cache(fixture_data, tmp_path, renamed_extra_folder(tmp_path / "extra"))
+    train_sequence([
+        "--data", str(fixture_data), "--cache", str(tmp_path / "cache"), "--epochs", "4", "--workers", "0",
+        "--teacher-cache", str(cache), "--distill-weight", "1", "--distill-temperature", "1",
+        "--out", str(tmp_path / "member"),
+    ])  # fmt: skip
+    data = prepare_cached(fixture_data, tmp_path / "cache" / "all")
+    network = load_member(tmp_path / "member" / "sequence.pt", data.classes)
+    train_part = data.indices("train")
+    said = np.argmax(predict(network, [data.strokes(int(i)) for i in train_part]), axis=1)
+    assert (said == data.classes.index("square")).mean() > 0.9  # the cache's answer, not the labels
+    record = member_training(tmp_path / "member" / "sequence.pt")
+    assert record["teacher_cache"] == str(cache) and record["distill_weight"] == 1.0
+    assert json.loads((tmp_path / "member" / "metrics.json").read_text())["teacher_cache"] == str(cache)
+    assert "answers cached in" in _member_recipe(record) and "MIT licence" in _member_recipe(record)
+    with pytest.raises(SystemExit, match="replaces --teacher"):
+        train_sequence(["--data", str(fixture_data), "--teacher-cache", str(cache), "--sequence-teacher",
+                        str(tmp_path / "member" / "sequence.pt"), "--out", str(tmp_path / "never")])
+    assert not (tmp_path / "never").exists()

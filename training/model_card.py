@@ -146,6 +146,13 @@ def _member_recipe(training: dict) -> str:
             f"their averaged answers softened at temperature {training.get('distill_temperature')}, "
             "the rest on the labels"
         )
+    if training.get("teacher_cache"):
+        text += (
+            f", taught by the two public Quick, Draw! classifiers' answers cached in "
+            f"`{training['teacher_cache']}` (DoodleNet and a small ResNet, both MIT licence): weight "
+            f"{training.get('distill_weight')} on their geometric mean on each whole drawing, softened at "
+            f"temperature {training.get('distill_temperature')}, the rest on the labels"
+        )
     return text
 
 

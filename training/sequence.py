@@ -80,11 +80,13 @@ from training.outputs import new_output
 from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
 from training.settings import TEACHER_BACKENDS, SequenceConfig
+from training.taught import drawing_target, with_cached_targets
 
 
 def collate(items: list[tuple]) -> tuple[torch.Tensor, ...]:
     """Pad sequences to the longest of the batch: ``(features, lengths, labels)``, or
-    ``(features, lengths, images, labels)`` for items that carry the view's raster too."""
+    ``(features, lengths, extras, labels)`` for items that carry the view's raster or the drawing's
+    cached target too."""
     batch, lengths = pad_sequences([item[0] for item in items])
     labels = torch.tensor([item[-1] for item in items])
     if len(items[0]) == 2:
@@ -94,14 +96,19 @@ def collate(items: list[tuple]) -> tuple[torch.Tensor, ...]:
 
 class AugmentedSequences(Dataset):
     """Augmented drawings as sequences; the RNG depends on (seed, epoch, position). With ``spec``
-    each item also carries the same view rasterized, for raster teachers: ``(sequence, image, label)``."""
+    each item also carries the same view rasterized, for raster teachers: ``(sequence, image, label)``;
+    with ``cached`` (the public teachers' softened answers and which drawings have one,
+    :func:`training.taught.with_cached_targets`) it carries the whole drawing's target:
+    ``(sequence, target, label)``."""
 
     def __init__(
         self, data: PreparedData, order: np.ndarray, seed: int, epoch: int, spec: RasterSpec | None = None,
-        augmentation: AugmentConfig | None = None,
+        augmentation: AugmentConfig | None = None, cached: tuple[np.ndarray, np.ndarray] | None = None,
     ):
+        if spec is not None and cached is not None:
+            raise ValueError("a member learns from raster teachers or from the teachers' cache, not both")
         self.data, self.order, self.seed, self.epoch, self.spec = data, order, seed, epoch, spec
-        self.augment = augmentation or AugmentConfig()
+        self.augment, self.cached = augmentation or AugmentConfig(), cached
 
     def __len__(self) -> int:
         return len(self.order)
@@ -110,6 +117,8 @@ class AugmentedSequences(Dataset):
         index = int(self.order[position])
         rng = np.random.default_rng((self.seed, self.epoch, position))
         strokes, label = augment(self.data.strokes(index), rng, self.augment), int(self.data.labels[index])
+        if self.cached is not None:
+            return featurize(strokes), drawing_target(*self.cached, self.data.labels, index), label
         if self.spec is None:
             return featurize(strokes), label
         return featurize(strokes), rasterize(strokes, self.spec), label
@@ -134,11 +143,14 @@ class Distillation:
     weight: float = 0.7
     temperature: float = 2.0
     sequence_teachers: tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], ...] = ()
+    cached: tuple[np.ndarray, np.ndarray] | None = None  # (targets, has_target) of with_cached_targets
 
     def __post_init__(self) -> None:
         has_teachers = bool(self.teachers or self.sequence_teachers)
-        if not has_teachers or not 0.0 <= self.weight <= 1.0 or self.temperature <= 0:
-            raise ValueError("distillation needs teachers, a weight in [0, 1] and a temperature > 0")
+        if has_teachers == (self.cached is not None):
+            raise ValueError("distillation needs teachers or the teachers' cached answers (one of the two)")
+        if not 0.0 <= self.weight <= 1.0 or self.temperature <= 0:
+            raise ValueError("distillation needs a weight in [0, 1] and a temperature > 0")
 
 
 class OnnxSequenceTeacher:
@@ -180,10 +192,11 @@ def train_member(
         return min(1.0, max(step / (steps_per_epoch * epochs), by_time))
 
     spec = distillation.teachers[0].spec if distillation and distillation.teachers else None
+    cached = distillation.cached if distillation else None
     for epoch in range(epochs):
         order = balanced_epoch(data.labels, pool, per_class, rng)
         loader = DataLoader(
-            AugmentedSequences(data, order, seed, epoch, spec, augmentation), batch_size=batch_size,
+            AugmentedSequences(data, order, seed, epoch, spec, augmentation, cached), batch_size=batch_size,
             shuffle=False, num_workers=workers, collate_fn=collate, persistent_workers=False,
         )
         network.train()
@@ -196,7 +209,7 @@ def train_member(
             logits = network(x, lengths)
             loss = loss_fn(logits, labels)
             if distillation is not None:
-                targets = teacher_targets(
+                targets = batch[2] if cached is not None else teacher_targets(
                     distillation.teachers, batch[2] if spec is not None else None, distillation.temperature,
                     distillation.sequence_teachers, (x, lengths),
                 )
@@ -333,6 +346,8 @@ def check_sequence_config(config: SequenceConfig) -> None:
         raise ValueError(f"--teacher-backend must be one of {', '.join(TEACHER_BACKENDS)}")
     if config.split not in ("val", "dev"):
         raise ValueError("--split must be val or dev")
+    if config.teacher_cache and (config.teacher or config.sequence_teacher):
+        raise ValueError("--teacher-cache replaces --teacher and --sequence-teacher")
 
 
 # the settings recorded in a member's checkpoint only when a run changes them (the shipped members'
@@ -357,7 +372,14 @@ def train_sequence(config: SequenceConfig) -> dict:
         if raster.member is not None:
             raise CheckpointError(f"{config.compare} is a two-view model; compare needs a raster-only one")
     distillation = None
-    if config.teacher or config.sequence_teacher:
+    if config.teacher_cache:
+        data, targets, has_target = with_cached_targets(
+            data, config.teacher_cache, config.distill_temperature
+        )
+        distillation = Distillation(
+            weight=config.distill_weight, temperature=config.distill_temperature, cached=(targets, has_target)
+        )
+    elif config.teacher or config.sequence_teacher:
         teachers = []
         if config.teacher:
             spec = read_checkpoint(config.teacher[0], expected_classes=data.classes)["raster_spec"]
@@ -390,9 +412,11 @@ def train_sequence(config: SequenceConfig) -> dict:
     if distillation is not None:
         training.update(teachers=list(config.teacher), sequence_teachers=list(config.sequence_teacher),
                         distill_weight=config.distill_weight, distill_temperature=config.distill_temperature)
+        if config.teacher_cache:
+            training.update(teacher_cache=config.teacher_cache)
     training["command"] = config.command
     save_member(network, data.classes, out / "sequence.pt", training)
-    record = {"split": config.split, "teachers": list(config.teacher),
+    record = {"split": config.split, "teachers": list(config.teacher), "teacher_cache": config.teacher_cache,
               "sequence_teachers": list(config.sequence_teacher),
               "distill_weight": config.distill_weight if distillation else None, "epochs": log, **results}
     (out / "metrics.json").write_text(json.dumps(record, indent=1))

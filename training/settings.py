@@ -120,6 +120,7 @@ class SequenceConfig:
     teacher_backend: str = "onnx-int8"  # raster teachers' int8 copies and members on ONNX Runtime, or torch
     distill_temperature: float = 2.0  # softens teacher and member distributions in the distillation loss
     distill_weight: float = 0.7  # share of the distillation loss (the rest: cross-entropy on the labels)
+    teacher_cache: str = ""  # the public teachers' cached answers (training.taught); replaces the teachers
     augment: dict = field(default_factory=dict)  # overrides of training.augment.AugmentConfig's defaults
     command: str = ""  # the command line that made the run (recorded by parse_config; not a flag)
 

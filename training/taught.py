@@ -88,6 +88,18 @@ def with_cached_targets(
     return data, targets, has_target
 
 
+def drawing_target(
+    targets: np.ndarray, has_target: np.ndarray, labels: np.ndarray, index: int
+) -> np.ndarray:
+    """Drawing ``index``'s target: the teachers' softened answer, or its label one-hot when the cache
+    does not know it."""
+    if has_target[index]:
+        return targets[index]
+    out = np.zeros(targets.shape[1], dtype=np.float32)
+    out[int(labels[index])] = 1.0
+    return out
+
+
 def ink_length(strokes: Sequence[np.ndarray]) -> float:
     """The total length of the strokes' segments (a dot counts as one unit)."""
     return float(sum(max(np.linalg.norm(np.diff(s, axis=0), axis=1).sum(), 1.0) for s in strokes))

@@ -64,7 +64,7 @@ from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
 from training.sequence import check_sequence_config, train_sequence
 from training.settings import TEACHER_BACKENDS, SequenceConfig, TrainConfig, parse_config
-from training.taught import mix_strokes, with_cached_targets
+from training.taught import drawing_target, mix_strokes, with_cached_targets
 
 
 # -- data ----------------------------------------------------------------------------------------
@@ -91,11 +91,7 @@ class AugmentedDrawings(Dataset):
         return len(self.order)
 
     def _target(self, index: int) -> np.ndarray:
-        if self.has_target is not None and self.has_target[index]:
-            return self.targets[index]  # type: ignore[index]
-        out = np.zeros(len(self.data.classes), dtype=np.float32)
-        out[int(self.data.labels[index])] = 1.0
-        return out
+        return drawing_target(self.targets, self.has_target, self.data.labels, index)  # type: ignore[arg-type]
 
     def __getitem__(self, position: int) -> tuple:
         index = int(self.order[position])
