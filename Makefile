@@ -75,15 +75,16 @@ train: setup
 	$(MAKE) -j2 $(TWO_VIEW)
 	$(MODEL) ship $(DATA_FLAG) $(TWO_VIEW)
 
+# Member A: an experiment (training/presets/member-a.yaml), not a step of train.
 $(MEMBER_A):
 	$(TRAIN) --preset member-a
 $(TEACHERS_CACHE):
 	$(PY) -m training.teachers cache $(DATA_FLAG) --out $@ --top-k 32
 $(UNTAUGHT):
 	$(TRAIN) --preset sequence-untaught
-$(TAUGHT): $(MEMBER_A)
+$(TAUGHT): $(TEACHERS_CACHE) | $(UNTAUGHT)
 	$(TRAIN) --preset sequence-taught
-$(STUDENT): $(MEMBER_A) $(TEACHERS_CACHE)
+$(STUDENT): $(TEACHERS_CACHE)
 	$(TRAIN) --preset distilled $(ARGS)
 $(CALIBRATED): $(STUDENT)
 	$(MODEL) calibrate $(DATA_FLAG) --model $(STUDENT) --split dev --trained-on --out $@
@@ -92,7 +93,7 @@ $(ATTACHED): $(CALIBRATED) $(UNTAUGHT) $(TAUGHT)
 $(TWO_VIEW): $(ATTACHED)
 	$(MODEL) calibrate $(DATA_FLAG) --model $(ATTACHED) --match $(CALIBRATED) --out $@
 
-# The public teachers' student alone (its step of `make train`; member A and the cache first when missing).
+# The public teachers' student alone (its step of `make train`; the cache first when missing).
 distilled: setup
 	$(MAKE) $(STUDENT)
 

@@ -177,7 +177,8 @@ def makefile_rules() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
             recipes[target].append(expand(line).replace("$@", target))
         elif rule:
             target = expand(rule[1])
-            prerequisites[target], recipes[target] = expand(rule[2]).split(), []
+            # an order-only prerequisite (after `|`) counts too: it orders the steps
+            prerequisites[target], recipes[target] = [w for w in expand(rule[2]).split() if w != "|"], []
         else:
             target = ""
     return prerequisites, recipes
@@ -201,7 +202,7 @@ def test_every_preset_reads_and_make_train_is_one_chain_from_data_to_the_shipped
     chain = needed(final) | {final}
     presets_of = {target: re.findall(r"--preset ([\w-]+)", " ".join(recipes[target])) for target in chain}
     trained = {target: name for target, names in presets_of.items() for name in names}
-    assert sorted(trained.values()) == ["distilled", "member-a", "sequence-taught", "sequence-untaught"]
+    assert sorted(trained.values()) == ["distilled", "sequence-taught", "sequence-untaught"]
     members = []
     for target, name in trained.items():
         config = presets[name]
@@ -213,9 +214,10 @@ def test_every_preset_reads_and_make_train_is_one_chain_from_data_to_the_shipped
         assert {path for path in inputs if path} <= needed(target), (name, inputs)
     cache = presets["distilled"].teacher_cache  # the public teachers' answers, cached once
     assert any("training.teachers cache" in line and f"--out {cache}" in line for line in recipes[cache])
-    member_a = f"{presets['member-a'].out}/model.pt"
-    assert presets["sequence-taught"].teacher == [member_a]  # the taught member learns from A
-    assert presets["distilled"].init == member_a  # the public teachers' student starts from A
+    taught = presets["sequence-taught"]  # the taught member learns the same cache, after the untaught one
+    assert taught.teacher_cache == cache and not taught.teacher and not taught.sequence_teacher
+    assert f"{presets['sequence-untaught'].out}/sequence.pt" in prerequisites[f"{taught.out}/sequence.pt"]
+    assert presets["distilled"].init == ""  # the public teachers' student starts from scratch
     derived = [target for target in chain if target not in trained and target != cache]
     for target in derived:
         [line] = recipes[target]
