@@ -657,6 +657,26 @@ def test_a_room_resumes_its_round_after_a_lost_socket(server: Server) -> None:
     run(scenario())
 
 
+def test_a_resume_said_before_the_server_saw_the_old_socket_go_still_resumes(server: Server) -> None:
+    """The room says hello again on a new socket while its old one is still open to the server (the
+    loss not yet seen): the server waits for the old socket's loss, then resumes the session."""
+    async def scenario() -> None:
+        ws = await connect(server)
+        welcome = await hello(Room(ws), [2])
+        resume = {"session": welcome["session"], "token": welcome["resume_token"]}
+
+        async def lose_the_old_socket() -> None:
+            await asyncio.sleep(0.5)  # the new hello is waiting on the server by then
+            ws.transport.abort()
+
+        async with await connect(server) as ws2:
+            back, _ = await asyncio.gather(hello(Room(ws2), [2], resume=resume), lose_the_old_socket())
+            assert back["type"] == "welcome" and back["resumed"] is True, back
+            assert back["session"] == welcome["session"]
+
+    run(scenario())
+
+
 def test_a_lost_session_ends_after_its_resume_time_and_a_wrong_token_fails(server: Server) -> None:
     async def drop() -> dict:
         ws = await connect(server)

@@ -97,6 +97,7 @@ log = logging.getLogger("griffon.bot")
 router = APIRouter(tags=["bot"])
 CLOSE_IDLE, CLOSE_FLOOD, CLOSE_FULL, CLOSE_KEY_REVOKED = 4408, 4429, 4503, 4403
 CLOSE_TRY_LATER = 1013  # the server is at capacity (RFC 6455: try again later)
+RESUME_GRACE_S = 2.0  # how long a resume waits for the old socket's loss to be seen (_old_socket_gone)
 CLOSE_MOVED = 1012  # the room is driven by another replica now (service.replicas): resume there
 CHANGES = (RoundStart, StrokeEnd, WholeStroke, Undo, Clear, PlayerGuess, Verdict)  # frames that change a
 # room's memory (RoundEnd: remembered with its transcript)
@@ -542,6 +543,14 @@ class Connection:
             raise FrameError("hello_first", "send hello first", frame.id)
         return await self._dispatch_greeted(frame)
 
+    async def _old_socket_gone(self, session: BotSession) -> None:
+        """A room that lost its socket may say hello again before this server has seen the loss (a
+        busy event loop, a socket closed an instant earlier): wait for the old socket's release, at
+        most ``RESUME_GRACE_S``; a socket still open after that keeps its session."""
+        deadline = time.monotonic() + RESUME_GRACE_S
+        while session.detached_at is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
     async def _moved(self) -> None:
         """Another replica drives this room now: close, for the room to resume over there."""
         self.resumable = False
@@ -556,6 +565,8 @@ class Connection:
         old = None
         if resume is not None and self.registry is not None:
             found = self.registry.live.get(resume.session)
+            if found is not None and found.detached_at is None and found.holds_token(resume.token):
+                await self._old_socket_gone(found)
             old = found if found is not None and found.resumable_with(resume.token) else None
             if found is None and (elsewhere := await self._elsewhere(resume.session, resume.token)):
                 if elsewhere is True:

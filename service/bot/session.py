@@ -216,8 +216,10 @@ class BotSession:
 
     def resumable_with(self, token: str) -> bool:
         """Whether this session lost its socket and ``token`` is its resume token (constant time)."""
-        if self.detached_at is None:
-            return False
+        return self.detached_at is not None and self.holds_token(token)
+
+    def holds_token(self, token: str) -> bool:
+        """Whether ``token`` is this session's resume token (constant time), socket lost or not."""
         return secrets.compare_digest(token.encode(), self.resume_token.encode())
 
     def detach(self, now: float) -> None:
