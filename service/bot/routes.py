@@ -97,8 +97,8 @@ log = logging.getLogger("griffon.bot")
 router = APIRouter(tags=["bot"])
 CLOSE_IDLE, CLOSE_FLOOD, CLOSE_FULL, CLOSE_KEY_REVOKED = 4408, 4429, 4503, 4403
 CLOSE_TRY_LATER = 1013  # the server is at capacity (RFC 6455: try again later)
-RESUME_GRACE_S = 2.0  # how long a resume waits for the old socket's loss to be seen (_old_socket_gone)
 CLOSE_MOVED = 1012  # the room is driven by another replica now (service.replicas): resume there
+RESUME_GRACE_S = 2.0  # how long a resume waits for the old socket's loss to be seen (_old_socket_gone)
 CHANGES = (RoundStart, StrokeEnd, WholeStroke, Undo, Clear, PlayerGuess, Verdict)  # frames that change a
 # room's memory (RoundEnd: remembered with its transcript)
 FLOOD_FACTOR = 4  # dropped frames, in bursts, beyond a 1/FLOOD_FACTOR share of the rate: closed
