@@ -8,6 +8,7 @@ STAMP  := $(VENV)/.griffon-installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 DATA   ?=
+SEED   ?=
 ARGS   ?=
 # The suite runs in 4 pytest-xdist workers (the long files pinned and balanced by tests/conftest.py's
 # WORKER_GROUPS, the rest handed out test by test): most of its time is real game timers and servers
@@ -46,20 +47,22 @@ bench: setup
 
 # The shipped model, from data to model/weights/ (docs/TRAINING.md, "The recipe"). Each network
 # trains from a preset of training/presets/ through `griffon train`, into a file of its own, and
-# make runs two steps at a time (one per core) as soon as their inputs exist:
-# member A (a 75-minute budget), then the public teachers' student started from A (an 80-minute
-# budget); beside them the teachers' answers, cached once (read from $GRIFFON_TEACHERS, default
-# ../shared/models/; about 2 minutes), the untaught stroke-sequence member, then the one taught
-# lightly by A (50 epochs each). Then softmax temperatures, each into a new file: the student's
-# fitted on the dev band with its labels (a student of soft targets is under-confident even on
-# drawings it trained on; validation untouched), the two members attached to it (a two-view model)
-# and the pool's temperature matched on dev to the student alone. Last, `griffon model ship` copies
-# it to model/weights/ with its model card, int8 copy and categories.txt, and checks them.
+# make runs two steps at a time (one per core) as soon as their inputs exist: on one core the public
+# teachers' answers, cached once (read from $GRIFFON_TEACHERS, default ../shared/models/; a few
+# minutes), then the teachers' student, from scratch (a 125-minute budget); on the other the untaught
+# stroke-sequence member (50 epochs), then the one taught lightly by the same cache (40 epochs). Then
+# softmax temperatures, each into a new file: the student's fitted on the dev band with its labels (a
+# student of soft targets is under-confident even on drawings it trained on; validation untouched),
+# the two members attached to it (a two-view model) and the pool's temperature matched on dev to the
+# student alone. Last, `griffon model ship` copies it to model/weights/ with its model card, int8
+# copy and categories.txt, and checks them.
 # A step whose file exists is not run again: an interrupted `make train` goes on from the last
 # finished step (`rm -r runs/` to start over).
 GRIFFON := $(VENV)/bin/griffon
 DATA_FLAG := $(if $(DATA),--data $(DATA))
-TRAIN := $(GRIFFON) train $(DATA_FLAG)
+# SEED=N trains every network of the chain with seed N instead of its preset's (another run of the
+# recipe: `make runs/distilled/two-view.pt SEED=1`, which ships nothing).
+TRAIN := $(GRIFFON) train $(DATA_FLAG) $(if $(SEED),--seed $(SEED))
 MODEL := $(GRIFFON) model
 TEACHERS_CACHE := runs/teachers/answers.npz
 MEMBER_A := runs/member-a/model.pt
