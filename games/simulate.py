@@ -5,6 +5,10 @@ a fake clock (fixed ticks) and answers the drivers' recognition requests at once
 `ProbabilitySource` (the real `model.Guesser` in the CLI, a fixed table in tests). Every move goes
 through `KontourRules` / `PictomaniaRules`, which keep score. The same arguments always give the
 same report.
+
+A Kontour table may seat a scripted person instead of one AI (`person_line_s`): they draw the pack's
+drawing of their word as straight lines at a fixed pace and never guess, and the report keeps only
+their turns: how the AI guessers do against a person's drawing.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from games.ai.base import ProbabilitySource, ToFrench
-from games.ai.driver import AIKit, KontourDriver, PictomaniaDriver
+from games.ai.drawer import AIDrawer
+from games.ai.driver import AIKit, KontourDriver, PictomaniaDriver, centered, seeded
 from games.ai.levels import AILevel
-from games.core import Event, Move
-from games.kontour import KontourCard, KontourConfig, KontourRules
+from games.core import Event, Move, RuleError
+from games.kontour import ChooseWord, DrawCard, KontourCard, KontourConfig, KontourRules, KontourState
+from games.kontour import Stroke as KontourStroke
 from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
 from games.words import DeckSetupError, synthetic_kontour_deck, synthetic_pictomania_deck
 from vocab.decks import PictomaniaDeckCard
@@ -28,6 +34,9 @@ PICTOMANIA_TICK_S = 0.25
 BETWEEN_TURNS_S = 3.0
 NEXT_ROUND_S = 1.0
 MAX_KONTOUR_TURNS = 80  # safety net: a game to 10 points never needs that many
+PERSON = "personne"  # the scripted person's seat at a Kontour table
+MAX_PERSON_LINE_S = 30.0  # a line slower than the whole turn would draw nothing
+MAX_TURN_S = 300.0  # safety net: a Kontour turn (card, choice, timer, tie-break) never lasts that long
 
 
 class SimulationError(ValueError):
@@ -72,8 +81,10 @@ class _Sim:
 class _SimTable:
     """The simulator's side of a driver: the state, a fake clock, and every event kept."""
 
-    def __init__(self, rules: Any, state: Any, driver: Any) -> None:
-        self.rules, self.state, self.driver = rules, state, driver
+    def __init__(
+        self, rules: Any, state: Any, driver: Any, person: ScriptedKontourPerson | None = None
+    ) -> None:
+        self.rules, self.state, self.driver, self.person = rules, state, driver, person
         self.now = 0.0
         self.events: list[tuple[float, Event]] = []
 
@@ -87,12 +98,64 @@ class _SimTable:
         """One tick of the fake clock: the AI moves, then the recognitions they asked for."""
         self.now = round(self.now + dt, 6)
         self.driver.step(self, self.now)
+        if self.person is not None:
+            self.person.step(self, self.now)
         for look in self.driver.looks():
             self.driver.seen(look, _look(source, look.drawing, look.candidates), self.now)
 
 
 # --------------------------------------------------------------------------------------------
 # Kontour
+
+
+class ScriptedKontourPerson:
+    """A person at a simulated Kontour table, scripted: when it is their turn they take the card and
+    choose at once (the blue word when the pack can draw it, else the orange one), then draw the
+    pack's drawing of that word as straight lines (the AI drawer's lines, `games.ai.drawer`), one
+    every `line_s` seconds, the first `line_s` after the choice; they never guess."""
+
+    def __init__(
+        self, rules: KontourRules, kit: AIKit, level: AILevel, seed: int | str, line_s: float
+    ) -> None:
+        if not 0 < line_s <= MAX_PERSON_LINE_S:
+            raise SimulationError(f"a person's line takes more than 0 and at most {MAX_PERSON_LINE_S:g} s, "
+                                  f"not {line_s}")
+        self.rules, self.line_s = rules, line_s
+        self.hand = AIDrawer(level.drawer, seeded(seed, PERSON, "draw"), kit.drawings, kit.related,
+                             kit.straight_lines, rules.config.max_strokes)
+        self.lines: list[tuple[tuple[float, float], ...]] = []
+        self.drawn = 0
+        self.chosen_at = 0.0
+
+    def step(self, table: _SimTable, now: float) -> None:
+        """The person's move due at `now`, if it is their turn."""
+        st: KontourState = table.state
+        drawer = st.turn.drawer if st.turn is not None else st.drawer
+        if st.phase == "game_over" or drawer != PERSON:
+            return
+        if st.turn is not None and self.rules.turn_over(st, now):
+            return  # the driver ends the turn
+        if st.phase == "draw":
+            table.apply(DrawCard(player=PERSON))
+        elif st.phase == "choose":
+            card = st.turn.card
+            orange = self.hand.can_draw(card.orange) and not self.hand.can_draw(card.blue)
+            color = "orange" if orange else "blue"
+            table.apply(ChooseWord(player=PERSON, color=color))
+            word = table.state.turn.word
+            plan = centered(self.hand.plan(word, now, kontour=True)) if self.hand.can_draw(word) else []
+            self.lines, self.drawn, self.chosen_at = [s.points for s in plan], 0, now
+        elif st.phase == "drawing":
+            due = int((now - self.chosen_at) / self.line_s + 1e-9)  # lines due by now
+            while self.drawn < min(due, len(self.lines)):
+                points = self.lines[self.drawn]
+                self.drawn += 1
+                if table.state.turn.strokes >= self.rules.config.max_strokes:
+                    break
+                try:
+                    table.apply(KontourStroke(player=PERSON, points=points))
+                except RuleError:  # a line the engine refuses (too short once snapped): skip it
+                    continue
 
 
 @dataclass
@@ -131,6 +194,7 @@ class KontourReport:
     games: int
     seed: int
     players: int
+    person_line_s: float | None = None  # a scripted person's pace; only their turns are kept
     turns: list[KontourTurnStat] = field(default_factory=list)
     scores: list[dict[str, int]] = field(default_factory=list)
     winners: list[list[str]] = field(default_factory=list)
@@ -143,10 +207,12 @@ class KontourReport:
         chosen_times = [t.found_after_choice_s for t in self.turns if t.found_after_choice_s is not None]
         n = len(self.turns) or 1
         points = [s for game in self.scores for s in game.values()]
+        person = {} if self.person_line_s is None else {"person_line_s": self.person_line_s}
         return {
             "level": self.level,
             "games": self.games,
             "players": self.players,
+            **person,
             "turns": len(self.turns),
             "turns_per_game": len(self.turns) / max(1, self.games),
             "find_rate": len(found) / n,
@@ -195,10 +261,17 @@ def simulate_kontour(
     deck: Sequence[KontourCard] | None = None,
     config: KontourConfig | None = None,
     judge: Callable[[str, str], bool] | None = None,
+    person_line_s: float | None = None,
 ) -> KontourReport:
-    """Play `games` AI-vs-AI Kontour games and report how the AI guessers and drawers did."""
+    """Play `games` AI-vs-AI Kontour games and report how the AI guessers and drawers did.
+
+    `person_line_s`: one of the `players` seats is a scripted person (`ScriptedKontourPerson`)
+    drawing a line every `person_line_s` seconds, and the report keeps only their turns."""
     if players < 2:
         raise SimulationError("Kontour needs at least 2 players")
+    if person_line_s is not None and not 0 < person_line_s <= MAX_PERSON_LINE_S:
+        raise SimulationError(f"a person's line takes more than 0 and at most {MAX_PERSON_LINE_S:g} s, "
+                              f"not {person_line_s}")
     if deck is not None:
         cards = list(deck)
     else:  # only a synthetic deck needs to know which words have drawings
@@ -209,21 +282,37 @@ def simulate_kontour(
             raise SimulationError(str(error)) from error
     candidates = sorted({w for c in cards for h in (c.top, c.bottom) for w in (h.blue, h.orange)})
     rules = KontourRules(config or KontourConfig.load(), judge=judge or french_judge(kit.to_french))
-    report = KontourReport(level=level.name, games=games, seed=seed, players=players)
+    report = KontourReport(level.name, games, seed, players, person_line_s=person_line_s)
+    ais = [f"ai{i + 1}" for i in range(players - (person_line_s is not None))]
+    seats = ais if person_line_s is None else [*ais, PERSON]
     for g in range(games):
-        sim = _Sim(rules, source, kit, level, [f"ai{i + 1}" for i in range(players)], f"{seed}:{g}")
-        _play_kontour(sim, g, cards, candidates, report)
+        sim = _Sim(rules, source, kit, level, seats, f"{seed}:{g}")
+        person = None
+        if person_line_s is not None:
+            person = ScriptedKontourPerson(rules, kit, level, sim.seed, person_line_s)
+        _play_kontour(sim, g, cards, candidates, report, ais, person)
     return report
 
 
 def _play_kontour(
-    sim: _Sim, game: int, cards: Sequence[KontourCard], candidates: list[str], report: KontourReport
+    sim: _Sim,
+    game: int,
+    cards: Sequence[KontourCard],
+    candidates: list[str],
+    report: KontourReport,
+    ais: list[str],
+    person: ScriptedKontourPerson | None,
 ) -> None:
     state, _ = sim.rules.setup(players=sim.players, deck=cards, seed=sim.seed)
-    driver = KontourDriver(sim.rules, sim.players, sim.level, sim.kit, sim.seed, candidates, BETWEEN_TURNS_S)
-    table = _SimTable(sim.rules, state, driver)
+    driver = KontourDriver(sim.rules, ais, sim.level, sim.kit, sim.seed, candidates, BETWEEN_TURNS_S)
+    table = _SimTable(sim.rules, state, driver, person)
+    ended, since = 0, 0.0
     while table.state.phase != "game_over" and len(table.state.history) < MAX_KONTOUR_TURNS:
         table.tick(sim.source, KONTOUR_TICK_S)
+        if len(table.state.history) != ended:
+            ended, since = len(table.state.history), table.now
+        elif table.now - since > MAX_TURN_S:
+            raise SimulationError(f"game {game} stalled: no turn ended in {MAX_TURN_S:g} s")
     said: dict[int, int] = {}
     first: dict[int, float] = {}
     found: dict[int, float] = {}
@@ -244,6 +333,8 @@ def _play_kontour(
             if e.accepted and number not in found:
                 found[number], lines[number] = at - chosen[number], lines_now
     for summary in table.state.history:
+        if person is not None and summary.drawer != PERSON:
+            continue  # only the person's drawings are measured
         report.turns.append(
             KontourTurnStat(
                 game=game,

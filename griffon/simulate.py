@@ -40,6 +40,11 @@ def simulate(
     independent: Annotated[
         bool, typer.Option("--independent", help="Pictomania: no joint reasoning")
     ] = False,
+    person_line_s: Annotated[
+        float | None,
+        typer.Option("--person-line-s", help="Kontour: a scripted person draws a line every this many "
+                     "seconds in one seat; only their turns are reported"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the full report as JSON")] = False,
     distributions: Annotated[
         bool, typer.Option("--distributions", help="also print the pacing quantiles")
@@ -51,6 +56,8 @@ def simulate(
     from games.simulate import SimulationError, simulate_kontour, simulate_pictomania
     from games.words import DeckSetupError, kontour_deck, load_game_words, pictomania_deck
 
+    if person_line_s is not None and game is not GameName.kontour:
+        raise typer.BadParameter("a scripted person draws in Kontour only", param_hint="--person-line-s")
     try:
         names = level_names() if level == "all" else [load_level(level).name]
     except AILevelError as error:
@@ -82,6 +89,7 @@ def simulate(
                 report = simulate_kontour(
                     guesser, kit, lvl, games=games, seed=seed, players=players or 3,
                     deck=cards, config=KontourConfig.load(half=half), judge=words.judge,
+                    person_line_s=person_line_s,
                 )
             else:
                 from games.pictomania import PictomaniaConfig

@@ -12,7 +12,7 @@ import pytest
 from games.ai import AIKit, ShippedLineDrawings, load_level
 from games.ai.drawer import MIN_LINE, fit_canvas
 from games.ai.lines import to_kontour_lines
-from games.simulate import SimulationError, simulate_kontour, simulate_pictomania
+from games.simulate import PERSON, SimulationError, simulate_kontour, simulate_pictomania
 from model.strokes import straight_lines
 
 KIT = AIKit(ShippedLineDrawings(), straight_lines)
@@ -113,6 +113,31 @@ def test_bad_arguments_raise(source: TemplateSource) -> None:
         simulate_kontour(source, KIT, load_level("easy"), players=1)
 
 
+def test_a_scripted_person_draws_a_line_every_so_often_and_only_their_turns_are_measured(
+    source: TemplateSource,
+) -> None:
+    """The AI guessers against a person who draws a line every 1.2 s: every reported turn is the
+    person's, its lines came at that pace (a word found after k lines was found between the k-th
+    line, at 1.2 k s, and the next one), the person never guesses, and a slower person is found
+    later."""
+    level = load_level("normal")
+    report = simulate_kontour(source, KIT, level, games=3, seed=3, person_line_s=1.2)
+    assert report.summary()["person_line_s"] == 1.2 and len(report.turns) >= 3
+    assert all(t.drawer == PERSON and PERSON not in t.finders for t in report.turns)
+    found = [t for t in report.turns if t.found_after_choice_s is not None]
+    assert found
+    for t in found:
+        assert 1.2 * t.lines_at_find - 1e-6 <= t.found_after_choice_s
+        assert t.lines_at_find == t.strokes or t.found_after_choice_s < 1.2 * (t.lines_at_find + 1)
+    slow = simulate_kontour(source, KIT, level, games=3, seed=3, person_line_s=2.5)
+    assert slow.summary()["time_to_find_after_choice_median_s"] > report.summary()[
+        "time_to_find_after_choice_median_s"
+    ]
+    for bad in (0.0, -1.0, 31.0):
+        with pytest.raises(SimulationError, match="person's line"):
+            simulate_kontour(source, KIT, level, games=1, seed=3, person_line_s=bad)
+
+
 def test_cli_reports_bad_level_and_missing_weights(tmp_path) -> None:
     from typer.testing import CliRunner
 
@@ -127,6 +152,8 @@ def test_cli_reports_bad_level_and_missing_weights(tmp_path) -> None:
     )
     assert missing.exit_code == 2
     assert "cannot load the recognizer" in missing.output
+    person = runner.invoke(app, ["simulate", "pictomania", "--person-line-s", "1.2"])
+    assert person.exit_code == 2 and "Kontour only" in person.output
 
 
 class Unreadable(TemplateSource):
