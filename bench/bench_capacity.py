@@ -569,13 +569,17 @@ def level_figures(
 ) -> dict[str, Any]:
     """One level's figures from the tally and the two snapshots."""
     wall = after.at - before.at
-    server_s = after.server_s - before.server_s
     analyses = after.analyses - before.analyses
     batches = after.batches - before.batches
-    threads = []
     mains = set(server_pids(pid))  # each process's main thread runs its event loop
-    for tid, (comm, spent) in after.threads.items():
-        used = spent - before.threads.get(tid, (comm, 0.0))[1]
+    spent_by = {tid: spent - before.threads.get(tid, (comm, 0.0))[1]
+                for tid, (comm, spent) in after.threads.items()}
+    # the process's and its threads' counters are read one after the other, in clock ticks: the
+    # server used at least what its live threads did
+    server_s = max(after.server_s - before.server_s, sum(u for u in spent_by.values() if u > 0), 1e-9)
+    threads = []
+    for tid, (comm, _) in after.threads.items():
+        used = spent_by[tid]
         if used > 0:
             name = "event loop (MainThread)" if tid in mains else names.get(tid, f"{comm} (native)")
             threads.append({"tid": tid, "name": name, "cores": used / wall, "share": used / server_s})

@@ -15,6 +15,14 @@ Two kinds of work, both bounded:
   exception, e.g. the replicas' fence, `store.MoveRejected`); the service waits on it before a
   word the bot says reaches the room.
 
+**The database cannot write now** (`StoreUnavailable`: a lock held too long, a server restarting):
+what failed goes back in its queue (unless a newer snapshot of the same room or transcript is
+waiting) and the thread pauses, 50 ms doubling to `RETRY_MAX_S`, before its next job — a room's
+deletion, a final transcript, a drawing already acknowledged are written once the database is back,
+never lost to a busy moment. A room's *save* still fails its futures at once (the room goes on,
+its memory living in the process) while its record waits for the retry. A refusal for good
+(`BadRecord`, the fence's `MoveRejected`) is logged, counted in `failed`, and not retried.
+
 `flush` writes everything pending now (throttled snapshots included) and waits for it; `close`
 does the same and stops the thread. Both raise `WriterClosed` rather than wait for ever on a
 closed writer or a dead thread. One instance per store is shared by every part of the service
@@ -30,11 +38,21 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from store.base import MAX_BOT_ROOM_BYTES, BotRoomRecord, DrawingRecord, Store, StoreError, TranscriptRecord
+from store.base import (
+    MAX_BOT_ROOM_BYTES,
+    BotRoomRecord,
+    DrawingRecord,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    TranscriptRecord,
+)
 
 log = logging.getLogger("griffon.store")
 MAX_PENDING = 1_000
 MIN_INTERVAL_S = 5.0
+RETRY_FIRST_S = 0.05  # the pause after a first failed write (the database cannot write now)
+RETRY_MAX_S = 1.0  # the longest pause between two tries
 RoomJob = dict[str, tuple[BotRoomRecord | None, list[Future[None]]]]  # session -> (latest or None: delete)
 
 
@@ -56,6 +74,9 @@ class BackgroundWriter:
         self.rooms: RoomJob = {}
         self.room_bytes = MAX_BOT_ROOM_BYTES
         self.rooms_written = self.room_batches = 0
+        self.retries = 0  # writes tried again after `StoreUnavailable`
+        self.pause_s = 0.0  # the pause before the next job (0: the last write went through)
+        self.paused_until = float("-inf")  # on `clock`
         self.busy = False
         self.closed = False
         self.dropped = self.failed = 0
@@ -154,9 +175,14 @@ class BackgroundWriter:
 
     # -- the thread --------------------------------------------------------------------------------
     def _next(self) -> DrawingRecord | tuple[TranscriptRecord, int] | RoomJob | None:
-        """The next job, waiting for one; None when closed and nothing is left."""
+        """The next job, waiting for one (and for the pause after a failed write); None when closed
+        and nothing is left."""
         with self.cond:
             while True:
+                now = self.clock()
+                if now < self.paused_until and not self.closed:
+                    self.cond.wait(max(0.01, min(self.paused_until - now, RETRY_MAX_S)))
+                    continue
                 if self.rooms:
                     rooms, self.rooms = self.rooms, {}
                     self.busy = True
@@ -164,7 +190,6 @@ class BackgroundWriter:
                 if self.drawings:
                     self.busy = True
                     return self.drawings.popleft()
-                now = self.clock()
                 due = [k for k, (_, _, at) in self.snapshots.items() if at <= now]
                 if due:
                     record, max_bytes, _ = self.snapshots.pop(due[0])
@@ -179,7 +204,8 @@ class BackgroundWriter:
         while (job := self._next()) is not None:
             try:
                 if isinstance(job, dict):
-                    self._write_rooms(job)
+                    if not self._write_rooms(job):
+                        continue  # tried again later (the pause stands)
                 elif isinstance(job, DrawingRecord):
                     self.store.add_drawing(job, consent=True)
                     self.drawings_written += 1
@@ -187,33 +213,74 @@ class BackgroundWriter:
                     self.store.save_transcript(job[0], max_bytes=job[1])
                     self.transcripts_written += 1
                     self._written(job[0].id)
+            except StoreUnavailable as error:
+                self._again(job, error)
             except Exception as error:  # logged and counted; the thread goes on
                 self.failed += 1
-                drawing = isinstance(job, DrawingRecord)
-                what = f"a drawing of {job.word!r}" if drawing else f"transcript {job[0].id}"  # type: ignore[union-attr,index]
-                log.warning("%s was not stored: %s", what, error)
+                log.warning("%s was not stored: %s", _named(job), error)
+            else:
+                self.pause_s = 0.0
             finally:
                 with self.cond:
                     self.busy = False
                     self.cond.notify_all()
 
-    def _write_rooms(self, rooms: RoomJob) -> None:
-        """One transaction for every waiting room; when it fails, one per room, so that one refused
-        room (the fence, too large) never costs the others their snapshot."""
+    def _again(self, job: DrawingRecord | tuple[TranscriptRecord, int] | RoomJob,
+               error: StoreUnavailable) -> None:
+        """The database cannot write now: ``job`` goes back in its queue (behind a newer snapshot of
+        the same room or transcript, which replaces it) and the thread pauses; a closed writer
+        gives up instead (what is left fails, counted). A room's save fails its futures now."""
+        failed: list[Future[None]] = []
+        with self.cond:
+            if self.closed:
+                self.failed += 1
+                log.warning("%s was not stored (the writer is closing): %s", _named(job), error)
+                if isinstance(job, dict):
+                    failed = [future for _, futures in job.values() for future in futures]
+            else:
+                self.retries += 1
+                self.pause_s = min(RETRY_MAX_S, max(RETRY_FIRST_S, 2 * self.pause_s))
+                self.paused_until = self.clock() + self.pause_s
+                if self.retries == 1 or self.pause_s >= RETRY_MAX_S:
+                    log.warning("%s: the database cannot write now, trying again in %.2f s: %s",
+                                _named(job), self.pause_s, error)
+                if isinstance(job, DrawingRecord):
+                    self.drawings.appendleft(job)
+                elif isinstance(job, tuple):
+                    if job[0].id not in self.snapshots:
+                        self.snapshots[job[0].id] = (job[0], job[1], self.paused_until)
+                else:
+                    for session, (record, futures) in job.items():
+                        if record is not None:  # the room goes on now; its memory is written later
+                            failed += futures
+                            futures = []
+                        newer = self.rooms.get(session)  # a newer snapshot replaces this one
+                        if newer is not None:
+                            record, futures = newer[0], futures + newer[1]
+                        self.rooms[session] = (record, futures)
+        for future in failed:
+            future.set_exception(error)
+
+    def _write_rooms(self, rooms: RoomJob) -> bool:
+        """One transaction for every waiting room; when it is refused, one per room, so that one
+        refused room (the fence, too large) never costs the others their snapshot. False: the
+        database could not write now, and the rooms not written go back in the queue (`_again`)."""
         parts = [rooms] if len(rooms) == 1 else [rooms, *({k: v} for k, v in rooms.items())]
+        done: set[str] = set()
         for part in parts:
             saved = [record for record, _ in part.values() if record is not None]
             deleted = [session for session, (record, _) in part.items() if record is None]
             try:
                 self.store.save_bot_rooms(saved, deleted, self.room_bytes)
+            except StoreUnavailable as error:
+                self._again({k: v for k, v in rooms.items() if k not in done}, error)
+                return False
             except Exception as error:
                 if part is rooms and len(rooms) > 1:
                     continue  # one room at a time
                 self.failed += 1
                 log.warning("bot room %s not stored: %s", ", ".join(part)[:200], error)
-                for _, futures in part.values():
-                    for future in futures:
-                        future.set_exception(error)
+                _fail(part, error)
             else:
                 self.room_batches += 1
                 self.rooms_written += len(part)
@@ -221,7 +288,9 @@ class BackgroundWriter:
                     for future in futures:
                         future.set_result(None)
                 if part is rooms:
-                    return
+                    return True
+            done.update(part)
+        return True
 
     def _written(self, session_id: str) -> None:
         with self.cond:
@@ -231,6 +300,22 @@ class BackgroundWriter:
                 for key, at in list(self.last_written.items()):
                     if at <= now - self.min_interval_s:
                         del self.last_written[key]
+
+
+def _named(job: DrawingRecord | tuple[TranscriptRecord, int] | RoomJob) -> str:
+    """What a job writes, for the log."""
+    if isinstance(job, DrawingRecord):
+        return f"a drawing of {job.word!r}"
+    if isinstance(job, tuple):
+        return f"transcript {job[0].id}"
+    return "bot room " + ", ".join(job)[:200]
+
+
+def _fail(rooms: RoomJob, error: BaseException) -> None:
+    """Every future of ``rooms`` gets ``error``."""
+    for _, futures in rooms.values():
+        for future in futures:
+            future.set_exception(error)
 
 
 def shared_writer(store: Store, **options: float) -> BackgroundWriter:

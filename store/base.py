@@ -627,7 +627,8 @@ class SqlStore(Store):
 
     def migrate(self) -> int:
         """Check the schema and apply the pending migrations; returns the version.
-        `ForeignDatabase` for someone else's tables, `SchemaTooNew` for a newer Griffon's."""
+        `ForeignDatabase` for someone else's tables, `SchemaTooNew` for a newer Griffon's. A schema
+        already current is only read (opening the database never waits on a running server's writes)."""
         with self.lock:
             found = self.tables()
             if SCHEMA_TABLE not in found and found:
@@ -635,6 +636,8 @@ class SqlStore(Store):
                     f"{self.location} holds tables ({', '.join(sorted(found)[:5])}) but no Griffon schema: "
                     "it is not a Griffon database; point GRIFFON_DATABASE_URL elsewhere"
                 )
+            if SCHEMA_TABLE in found and self.schema_version() == LATEST_VERSION:
+                return LATEST_VERSION
             with self.write():
                 self.lock_schema()
                 self.run(

@@ -123,6 +123,42 @@ def test_the_writer_keeps_the_latest_snapshot_per_room_and_answers_every_caller(
     assert writer.save_room(room("s4")).exception(timeout=1) is not None  # closed: refused, never hangs
 
 
+def test_a_write_the_database_could_not_take_is_tried_again_once_it_can(db: SqlStore, tmp_path: Path) -> None:
+    """Another connection holds SQLite's write lock past the busy wait: the room's deletion, a
+    drawing and a final transcript wait and are written once it lets go; a room's save fails its
+    caller at once (the room goes on) and its record is written too."""
+    import sqlite3
+
+    from griffon.launch import eventually
+    from store import DrawingRecord, StoreUnavailable, TranscriptRecord
+
+    writer = BackgroundWriter(db)
+    try:
+        writer.save_room(room("gone")).result(timeout=10)
+        other = sqlite3.connect(tmp_path / "griffon.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # a long write elsewhere (another process, a migration)
+        try:
+            deleted = writer.delete_room("gone")
+            saved = writer.save_room(room("kept"))
+            assert writer.add_drawing(DrawingRecord("cat", "room", shape("square", np.random.default_rng(1))))
+            transcript = TranscriptRecord("t1", {"rounds": 1}, [{"n": 1}])
+            assert writer.save_transcript(transcript, 10_000, final=True)
+            with pytest.raises(StoreUnavailable):
+                saved.result(timeout=30)  # the room is told at once: it goes on
+            eventually(lambda: writer.retries >= 2, 30, "the writer never tried again")
+            assert not deleted.done() and db.load_bot_room("gone") is not None
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        deleted.result(timeout=30)
+        writer.flush(timeout=30)
+        assert db.load_bot_room("gone") is None and db.load_bot_room("kept") is not None
+        assert db.drawing_counts() == {"cat": 1} and db.load_transcript("t1").summary == {"rounds": 1}
+        assert writer.failed == 0 and writer.pause_s == 0.0
+    finally:
+        writer.close()
+
+
 def test_a_sealed_transcript_key_opens_with_its_token_only() -> None:
     sealed = seal("a-transcript-key_0123456789", "token-1")
     assert "a-transcript-key" not in sealed

@@ -108,6 +108,21 @@ def test_a_fresh_database_gets_the_latest_schema_once(db_url):
         assert again.info().counts["games"] == 1
 
 
+def test_opening_a_current_database_never_waits_on_a_writer(tmp_path):
+    """A running server holds SQLite's write lock past the busy wait: a `griffon db` command (or a
+    second server) opening the same file only reads the current schema, and opens."""
+    path = tmp_path / "griffon.db"
+    open_store(f"sqlite:///{path}").close()
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        with open_store(f"sqlite:///{path}") as db:
+            assert db.schema_version() == LATEST_VERSION
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
 def test_a_newer_schema_is_refused_with_a_clear_message(db_url):
     with open_store(db_url) as db:
         with db.lock, db.write():
