@@ -547,9 +547,8 @@ class Connection:
         """A room that lost its socket may say hello again before this server has seen the loss (a
         busy event loop, a socket closed an instant earlier): wait for the old socket's release, at
         most ``RESUME_GRACE_S``; a socket still open after that keeps its session."""
-        deadline = time.monotonic() + RESUME_GRACE_S
-        while session.detached_at is None and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(session.released.wait(), RESUME_GRACE_S)
 
     async def _moved(self) -> None:
         """Another replica drives this room now: close, for the room to resume over there."""

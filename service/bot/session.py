@@ -15,6 +15,7 @@ the room may resume it (version 2): :meth:`BotSession.detach`, then ``on_hello(.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import secrets
@@ -181,6 +182,7 @@ class BotSession:
         self.y = "down"  # which way the room's y axis points ("up": flipped on the way in)
         self.resume_token = secrets.token_urlsafe(24)
         self.detached_at: float | None = None  # when the socket was lost (None: attached)
+        self.released = asyncio.Event()  # set while no socket holds it (lost, or the session ended)
         self.moved = False  # another replica drives this room now (service.replicas): never written again
         self.round: Round | None = None
         self.transcript = Transcript(session_id, None, None, self.settings.transcript_bytes)
@@ -225,6 +227,7 @@ class BotSession:
     def detach(self, now: float) -> None:
         """The socket was lost without ``bye``: keep the session for a resume (an open stroke is dropped)."""
         self.detached_at = now
+        self.released.set()
         if self.round is not None:
             self.round.open_stroke = None
         self.transcript.add("detached", self.round.round_id if self.round else None, self._now())
@@ -232,6 +235,7 @@ class BotSession:
     def attach(self) -> None:
         """A room took this session back."""
         self.detached_at = None
+        self.released.clear()
 
     def _limits(self) -> Frame:
         s = self.settings
@@ -522,6 +526,7 @@ class BotSession:
 
     def close(self) -> None:
         """The connection ended: close the transcript."""
+        self.released.set()
         if self.round is not None:
             self._close_round("disconnected", None)
         self.transcript.ended_at = time.time()
