@@ -54,8 +54,9 @@ bench: setup
 # softmax temperatures, each into a new file: the student's fitted on the dev band with its labels (a
 # student of soft targets is under-confident even on drawings it trained on; validation untouched),
 # the two members attached to it (a two-view model) and the pool's temperature matched on dev to the
-# student alone. Last, `griffon model ship` copies it to model/weights/ with its model card, int8
-# copy and categories.txt, and checks them.
+# student alone. Last, `griffon model ship` copies it to model/weights/ with its model card (the
+# model measured beside its raster network alone and the teachers), int8 copy and categories.txt,
+# and checks them.
 # A step whose file exists is not run again: an interrupted `make train` goes on from the last
 # finished step (`rm -r runs/` to start over).
 GRIFFON := $(VENV)/bin/griffon
@@ -65,6 +66,7 @@ DATA_FLAG := $(if $(DATA),--data $(DATA))
 TRAIN := $(GRIFFON) train $(DATA_FLAG) $(if $(SEED),--seed $(SEED))
 MODEL := $(GRIFFON) model
 TEACHERS_CACHE := runs/teachers/answers.npz
+TEACHERS_DIR := $(or $(GRIFFON_TEACHERS),../shared/models)
 MEMBER_A := runs/member-a/model.pt
 UNTAUGHT := runs/sequence-untaught/sequence.pt
 TAUGHT := runs/sequence-taught/sequence.pt
@@ -76,7 +78,7 @@ TWO_VIEW := runs/distilled/two-view.pt
 
 train: setup
 	$(MAKE) -j2 $(TWO_VIEW)
-	$(MODEL) ship $(DATA_FLAG) $(TWO_VIEW)
+	$(MODEL) ship $(DATA_FLAG) --teachers $(TEACHERS_DIR) $(TWO_VIEW)
 
 # Member A: an experiment (training/presets/member-a.yaml), not a step of train.
 $(MEMBER_A):

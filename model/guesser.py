@@ -315,6 +315,11 @@ class Guesser:
             raise ValueError("this model also reads the pen's path: use Guesser.probabilities_from_views")
         return self._answer(images, None)
 
+    def raster_probabilities(self, images: np.ndarray) -> np.ndarray:
+        """The raster network's probabilities alone for rasters ``images`` (a two-view model's
+        raster view, without its members: what the model card measures each part by)."""
+        return self._raster_probabilities(images)
+
     def _raster_probabilities(self, images: np.ndarray, exact: bool = False) -> np.ndarray:
         """The raster network's probabilities (``exact``: the float network's, on the int8 back-end)."""
         images = np.ascontiguousarray(images, dtype=np.float32)

@@ -4,6 +4,7 @@ int8 copy and class list, checked; a tampered checkpoint or a failed check chang
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,10 @@ import typer
 from typer.testing import CliRunner
 
 from model import Guesser
+from tests.test_training_teachers import flat_teacher
 from training import ship as shipping
 from training.cli import register
+from training.teachers import TEACHER_NAMES
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +26,10 @@ def cli() -> typer.Typer:
     return app
 
 
-def ship(cli: typer.Typer, source: Path, dest: Path, data: Path, cache: Path) -> tuple[int, str]:
+def ship(cli: typer.Typer, source: Path, dest: Path, data: Path, cache: Path, *more: str) -> tuple[int, str]:
     result = CliRunner().invoke(
-        cli, ["model", "ship", str(source), "--dest", str(dest), "--data", str(data), "--cache", str(cache)]
+        cli, ["model", "ship", str(source), "--dest", str(dest), "--data", str(data), "--cache", str(cache),
+              *more]
     )
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result.exit_code, result.output
@@ -39,7 +43,11 @@ def test_a_two_view_checkpoint_is_shipped_with_its_card_int8_copy_and_classes(
     cli: typer.Typer, two_view_checkpoint: Path, fixture_data: Path, tmp_path: Path
 ) -> None:
     dest = tmp_path / "weights"
-    code, output = ship(cli, two_view_checkpoint, dest, fixture_data, tmp_path / "cache")
+    labels = Guesser.load(two_view_checkpoint, backend="torch").labels
+    for seed, name in enumerate(TEACHER_NAMES):  # two stand-in teachers that know the model's classes
+        flat_teacher(tmp_path / "teachers" / name, labels, seed)
+    code, output = ship(cli, two_view_checkpoint, dest, fixture_data, tmp_path / "cache",
+                        "--teachers", str(tmp_path / "teachers"))
     assert code == 0, output
     assert sorted(digests(dest)) == [
         "MODEL_CARD.md", "categories.txt", "griffon-default.float.onnx", "griffon-default.int8.onnx",
@@ -58,6 +66,21 @@ def test_a_two_view_checkpoint_is_shipped_with_its_card_int8_copy_and_classes(
     assert hashlib.sha256(shipped.read_bytes()).hexdigest() in output
     assert "int8 copy: top-1 as the float reference on" in output and "served back-end onnx-int8" in output
     assert not list(dest.glob(".ship-*"))  # the staging folder is gone
+    rows = {line.split(" | ")[0].strip("| "): line.strip("| ").split(" | ")[1:]
+            for line in card.splitlines() if line.startswith("| ") and line.count(" | ") == 6}
+    whole, raster = rows["this model"], rows["its raster network alone"]
+    assert {"teacher: doodlenet", "teacher: quickdraw-resnet", "the teachers' geometric mean"} <= set(rows)
+    metrics = torch.load(shipped, weights_only=True)["metrics"]
+    assert whole[0] == f"{100 * metrics['full_top1']:.1f}"  # the card's first table, read again
+    gain = [line for line in card.splitlines() if "over the raster network alone, in points" in line][0]
+    assert abs(float(gain.split(": ")[1].split(" top-1")[0]) - (float(whole[0]) - float(raster[0]))) <= 0.11
+    assert "The teachers' geometric mean, against this model, in points:" in card
+    confidence = r"a mean top-1 confidence of (0\.\d\d|1\.00) for ([\d.]+) % right \(([a-z-]+)"
+    calibrated = re.search(confidence, card)
+    assert calibrated is not None and calibrated[2] == whole[0]  # whole drawings, as in the table
+    gap = float(calibrated[1]) - float(whole[0]) / 100
+    kind = "under-confident" if gap < -0.02 else "over-confident" if gap > 0.02 else "about"
+    assert calibrated[3] == kind
 
 
 def test_a_run_folder_ships_its_most_finished_checkpoint(tiny_checkpoint: Path, tmp_path: Path) -> None:

@@ -74,6 +74,8 @@ def ship_command(
     data: Path = typer.Option(None, help="Quick, Draw! folder (default: the configured one)"),
     cache: Path = typer.Option(Path("runs/prepared/all"), help="prepared-data cache"),
     check_drawings: int = typer.Option(None, help="held-out drawings the int8 copy is checked on (64)"),
+    teachers: Path = typer.Option(None, help="the public teachers' folder (e.g. ../shared/models): "
+                                  "measured beside the model in its card"),
 ) -> None:
     """Ship a checkpoint: write griffon-default.pt, MODEL_CARD.md, the int8 copy and categories.txt
     into --dest, after checking them (nothing changes there when a check fails)."""
@@ -81,10 +83,12 @@ def ship_command(
     from model.guesser import DEFAULT_WEIGHTS
     from training.data import DataError
     from training.ship import CHECK_DRAWINGS, ship
+    from training.teachers import TeacherError
 
     try:
-        shipped = ship(source, dest or DEFAULT_WEIGHTS.parent, data, cache, check_drawings or CHECK_DRAWINGS)
-    except (CheckpointError, DataError) as error:
+        shipped = ship(source, dest or DEFAULT_WEIGHTS.parent, data, cache, check_drawings or CHECK_DRAWINGS,
+                       teachers)
+    except (CheckpointError, DataError, TeacherError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from error
     typer.echo(shipped.summary())

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from torch import nn
 
 from training.settings import TrainConfig
@@ -45,11 +46,72 @@ the game conditions use fixed seeds, so a rerun gives the same numbers.
 
 **Calibration.** Softmax temperature {temperature} ({temperature_source}).{pair_calibration}
 
-**Limits.** Trained on ~25 drawings per category, mostly the first lines of Google's public files (not a
-random sample): expect errors on unusual styles and on categories that look alike (see the evaluation
+{sources}**Limits.** Trained on ~25 drawings per category, mostly the first lines of Google's public files
+(not a random sample): expect errors on unusual styles and on categories that look alike (see the evaluation
 report's confusion pairs). Check the calibration section of `griffon eval` before relying on the
 probabilities as exact.
 """
+
+
+SOURCE_COLUMNS = (("top-1", "full_top1"), ("top-3", "full_top3"), ("Kontour", "kontour_top1"),
+                  ("half", "half_top1"), ("table-42", "table42_top1"), ("Pictomania", "pictomania_top1"))
+
+
+def sources_section(
+    metrics: dict[str, Any],
+    raster: dict[str, Any] | None = None,
+    teachers: dict[str, dict[str, Any]] | None = None,
+    members: int = 0,
+) -> str:
+    """The card's "What each part brought": the model's held-out metrics beside its raster network
+    alone (``raster``: a two-view model's, with ``members`` stroke-sequence members) and beside the
+    public teachers' (``teachers``: name -> metrics, their geometric mean included), with the
+    differences in points. Empty when there is nothing to set beside the model."""
+    rows: list[tuple[str, dict[str, Any]]] = [("this model", metrics)]
+    if raster is not None:
+        rows.append(("its raster network alone", raster))
+    for name, values in (teachers or {}).items():
+        shown = "the teachers' geometric mean" if name == "geometric mean" else f"teacher: {name}"
+        rows.append((shown, values))
+    if len(rows) == 1:
+        return ""
+    keys = [key for _, key in SOURCE_COLUMNS]
+
+    def gains(better: dict[str, Any], base: dict[str, Any]) -> str:
+        shown = [f"{100 * (better[key] - base[key]):+.1f} {title}" for title, key in SOURCE_COLUMNS
+                 if isinstance(better.get(key), float) and isinstance(base.get(key), float)]
+        return ", ".join(shown) or "—"
+
+    lines = [
+        "**What each part brought**, on the same held-out drawings (`griffon model ship`, "
+        "`python -m training.model_card`):",
+        "",
+        "| reader | " + " | ".join(title for title, _ in SOURCE_COLUMNS) + " |",
+        "|---|" + "---|" * len(keys),
+        *(f"| {name} | " + " | ".join(_pct(values, key).removesuffix(" %") for key in keys) + " |"
+          for name, values in rows),
+        "",
+    ]
+    if raster is not None:
+        plural = "s" * (members != 1)
+        lines.append(f"- The stroke-sequence member{plural} (the pen's path and order), over the raster "
+                     f"network alone, in points: {gains(metrics, raster)}.")
+    mean = (teachers or {}).get("geometric mean")
+    if mean is not None:
+        lines.append(f"- The teachers' geometric mean, against this model, in points: {gains(mean, metrics)} "
+                     "(negative: this model reads better than the teachers).")
+    return "\n".join(lines) + "\n\n"
+
+
+def _measured_calibration(metrics: dict[str, Any]) -> str:
+    """The card's sentence on the held-out calibration (empty when it was not measured)."""
+    ece, confidence, right = (metrics.get(k) for k in ("ece", "mean_confidence", "full_top1"))
+    if not all(isinstance(v, float) for v in (ece, confidence, right)):
+        return ""
+    gap = confidence - right
+    kind = "under-confident" if gap < -0.02 else "over-confident" if gap > 0.02 else "about right"
+    return (f" On the held-out drawings, whole: a mean top-1 confidence of {confidence:.2f} for "
+            f"{100 * right:.1f} % right ({kind}), expected calibration error {ece:.3f} (10 bins).")
 
 
 def _pct(metrics: dict[str, Any], key: str) -> str:
@@ -86,9 +148,11 @@ def _distillation(config: Any) -> str:
             "DoodleNet (ml5.js, github.com/ml5js/ml5-data-and-models, MIT licence, Copyright (c) 2018 "
             "ml5) and a small ResNet (github.com/jinnyday0719/quickdraw-prediction-model, MIT licence, "
             "Copyright (c) 2024 안서진), both trained by their authors on the full Quick, Draw! "
-            "dataset: what they bring is what about 70,000 drawings a category taught them. The extra "
-            "Quick, Draw! drawings of the cache (33 categories; © Google, CC BY 4.0) are training "
-            "drawings too."
+            "dataset: what they bring is what about 70,000 drawings a category taught them (in paired "
+            "runs on the dev band, docs/EXPERIMENTS.md « The public teachers », the same network taught "
+            "this way read +1.5 and +3.1 top-1 over the labels alone in 6 epochs, two seeds, and +3.3 in "
+            "18). The extra Quick, Draw! drawings of the cache (33 categories; © Google, CC BY 4.0) are "
+            "training drawings too."
         )
     if config.icons:
         parts.append(
@@ -167,10 +231,11 @@ def write_model_card(
     pair_temperature: float = 1.0,
     members_training: Sequence[dict] = (),
     view_pool: str = "log",
+    sources: str = "",
 ) -> None:
     """Fill the card template from a run's settings, data metadata and metrics (``members``: the
     stroke-sequence members of a two-view model, whose metrics these are with the network's;
-    ``members_training``: how each was trained)."""
+    ``members_training``: how each was trained; ``sources``: :func:`sources_section`)."""
     split = meta["per_split"]
     text = CARD.format(
         classes=len(meta["classes"]),
@@ -199,11 +264,12 @@ def write_model_card(
         sps=metrics.get("train_samples_per_second", 0.0),
         temperature=temperature,
         temperature_source=metrics.get("temperature_source", "not fitted"),
-        pair_calibration="" if not members else (
+        sources=sources,
+        pair_calibration=("" if not members else (
             f" The two views' {'pool' if view_pool == 'log' else 'average'} is softened at temperature "
             f"{pair_temperature} "
             f"({metrics.get('pair_temperature_source', 'not fitted')})."
-        ),
+        )) + _measured_calibration(metrics),
         **{
             k: _pct(metrics, k)
             for k in (
@@ -224,10 +290,13 @@ def write_model_card(
 
 
 def refresh(
-    model_path: Path, data: Path | None = None, cache: Path = Path("runs/prepared/all"), store: bool = False
+    model_path: Path, data: Path | None = None, cache: Path = Path("runs/prepared/all"), store: bool = False,
+    teachers: Path | None = None,
 ) -> dict:
     """Recompute a checkpoint's headline metrics on its held-out split (float reference weights) and
-    rewrite ``MODEL_CARD.md`` beside it (after calibration, or with a newer metrics definition).
+    rewrite ``MODEL_CARD.md`` beside it (after calibration, or with a newer metrics definition). The
+    card sets a two-view model beside its raster network alone, and beside the public teachers of
+    folder ``teachers`` when given (:func:`sources_section`).
 
     ``store`` also writes them into the checkpoint itself (its bytes change; the int8 copy beside it
     stays valid, since it is tied to the weights, which do not change)."""
@@ -236,7 +305,7 @@ def refresh(
     from model import Guesser
     from model.checkpoint import sequence_training
     from training.data import default_data_root
-    from training.metrics import headline_metrics
+    from training.metrics import calibration, headline_metrics
     from training.prepare import prepare_cached
 
     guesser = Guesser.load(model_path, backend="torch")  # the checkpoint's own float weights
@@ -254,7 +323,23 @@ def refresh(
         class_names=guesser.labels,
         inputs=lambda part: [guesser.views(strokes) for strokes in part],
     )
+    whole = np.concatenate([  # the model's answers on the whole drawings, for its calibration
+        guesser.probabilities_from_views([guesser.views(strokes) for strokes in drawings[start:start + 256]])
+        for start in range(0, len(drawings), 256)
+    ])
+    measured = calibration(whole, prepared.labels[held_out])
+    metrics |= {"ece": measured["ece"], "mean_confidence": float(whole.max(axis=1).mean())}
     payload["metrics"] = {**payload["metrics"], **metrics, "held_out_drawings": len(held_out)}
+    raster = None
+    if guesser.member is not None:
+        raster = headline_metrics(guesser.raster_probabilities, drawings, prepared.labels[held_out],
+                                  guesser.spec, class_names=guesser.labels)
+    read_by_teachers = None
+    if teachers is not None:
+        from training.teachers import load_teachers, teacher_metrics
+
+        read_by_teachers = teacher_metrics(load_teachers(teachers, classes=guesser.labels), drawings,
+                                           prepared.labels[held_out])
     if store:
         torch.save(payload, model_path)
     write_model_card(
@@ -268,6 +353,8 @@ def refresh(
         guesser.pair_temperature,
         sequence_training(payload),
         guesser.view_pool,
+        sources_section(payload["metrics"], raster, read_by_teachers,
+                        len(guesser.member.networks) if guesser.member is not None else 0),
     )
     return payload["metrics"]
 
@@ -282,8 +369,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--store", action="store_true", help="also store the metrics in the checkpoint (changes its bytes)"
     )
+    parser.add_argument(
+        "--teachers", type=Path, default=None,
+        help="the public teachers' folder (e.g. ../shared/models): their rows in the card's table",
+    )
     args = parser.parse_args(argv)
-    metrics = refresh(args.model, args.data, store=args.store)
+    metrics = refresh(args.model, args.data, store=args.store, teachers=args.teachers)
     print(json.dumps(metrics, indent=1))
     return metrics
 

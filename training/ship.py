@@ -123,8 +123,10 @@ def ship(
     data: Path | str | None = None,
     cache: Path | str = Path("runs/prepared/all"),
     check_drawings: int = CHECK_DRAWINGS,
+    teachers: Path | str | None = None,
 ) -> Shipped:
-    """Ship the checkpoint ``source`` (or a run folder's) into ``dest``; see the module docstring.
+    """Ship the checkpoint ``source`` (or a run folder's) into ``dest``; see the module docstring
+    (``teachers``: the public teachers' folder, measured beside the model in its card).
     Raises :class:`CheckpointError` (a tampered or unusable checkpoint, an int8 copy that disagrees)
     or :class:`training.data.DataError` (no data to measure on), leaving ``dest`` as it was."""
     checkpoint = resolve(source)
@@ -137,7 +139,8 @@ def ship(
         staged = staging / DEFAULT_WEIGHTS.name
         shutil.copyfile(checkpoint, staged)
         guesser = Guesser.load(staged, backend="torch")
-        metrics = refresh(staged, root, Path(cache))  # writes MODEL_CARD.md beside the copy
+        metrics = refresh(staged, root, Path(cache),  # writes MODEL_CARD.md beside the copy
+                          teachers=Path(teachers) if teachers is not None else None)
         export_checkpoint(staged, root)  # griffon-default.int8.onnx and the serving bundle beside it
         if read_bundle(staged) is None:
             raise ShipError(f"no serving bundle was written beside {staged}")
