@@ -193,7 +193,8 @@ def test_every_preset_reads_and_make_train_is_one_chain_from_data_to_the_shipped
     presets = {path.stem: parse_config(["--preset", path.stem]) for path in PRESETS_DIR.glob("*.yaml")}
     prerequisites, recipes = makefile_rules()
     final = "runs/distilled/two-view.pt"
-    assert recipes["train"] == [f"$(MAKE) -j2 {final}", f"$(MODEL) ship $(DATA_FLAG) {final}"]
+    ship = f"$(MODEL) ship $(DATA_FLAG) --teachers $(TEACHERS_DIR) {final}"  # the card measures the teachers
+    assert recipes["train"] == [f"$(MAKE) -j2 {final}", ship]
 
     def needed(target: str) -> set[str]:
         direct = set(prerequisites.get(target, []))
