@@ -404,6 +404,8 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             refresher = asyncio.create_task(keys.refresh_forever(), name="bot-keys")
             release.callback(refresher.cancel)
             writer.room_bytes = settings.bot_room_bytes
+            for what in ("pending", "retries", "failed", "dropped"):
+                metrics.watch(metrics.background, functools.partial(getattr, writer, what), what=what)
             # rooms' memory in the database: one process (or one replica) knows which rooms it holds
             app.state.bots = bot.BotRegistry(settings, archive, writer, keys=keys,
                                              rooms=store if workers is None else None)

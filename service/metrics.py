@@ -12,6 +12,9 @@ One :class:`Metrics` per app, on its own registry (several apps in one process s
   answer queued for the socket; with a database, once the stroke is stored), ``griffon_guess_seconds{source}``
   (a recognition asked → its probabilities back), ``griffon_store_write_seconds`` (a move applied →
   reported committed by the store's writer thread);
+- ``griffon_store_background{what}``: the background writer of drawings, transcripts and bot
+  rooms' memory (store/background.py) — ``pending`` (waiting now), ``retries`` (writes tried again
+  after the database could not write), ``failed`` (refused for good), ``dropped`` (queue full);
 - ``griffon_refusals_total{reason}``: requests, games, rooms and frames refused (the error code:
   ``rate_limited``, ``overloaded``, ``server_full``, ``server_busy``, ``bad_key``...);
 - per API key of bot rooms (service/bot/keys.py), labelled by the key's name (never its secret):
@@ -65,6 +68,9 @@ class Metrics:
                                     ["source"], buckets=LATENCY_BUCKETS, registry=r)
         self.store_write = Histogram("griffon_store_write_seconds", "A move applied to committed",
                                      buckets=LATENCY_BUCKETS, registry=r)
+        self.background = Gauge("griffon_store_background", "The background writer (drawings, transcripts, "
+                                "bot rooms): writes waiting, tried again, failed for good, dropped", ["what"],
+                                registry=r)
         self.refusals = Counter("griffon_refusals", "Requests, games, rooms and frames refused",
                                 ["reason"], registry=r)
         self.key_rooms_open = Gauge("griffon_bot_key_rooms_open", "Bot rooms open per API key", ["key"],

@@ -60,3 +60,31 @@ def test_metrics_count_tables_strokes_recognitions_and_refusals(app) -> None:
     assert after[("griffon_guesses_total", (("source", "api"),))] == 1
     assert after[("griffon_inference_batch_size_count", ())] >= 1
     assert after[("griffon_inference_queue", ())] == 0
+
+
+def test_metrics_show_the_background_writer_waiting_on_a_locked_database(app) -> None:
+    """SQLite's write lock held elsewhere: a consented drawing waits in the background writer,
+    which tries again (``retries``), and is written once the lock is let go (``pending`` back to 0)."""
+    import sqlite3
+
+    from griffon.launch import eventually
+    from store import DrawingRecord
+
+    writer = app.app.state.bots.writer
+    assert samples(app)[("griffon_store_background", (("what", "retries"),))] == writer.retries
+    other = sqlite3.connect(writer.store.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        before = writer.retries
+        assert writer.add_drawing(DrawingRecord("cat", "room", [[[0.0, 50.0, 90.0], [0.0, 80.0, 5.0], [0.0, 16.0, 32.0]]]))
+        eventually(lambda: writer.retries > before, 30, "the writer never tried again")
+        waiting = samples(app)
+        assert waiting[("griffon_store_background", (("what", "pending"),))] >= 1
+        assert waiting[("griffon_store_background", (("what", "retries"),))] > before
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    eventually(lambda: samples(app)[("griffon_store_background", (("what", "pending"),))] == 0, 30,
+               "the drawing was never written")
+    assert samples(app)[("griffon_store_background", (("what", "failed"),))] == 0
+    assert writer.store.drawing_counts().get("cat") == 1
