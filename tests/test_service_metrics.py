@@ -76,7 +76,8 @@ def test_metrics_show_the_background_writer_waiting_on_a_locked_database(app) ->
     other.execute("BEGIN IMMEDIATE")
     try:
         before = writer.retries
-        assert writer.add_drawing(DrawingRecord("cat", "room", [[[0.0, 50.0, 90.0], [0.0, 80.0, 5.0], [0.0, 16.0, 32.0]]]))
+        stroke = [[0.0, 50.0, 90.0], [0.0, 80.0, 5.0], [0.0, 16.0, 32.0]]  # x, y, t
+        assert writer.add_drawing(DrawingRecord("cat", "room", [stroke]))
         eventually(lambda: writer.retries > before, 30, "the writer never tried again")
         waiting = samples(app)
         assert waiting[("griffon_store_background", (("what", "pending"),))] >= 1
