@@ -33,6 +33,9 @@ def test_shipped_weights_are_small_and_documented() -> None:
     card = (DEFAULT_WEIGHTS.parent / "MODEL_CARD.md").read_text()
     assert "Quick, Draw!" in card and "CC BY 4.0" in card and "griffon train" in card
     assert "two-view model" in card  # the raster network and its stroke-sequence member
+    # the public teachers it learnt from, credited with their MIT notices and measured beside it
+    assert "Copyright (c) 2018 ml5" in card and "Copyright (c) 2024 안서진" in card
+    assert "| its raster network alone |" in card and "| the teachers' geometric mean |" in card
 
 
 def test_shipped_model_reads_the_pen_path_as_well_as_the_raster(shipped: Guesser) -> None:
