@@ -85,9 +85,11 @@ def headline_metrics(
     batch: int = 256,
     class_names: Sequence[str] | None = None,
     inputs: Callable[[list[list[np.ndarray]]], Any] | None = None,
+    calibrated: bool = False,
 ) -> dict[str, float]:
     """Top-1/top-3 for each condition and the 42-candidate table accuracy; with ``class_names``
-    (the model's labels) also the Kontour-deck and Pictomania-table game conditions.
+    (the model's labels) also the Kontour-deck and Pictomania-table game conditions; with
+    ``calibrated``, the whole drawings' ``ece`` (:func:`calibration`) and ``mean_confidence`` too.
 
     ``predict`` maps rasters ``(n, channels, size, size)`` to probabilities ``(n, classes)``; with
     ``inputs``, it maps ``inputs(drawings)`` instead (a model that does not read rasters).
@@ -99,7 +101,12 @@ def headline_metrics(
             part = [transform(strokes) for strokes in drawings[start : start + batch]]
             chunks.append(predict(inputs(part) if inputs else rasterize_all(part, spec)))
         probs_of[name] = np.concatenate(chunks)
-    return metrics_from_probabilities(probs_of, labels, seed, class_names)
+    metrics = metrics_from_probabilities(probs_of, labels, seed, class_names)
+    if calibrated:
+        whole = probs_of["full"]
+        metrics |= {"ece": calibration(whole, labels)["ece"],
+                    "mean_confidence": float(whole.max(axis=1).mean())}
+    return metrics
 
 
 def metrics_from_probabilities(

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from torch import nn
 
 from training.settings import TrainConfig
@@ -305,7 +304,7 @@ def refresh(
     from model import Guesser
     from model.checkpoint import sequence_training
     from training.data import default_data_root
-    from training.metrics import calibration, headline_metrics
+    from training.metrics import headline_metrics
     from training.prepare import prepare_cached
 
     guesser = Guesser.load(model_path, backend="torch")  # the checkpoint's own float weights
@@ -322,13 +321,8 @@ def refresh(
         guesser.spec,
         class_names=guesser.labels,
         inputs=lambda part: [guesser.views(strokes) for strokes in part],
+        calibrated=True,
     )
-    whole = np.concatenate([  # the model's answers on the whole drawings, for its calibration
-        guesser.probabilities_from_views([guesser.views(strokes) for strokes in drawings[start:start + 256]])
-        for start in range(0, len(drawings), 256)
-    ])
-    measured = calibration(whole, prepared.labels[held_out])
-    metrics |= {"ece": measured["ece"], "mean_confidence": float(whole.max(axis=1).mean())}
     payload["metrics"] = {**payload["metrics"], **metrics, "held_out_drawings": len(held_out)}
     raster = None
     if guesser.member is not None:
