@@ -20,11 +20,10 @@ from typing import Any
 
 from games.ai.base import ProbabilitySource, ToFrench
 from games.ai.drawer import AIDrawer
-from games.ai.driver import AIKit, KontourDriver, PictomaniaDriver, centered, seeded
+from games.ai.driver import AIKit, KontourDriver, PictomaniaDriver, centered, draw_line, seeded
 from games.ai.levels import AILevel
-from games.core import Event, Move, RuleError
+from games.core import Event, Move
 from games.kontour import ChooseWord, DrawCard, KontourCard, KontourConfig, KontourRules, KontourState
-from games.kontour import Stroke as KontourStroke
 from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
 from games.words import DeckSetupError, synthetic_kontour_deck, synthetic_pictomania_deck
 from vocab.decks import PictomaniaDeckCard
@@ -148,14 +147,8 @@ class ScriptedKontourPerson:
         elif st.phase == "drawing":
             due = int((now - self.chosen_at) / self.line_s + 1e-9)  # lines due by now
             while self.drawn < min(due, len(self.lines)):
-                points = self.lines[self.drawn]
                 self.drawn += 1
-                if table.state.turn.strokes >= self.rules.config.max_strokes:
-                    break
-                try:
-                    table.apply(KontourStroke(player=PERSON, points=points))
-                except RuleError:  # a line the engine refuses (too short once snapped): skip it
-                    continue
+                draw_line(table, self.rules, PERSON, self.lines[self.drawn - 1])
 
 
 @dataclass

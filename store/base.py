@@ -636,7 +636,8 @@ class SqlStore(Store):
                     f"{self.location} holds tables ({', '.join(sorted(found)[:5])}) but no Griffon schema: "
                     "it is not a Griffon database; point GRIFFON_DATABASE_URL elsewhere"
                 )
-            if SCHEMA_TABLE in found and self.schema_version() == LATEST_VERSION:
+            if SCHEMA_TABLE in found and int(self.rows(
+                    f"SELECT COALESCE(MAX(version), 0) FROM {SCHEMA_TABLE}")[0][0]) == LATEST_VERSION:
                 return LATEST_VERSION
             with self.write():
                 self.lock_schema()

@@ -28,6 +28,7 @@ docs/AI_PLAYERS.md states the model and its measured figures.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,6 +88,15 @@ class Look:
 def seeded(seed: int | str, *purpose: object) -> random.Random:
     """A private generator for one AI decision stream of a game."""
     return random.Random(":".join(str(p) for p in (seed, *purpose)))
+
+
+def draw_line(table: Table, rules: KontourRules, drawer: str, points: Any) -> None:
+    """Apply one Kontour line of ``drawer`` unless the turn's lines are used up; a line the engine
+    refuses (too short once snapped...) is skipped."""
+    if table.state.turn.strokes >= rules.config.max_strokes:
+        return
+    with contextlib.suppress(RuleError):
+        table.apply(KontourStroke(player=drawer, points=points))
 
 
 def centered(plan: list[TimedStroke], size: float = CANVAS) -> list[TimedStroke]:
@@ -265,11 +275,7 @@ class KontourDriver:
         while self.planned < len(self.plan) and self.plan[self.planned].end + self.delay <= now:
             stroke = self.plan[self.planned]
             self.planned += 1
-            if table.state.turn.strokes < self.rules.config.max_strokes:
-                try:
-                    table.apply(KontourStroke(player=drawer, points=stroke.points))
-                except RuleError:  # a line the engine refuses (too short once snapped...): skip it
-                    continue
+            draw_line(table, self.rules, drawer, stroke.points)
         while self.gestures and self.gestures[0][0] <= now:
             _, kind, about = self.gestures.pop(0)
             table.apply(Gesture(player=drawer, gesture=kind, about=about))
