@@ -131,7 +131,7 @@ def build_tiny_checkpoint() -> Path:
     Processes that need it at once wait for the one that trains it (a file lock)."""
     from filelock import FileLock
 
-    from model.bundle import write_bundle
+    from model.bundler import write_bundle
     from training.train import parse_config, train
     from vocab.lexicon import cache_dir
 

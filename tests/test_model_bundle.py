@@ -22,8 +22,8 @@ from model.bundle import (
     manifest_path,
     members_path,
     read_bundle,
-    write_bundle,
 )
+from model.bundler import write_bundle
 from model.guesser import DEFAULT_WEIGHTS
 from model.runtime import int8_path
 from tests.conftest import FIXTURE_WORDS, REPO, shape

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from model.bundle import write_bundle
+from model.bundler import write_bundle
 from model.guesser import DEFAULT_WEIGHTS, Guesser
 from model.runtime import INPUT, SOURCE_KEY, export_onnx, int8_path, weights_sha256
 from model.strokes import DrawingError
