@@ -305,9 +305,7 @@ def capacity(settings: Settings, app: FastAPI) -> Capacity:
         return app.state.bots.live_count if kind == "bot" else app.state.play.open_count(kind)
 
     workers = app.state.workers
-    budget = Capacity.from_settings(settings, open_count, share=1 / workers.count if workers else 1.0)
-    app.state.play.capacity = budget
-    return budget
+    return Capacity.from_settings(settings, open_count, share=1 / workers.count if workers else 1.0)
 
 
 def worker_load(app: FastAPI) -> float:
@@ -416,13 +414,12 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.push_async_callback(app.state.bots.aclose)
             pruner = asyncio.create_task(prune_forever(store), name="db-prune")
             release.callback(pruner.cancel)
+            app.state.capacity = capacity(settings, app)  # handed to the game manager, made next
             release.push_async_callback(play.shutdown, app)
             await play.startup(app)
             ownership = app.state.play.ownership
             if ownership is not None:  # a replica: bot rooms are leased too (service.replicas)
                 app.state.bots.ownership = ownership
-                ownership.room_lost = app.state.bots.stand_down
-            app.state.capacity = capacity(settings, app)
             if workers is not None and settings.worker_placement:  # new tables on the least-loaded worker
                 placement = Placement(workers, functools.partial(worker_load, app))
                 app.state.placement = placement

@@ -35,17 +35,14 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
+from service.tables import Table, Tables
 from service.workers import CLIENT_HEADER, HOST_HEADER, RELAY_HEADER, RELAYED, Workers
-
-if TYPE_CHECKING:
-    from service.play.manager import GameManager
-    from service.play.session import GameSession
 
 log = logging.getLogger("griffon.service")
 T = TypeVar("T")
@@ -231,14 +228,14 @@ def is_forwarded(request: Request) -> bool:
     return bool(request.scope.get(RELAYED))
 
 
-def table_weight(session: GameSession) -> float:
+def table_weight(session: Table) -> float:
     """What a table still played weighs: its kind's `WEIGHTS`, or more when its frames and AI players
     lately took more of the event loop than that (a table at the maxima weighs up to its share of the
     loop, over ten tables' worth: new tables go elsewhere)."""
     return max(WEIGHTS.get(session.kind, 0.0), 1000.0 * session.loop_used.rate())
 
 
-def weighted_load(games: GameManager, bots_live: int) -> float:
+def weighted_load(games: Tables, bots_live: int) -> float:
     """The load of one worker: its tables still played (a finished one waits for its people at
     no cost), its lobbies (tables to come) and its bot rooms, each weighted by `WEIGHTS` (a table
     by `table_weight`)."""

@@ -40,17 +40,13 @@ import hmac
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.settings import SettingsError, read_environment
+from service.tables import Table, Tables
 from store import StoreError, StoreSettings
 from store.leases import Lease, Leases, holder_url, new_holder
-
-if TYPE_CHECKING:
-    from service.play.manager import GameManager
-    from service.play.session import GameSession
 
 OPENING_S = 30.0  # a new game still not open after this long was never created: its lease goes
 ROOM_LEASE = "bot:"  # the lease id of a bot room: this, then its session id
@@ -138,18 +134,22 @@ class Ownership:
     """The games this replica drives: their leases renewed, the orphans taken over, the lost ones
     stood down (`service.play.manager.GameManager.ownership`)."""
 
-    def __init__(self, replica: Replica, manager: GameManager) -> None:
+    def __init__(self, replica: Replica, manager: Tables,
+                 room_lost: Callable[[str], None] = lambda session: None) -> None:
+        """``manager``: the tables it leases (the `GameManager`, which builds its ownership with
+        itself); ``room_lost(session id)``: a bot room whose lease another replica took (the bot
+        rooms' registry stands it down)."""
         assert manager.store is not None
         self.replica, self.manager, self.settings = replica, manager, replica.settings
         self.leases = Leases(manager.store, replica.holder, replica.address, replica.settings.lease_s)
         self.fences: dict[str, int] = {}  # game id -> the fence of our lease
         self.opening: dict[str, float] = {}  # game id -> when its lease was claimed, while it is stored
-        self.taking: dict[str, asyncio.Task[GameSession | None]] = {}
+        self.taking: dict[str, asyncio.Task[Table | None]] = {}
         self.task: asyncio.Task[None] | None = None
         self.taken = self.lost_count = 0
         self.rooms: dict[str, int] = {}  # bot room session id -> the fence of our lease
         self.rooms_done: set[str] = set()  # rooms over: their leases are deleted at the next renewal
-        self.room_lost: Callable[[str], None] = lambda session: None  # set by the bot rooms' registry
+        self.room_lost = room_lost
 
     def start(self) -> None:
         """Install the leases (idempotent) and start renewing and taking over."""
@@ -273,7 +273,7 @@ class Ownership:
                 await self.take(gid)
 
     # -- taking a game over ------------------------------------------------------------------------
-    async def take(self, game_id: str) -> GameSession | None:
+    async def take(self, game_id: str) -> Table | None:
         """Take over a game whose lease expired (or that has none) from its stored log; None when
         another replica holds it, or it is over, or cannot be replayed (marked abandoned)."""
         running = self.taking.get(game_id)
@@ -283,7 +283,7 @@ class Ownership:
             running.add_done_callback(lambda _: self.taking.pop(game_id, None))
         return await asyncio.shield(running)
 
-    async def _take(self, game_id: str) -> GameSession | None:
+    async def _take(self, game_id: str) -> Table | None:
         session = self.manager.games.get(game_id)
         if session is not None and not session.moved and game_id in self.fences:
             return session
@@ -306,14 +306,14 @@ class Ownership:
                  len(stored.moves), adopted.now())
         return adopted
 
-    async def outlast(self, game_id: str, lease: Lease) -> GameSession | Lease | None:
+    async def outlast(self, game_id: str, lease: Lease) -> Table | Lease | None:
         """The holder of ``lease`` cannot be reached (it died): wait for its lease to run out (at
         most ``lease_s``), then `locate` the game again: taken over here, most often."""
         left = lease.expires_at - await asyncio.to_thread(self.leases.now)
         await asyncio.sleep(min(max(0.0, left) + 0.05, self.settings.lease_s + 0.5))
         return await self.locate(game_id)
 
-    async def locate(self, game_id: str) -> GameSession | Lease | None:
+    async def locate(self, game_id: str) -> Table | Lease | None:
         """Where a socket for ``game_id`` goes: the session here (held, or taken over now), the
         live lease of another replica (relay there), or None (no such game in play)."""
         session = self.manager.games.get(game_id)

@@ -7,6 +7,7 @@ by another replica stands down at its next move."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from collections.abc import Iterator
@@ -168,8 +169,9 @@ def test_a_replica_whose_game_was_taken_stands_down_on_its_next_move_without_wri
         here = Replica(settings)
         store = open_store(here.store_settings(StoreSettings(database_url=schema_url)).url)
         clock = ManualClock()
-        games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), store, clock=clock)
-        games.ownership = Ownership(here, games)
+        games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), store, clock=clock,
+                            ownership=functools.partial(Ownership, here))
+        assert games.ownership is not None
         games.ownership.leases.install()
         session = games.create("pictomania", 2, "normal", "Ana", seed=3)
         queue = session.attach()

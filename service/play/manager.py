@@ -96,7 +96,9 @@ class GameManager:
         self, settings: Settings, play: PlaySettings, recognizer: Callable[[str], Recognize],
         labels: frozenset[str], store: Store | None = None,
         spend_points: Callable[[str, int], None] | None = None, clock: Clock = time.monotonic,
-        metrics: Metrics | None = None, workers: Workers | None = None,
+        metrics: Metrics | None = None, workers: Workers | None = None, capacity: Capacity | None = None,
+        ownership: Callable[[GameManager], Ownership] | None = None,
+        rooms: Callable[[GameManager], Rooms] = Rooms,
     ) -> None:
         """``recognizer(key)`` gives each game its recognizer (``key``: the game's share of the
         preprocessing pool); ``store``: where games are kept (None: in memory only);
@@ -104,12 +106,14 @@ class GameManager:
         to (``Shared.spend_points``, the budget of ``/v1/guess``; raises `RateLimited`); ``clock``:
         the games' monotonic clock (a `ManualClock` in tests); ``metrics``: where the games' strokes,
         recognitions, store writes and refusals are counted; ``workers``: this process among several
-        (the games it holds: new ids, resume; ``service.workers``)."""
+        (the games it holds: new ids, resume; ``service.workers``); ``capacity``: the CPU budget
+        shared with the bot rooms (``service.capacity``; None: unbounded). Built with the manager,
+        which they are handed: ``ownership(manager)``, a replica's leases (``service.replicas``;
+        None: one server alone), and ``rooms(manager)``, the rooms with friends."""
         self.settings, self.play, self.recognizer, self.labels = settings, play, recognizer, labels
         self.store, self.spend_points, self.clock, self.metrics = store, spend_points, clock, metrics
-        self.capacity: Capacity | None = None  # set by the app: the CPU budget shared with bot rooms
+        self.capacity = capacity
         self.workers = workers
-        self.ownership: Ownership | None = None  # set on a replica: the games' leases (service.replicas)
         self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
         self.writer = shared_move_writer(store) if store is not None else None  # moves and ends, in order
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
@@ -121,7 +125,8 @@ class GameManager:
         self.guesses: dict[tuple[str, str], RateLimit] = {}  # (game id, seat) -> a person's guess budget
         self._closing: set[asyncio.Task[None]] = set()
         self.sweeper: asyncio.Task[None] | None = None
-        self.rooms = Rooms(self)  # the lobbies of rooms with friends, and the codes of those started
+        self.rooms = rooms(self)  # the lobbies of rooms with friends, and the codes of those started
+        self.ownership = ownership(self) if ownership is not None else None  # a replica's leases
 
     def start(self) -> None:
         """Start the idle-game sweeper."""

@@ -25,7 +25,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
 
@@ -35,11 +35,9 @@ from games.pictomania import PictomaniaConfig
 from service.errors import STORE_DOWN, RateLimited
 from service.frames import FrameError, error_frame, load_json
 from service.play.session import HUMAN, GameSession
+from service.play.tables import RoomTables
 from service.ratelimit import RateLimit
 from store import StoreError, hash_token, token_matches
-
-if TYPE_CHECKING:
-    from service.play.manager import GameManager
 
 log = logging.getLogger("griffon.play")
 CODE_LETTERS = "ABCDEFGHJKMNPQRSTUVWXYZ"  # no I, L, O: a code read aloud or copied by hand
@@ -121,7 +119,8 @@ def player_limits(game: str, room_seats: int) -> tuple[int, int]:
 class Rooms:
     """The lobbies of one app, and the codes of the rooms started (code -> game id)."""
 
-    def __init__(self, manager: GameManager) -> None:
+    def __init__(self, manager: RoomTables) -> None:
+        """``manager``: the tables its games are opened among (`GameManager`, which builds its rooms)."""
         self.manager = manager
         self.lobbies: dict[str, Room] = {}
         self.started: dict[str, str] = {}

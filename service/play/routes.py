@@ -144,19 +144,22 @@ async def startup(app: FastAPI) -> None:
     shared: Shared = app.state.shared
     play = getattr(app.state, "play_settings", None) or PlaySettings.from_env()
     labels = frozenset(shared.guesser.labels)
+    replica: Replica | None = getattr(app.state, "replica", None)
+    ownership = None
+    if replica is not None:  # the games are leased (service.replicas); so are the bot rooms (app.py)
+        ownership = functools.partial(Ownership, replica, room_lost=app.state.bots.stand_down)
     manager = GameManager(shared.settings, play, make_recognizer(shared), labels, app.state.store,
                           spend_points=shared.spend_points, metrics=shared.metrics,
-                          workers=app.state.workers)
+                          workers=app.state.workers, capacity=getattr(app.state, "capacity", None),
+                          ownership=ownership)
     app.state.play = manager
     for kind in ("kontour", "pictomania"):
         shared.metrics.watch(shared.metrics.tables, functools.partial(manager.open_count, kind), game=kind)
     shared.metrics.watch(shared.metrics.sockets, manager.socket_count, kind="play")
     manager.start()
-    replica: Replica | None = getattr(app.state, "replica", None)
-    if replica is None:
+    if manager.ownership is None:
         manager.resume()  # the games in progress when the server stopped (service.play.journal)
     else:  # the games are taken over as their leases expire (service.replicas)
-        manager.ownership = Ownership(replica, manager)
         manager.ownership.start()
 
 
