@@ -51,8 +51,7 @@ from bench.bench_capacity import (
 )
 from bench.bench_service import load_drawings
 from griffon.launch import Replicas, Server, running_haproxy, running_postgres, running_replicas
-from store import open_store
-from store.base import SqlStore
+from store import Store, open_store
 
 LONG_ROUND = {"GRIFFON_PLAY_PICTOMANIA_ROUND_S": "1200", "GRIFFON_PLAY_MAX_PICTOMANIA_STROKES": "1000"}
 PERSON = "joueur"
@@ -177,7 +176,7 @@ async def _read(ws: Any, table: Table) -> None:
 def holders(database: str, ids: list[str]) -> dict[str, str]:
     """game id -> the replica (r1, r2...) holding its lease."""
     with open_store(database) as db:
-        assert isinstance(db, SqlStore)
+        assert isinstance(db, Store)
         rows = db.rows("SELECT game_id, holder FROM griffon_leases WHERE game_id = ANY(?)", (ids,))
     return {gid: holder.split(":")[0] for gid, holder in rows}
 
@@ -185,7 +184,7 @@ def holders(database: str, ids: list[str]) -> dict[str, str]:
 def statuses(database: str, ids: list[str]) -> list[tuple[Any, ...]]:
     """(game id, status, moves, lease holder, fence, seconds the lease has left) of each game."""
     with open_store(database) as db:
-        assert isinstance(db, SqlStore)
+        assert isinstance(db, Store)
         return db.rows(
             "SELECT g.id, g.status, g.moves, l.holder, l.fence, "
             "l.expires_at - EXTRACT(EPOCH FROM clock_timestamp()) FROM games AS g "

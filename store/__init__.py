@@ -1,7 +1,9 @@
 """Persistence for Griffon: games (setup + move log), bot transcripts and consented drawings.
 
-One interface (`Store`), two backends: SQLite, the embedded default (a WAL file under the data
-folder, created on first start), and PostgreSQL for a deployment that outgrows one machine.
+One store (`Store`: a module per table's aggregate — `games`, `transcripts`, `drawings`, `bot_keys`,
+`lobbies`, `bot_rooms` — mixed over the shared SQL of `sql`, with `records`, `errors`, `tokens` and
+`schema` beside them), two backends: SQLite, the embedded default (a WAL file under the data folder,
+created on first start), and PostgreSQL for a deployment that outgrows one machine.
 
 >>> from store import open_store, StoreSettings
 >>> db = open_store(StoreSettings.from_env())      # $GRIFFON_DATABASE_URL, else $GRIFFON_DATA_DIR/griffon.db
@@ -12,33 +14,33 @@ folder, created on first start), and PostgreSQL for a deployment that outgrows o
 
 from __future__ import annotations
 
-from store.base import (
-    LATEST_VERSION,
+from store.database import Store
+from store.errors import (
     BadDatabase,
     BadRecord,
-    BotKey,
-    BotRoomRecord,
     CorruptDatabase,
-    DrawingRecord,
     ForeignDatabase,
     MoveRejected,
+    SchemaTooNew,
+    StoreError,
+    StoreUnavailable,
+    UnknownKey,
+)
+from store.records import (
+    BotKey,
+    BotRoomRecord,
+    DrawingRecord,
     PruneReport,
     Retention,
-    SchemaTooNew,
-    Store,
     StoredBotRoom,
     StoredGame,
     StoredMove,
-    StoreError,
     StoreInfo,
-    StoreUnavailable,
     TranscriptRecord,
-    UnknownKey,
-    hash_token,
-    new_key_secret,
-    token_matches,
 )
+from store.schema import LATEST_VERSION
 from store.settings import StoreSettings, open_store
+from store.tokens import hash_token, new_key_secret, token_matches
 
 __all__ = [
     "LATEST_VERSION",

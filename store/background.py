@@ -35,18 +35,13 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from typing import Protocol
 
-from store.base import (
-    MAX_BOT_ROOM_BYTES,
-    BotRoomRecord,
-    DrawingRecord,
-    Store,
-    StoreError,
-    StoreUnavailable,
-    TranscriptRecord,
-)
+from store.bot_rooms import MAX_BOT_ROOM_BYTES
+from store.errors import StoreError, StoreUnavailable
+from store.records import BotRoomRecord, DrawingRecord, TranscriptRecord
 
 log = logging.getLogger("griffon.store")
 MAX_PENDING = 1_000
@@ -56,6 +51,18 @@ RETRY_MAX_S = 1.0  # the longest pause between two tries
 RoomJob = dict[str, tuple[BotRoomRecord | None, list[Future[None]]]]  # session -> (latest or None: delete)
 
 
+
+class BackgroundStore(Protocol):
+    """What the writer writes through (`store.Store`)."""
+
+    def add_drawing(self, record: DrawingRecord, consent: bool, now: float | None = None) -> str: ...
+
+    def save_transcript(self, record: TranscriptRecord, now: float | None = None,
+                        max_bytes: int = ...) -> TranscriptRecord: ...
+
+    def save_bot_rooms(self, rooms: Sequence[BotRoomRecord], deleted: Sequence[str] = (),
+                       max_bytes: int = ...) -> None: ...
+
 class WriterClosed(StoreError):
     """The background writer was closed (or its thread died): nothing more is written."""
 
@@ -63,8 +70,8 @@ class WriterClosed(StoreError):
 class BackgroundWriter:
     """Writes drawings and transcript snapshots to `store` from one background thread."""
 
-    def __init__(self, store: Store, max_pending: int = MAX_PENDING, min_interval_s: float = MIN_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, store: BackgroundStore, max_pending: int = MAX_PENDING,
+                 min_interval_s: float = MIN_INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.store, self.max_pending, self.clock = store, max_pending, clock
         self.min_interval_s = min_interval_s
         self.cond = threading.Condition()
@@ -318,7 +325,7 @@ def _fail(rooms: RoomJob, error: BaseException) -> None:
             future.set_exception(error)
 
 
-def shared_writer(store: Store, **options: float) -> BackgroundWriter:
+def shared_writer(store: BackgroundStore, **options: float) -> BackgroundWriter:
     """The store's one background writer, created on first use (closed with `close_shared_writer`)."""
     with _SHARED_LOCK:
         writer = getattr(store, "_background_writer", None)

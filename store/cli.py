@@ -15,8 +15,11 @@ from pathlib import Path
 
 import typer
 
-from store.base import BotKey, Store, StoreError, hash_token, new_key_secret
+from store.database import Store
+from store.errors import StoreError
+from store.records import BotKey
 from store.settings import CLI_TIMEOUT_MS, StoreSettings, open_store
+from store.tokens import hash_token, new_key_secret
 
 db_app = typer.Typer(help="The database: games, bot transcripts, consented drawings.", no_args_is_help=True)
 URL = typer.Option(

@@ -28,7 +28,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from store.base import Store, StoreError, check_word
+from store.drawings import DrawingRows
+from store.errors import StoreError
+from store.records import check_word
 
 COUNTRY = "ZZ"  # ISO 3166 "unknown": nothing about the player is kept
 RAW = Path("full") / "raw"
@@ -106,7 +108,7 @@ def _copy_lines(source: Path, handle: BinaryIO) -> None:
 ROOM = "room"  # the game kind of the drawings rooms give
 
 
-def export_quickdraw(store: Store, out: Path | str, mix: Path | str | None = None,
+def export_quickdraw(store: DrawingRows, out: Path | str, mix: Path | str | None = None,
                      include_rooms: bool = False) -> ExportReport:
     """Write the stored drawings under `out` in the Quick, Draw! raw layout (see the module doc);
     the rooms' drawings only with `include_rooms`."""

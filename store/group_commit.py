@@ -34,7 +34,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.base import Store, StoreError, StoreUnavailable
+from store.database import Store
+from store.errors import StoreError, StoreUnavailable
 
 log = logging.getLogger("griffon.store")
 Entry = tuple[str, int, float, dict[str, Any]]  # game id, seq, game clock, move

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from store.base import LEASE_LOST_STATE, SqlStore, StoreError
+from store.database import Store
+from store.errors import LEASE_LOST_STATE, StoreError
 from store.postgres import MIGRATION_LOCK
 
 HOLDER_SETTING = "griffon.holder"
@@ -135,7 +136,7 @@ class Lease:
 class Leases:
     """The leases of one replica (``holder``, reachable at ``address``) over a PostgreSQL store."""
 
-    def __init__(self, store: SqlStore, holder: str, address: str, lease_s: float) -> None:
+    def __init__(self, store: Store, holder: str, address: str, lease_s: float) -> None:
         if store.backend != "postgresql":
             raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DATABASE_URL=postgresql://...")
         self.store, self.holder, self.address, self.lease_s = store, holder, address, float(lease_s)

@@ -2,7 +2,7 @@
 
 ``GRIFFON_DATABASE_URL=postgresql://user:password@host:5432/griffon`` (any libpq URL; tables go to the
 connection's ``search_path``, e.g. ``?options=-csearch_path%3Dgriffon``). The SQL is the one of
-`store.base.SqlStore`; a concurrent first start of several servers is serialized by an advisory
+`store.Store`; a concurrent first start of several servers is serialized by an advisory
 lock around the migrations.
 """
 
@@ -13,7 +13,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from store.base import KEY_TABLES, ROOM_TABLES, SCHEMA_TABLE, TABLES, Retention, SqlStore, StoreUnavailable
+from store.database import Store
+from store.errors import StoreUnavailable
+from store.records import Retention
+from store.schema import KEY_TABLES, ROOM_TABLES, SCHEMA_TABLE, TABLES
 
 MIGRATION_LOCK = 0x6772_6966  # "grif": pg_advisory_xact_lock key
 CONNECT_TIMEOUT_S = 3
@@ -25,7 +28,7 @@ def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
-class PostgresStore(SqlStore):
+class PostgresStore(Store):
     """`Store` over one PostgreSQL connection (autocommit; each write is one transaction)."""
 
     backend = "postgresql"

@@ -6,7 +6,7 @@ Every field of :class:`StoreSettings` maps to ``GRIFFON_<FIELD IN CAPITALS>``:
   ``postgresql://user:password@host:5432/db``; unset: ``<GRIFFON_DATA_DIR>/griffon.db``;
 - ``GRIFFON_DATA_DIR`` — the folder of the SQLite file (default ``./var``, created on first start);
 - ``GRIFFON_RETAIN_*`` — retention (days, 0 = forever; the most transcripts kept), see
-  :class:`store.base.Retention`;
+  :class:`store.records.Retention`;
 - ``GRIFFON_DB_TIMEOUT_MS`` — the longest a write waits for the database (SQLite busy wait and
   the store's lock; PostgreSQL ``statement_timeout`` and ``lock_timeout``): short, so that a stalled
   database fails a game's write quickly instead of freezing the server (``griffon db`` commands
@@ -26,7 +26,9 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from store.base import Retention, Store, StoreUnavailable
+from store.database import Store
+from store.errors import StoreUnavailable
+from store.records import Retention
 
 ENV_PREFIX = "GRIFFON_"
 DB_FILE = "griffon.db"

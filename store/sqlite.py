@@ -22,16 +22,10 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from store.base import (
-    LATEST_VERSION,
-    SCHEMA_TABLE,
-    CorruptDatabase,
-    ForeignDatabase,
-    Retention,
-    SchemaTooNew,
-    SqlStore,
-    StoreUnavailable,
-)
+from store.database import Store
+from store.errors import CorruptDatabase, ForeignDatabase, SchemaTooNew, StoreUnavailable
+from store.records import Retention
+from store.schema import LATEST_VERSION, SCHEMA_TABLE
 
 log = logging.getLogger("griffon.store")
 
@@ -42,7 +36,7 @@ CORRUPT = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
 CHECK_LIMIT_S = 30.0  # the start-up check stops after this long (a very large file), with a warning
 
 
-class SQLiteStore(SqlStore):
+class SQLiteStore(Store):
     """`Store` over one SQLite file."""
 
     backend = "sqlite"

@@ -1,4 +1,5 @@
-"""Bot transcripts kept in the database, so that they survive a restart.
+"""Bot transcripts kept in the database, so that they survive a restart: their table (`TranscriptRows`,
+mixed into `store.Store`) and the archive the service reads and writes them through.
 
 The service keeps live transcripts in memory (``service.bot.session.Transcript``); it hands each one
 to `TranscriptArchive.save` at the end of every round and, with ``final=True``, when the session
@@ -10,10 +11,63 @@ its SHA-256; `get` checks it.
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any, Protocol
 
 from store.background import BackgroundWriter
-from store.base import MAX_TRANSCRIPT_BYTES, Store, TranscriptRecord, hash_token, token_matches
+from store.records import TranscriptRecord, check_id, fit_events, to_json
+from store.sql import SqlCore
+from store.tokens import hash_token, token_matches
+
+MAX_TRANSCRIPT_BYTES = 1_048_576  # the store's own ceiling; the service passes its smaller bound
+MAX_SUMMARY_BYTES = 16_384
+
+
+class TranscriptRows(SqlCore):
+    """The ``transcripts`` table."""
+
+    def save_transcript(self, record: TranscriptRecord, now: float | None = None,
+                        max_bytes: int = MAX_TRANSCRIPT_BYTES) -> TranscriptRecord:
+        """Insert or replace a transcript, its events cut to `max_bytes` of JSON (never more than
+        `MAX_TRANSCRIPT_BYTES`); returns what was kept."""
+        check_id(record.id, "transcript id")
+        if record.key_hash is not None:
+            check_id(record.key_hash, "key hash")
+        summary = to_json(record.summary, MAX_SUMMARY_BYTES, "the transcript summary")
+        limit = max(2, min(int(max_bytes), MAX_TRANSCRIPT_BYTES))
+        events, dropped = fit_events(record.events, limit)
+        text = to_json(events, limit, "the transcript events")
+        now = time.time() if now is None else now
+        created = record.created_at if record.created_at is not None else now
+        with self.lock, self.write():
+            self.run(
+                "INSERT INTO transcripts (id, key_hash, summary, events, bytes, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET key_hash = excluded.key_hash, "
+                "summary = excluded.summary, events = excluded.events, bytes = excluded.bytes, "
+                "updated_at = excluded.updated_at",
+                (record.id, record.key_hash, summary, text, len(text.encode("utf-8")), created, now),
+            )
+        return TranscriptRecord(record.id, record.summary, events, record.key_hash, created,
+                                record.dropped + dropped)
+
+    def load_transcript(self, transcript_id: str) -> TranscriptRecord | None:
+        """One transcript, or None."""
+        found = self.rows(
+            "SELECT id, summary, events, key_hash, created_at FROM transcripts WHERE id = ?", (transcript_id,)
+        )
+        if not found:
+            return None
+        tid, summary, events, key_hash, created = found[0]
+        return TranscriptRecord(tid, json.loads(summary), json.loads(events), key_hash, float(created))
+
+    def list_transcripts(self, limit: int = 100) -> list[TranscriptRecord]:
+        """The newest transcripts (summaries only: ``events`` is empty), newest first."""
+        found = self.rows(
+            "SELECT id, summary, key_hash, created_at FROM transcripts ORDER BY created_at DESC, id LIMIT ?",
+            (limit,),
+        )
+        return [TranscriptRecord(t, json.loads(s), [], k, float(c)) for t, s, k, c in found]
 
 
 class LiveTranscript(Protocol):
@@ -30,7 +84,8 @@ class LiveTranscript(Protocol):
 class TranscriptArchive:
     """Saves transcripts off the event loop (through `writer`) and reads them back by id and key."""
 
-    def __init__(self, store: Store, writer: BackgroundWriter, max_bytes: int = MAX_TRANSCRIPT_BYTES) -> None:
+    def __init__(self, store: TranscriptRows, writer: BackgroundWriter,
+                 max_bytes: int = MAX_TRANSCRIPT_BYTES) -> None:
         self.store, self.writer, self.max_bytes = store, writer, max_bytes
 
     def save(self, transcript: LiveTranscript, final: bool = False) -> bool:

@@ -20,9 +20,8 @@ from service.bot.memory import BadMemory, restore, seal, snapshot, unseal
 from service.bot.protocol import Hello, PlayerGuess, RoundStart, Verdict
 from service.bot.session import BotSession, stroke_text
 from service.settings import Settings
-from store import BadRecord, BotRoomRecord, hash_token, open_store
+from store import BadRecord, BotRoomRecord, Store, hash_token, open_store
 from store.background import BackgroundWriter
-from store.base import SqlStore
 from store.settings import StoreSettings
 from tests.conftest import shape
 
@@ -30,9 +29,9 @@ WORDS = ["square", "circle", "triangle", "line"]
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[SqlStore]:
+def db(tmp_path: Path) -> Iterator[Store]:
     store = open_store(StoreSettings(data_dir=tmp_path))
-    assert isinstance(store, SqlStore)
+    assert isinstance(store, Store)
     yield store
     store.close()
 
@@ -42,7 +41,7 @@ def room(session: str = "s1", token: str = "tok", **state: Any) -> BotRoomRecord
                          [{"kind": "stroke", "round": "r", "t": 1.0}], "k1", 100.0, ["[[1,2],[3,4],[0,5]]"])
 
 
-def test_a_room_s_memory_is_stored_read_back_and_deleted(db: SqlStore) -> None:
+def test_a_room_s_memory_is_stored_read_back_and_deleted(db: Store) -> None:
     db.save_bot_rooms([room(said=["chien"])])
     found = db.load_bot_room("s1")
     assert found is not None
@@ -59,7 +58,7 @@ def test_a_room_s_memory_is_stored_read_back_and_deleted(db: SqlStore) -> None:
     assert db.load_bot_room("s1") is None
 
 
-def test_a_room_s_events_are_cut_to_its_bound_and_a_state_over_it_refused(db: SqlStore) -> None:
+def test_a_room_s_events_are_cut_to_its_bound_and_a_state_over_it_refused(db: Store) -> None:
     events = [{"kind": "stroke", "round": "r", "t": float(i), "top": [["square", 0.5]]} for i in range(200)]
     db.save_bot_rooms([BotRoomRecord("s1", hash_token("t"), {"format": 1}, events)], max_bytes=4096)
     kept = db.load_bot_room("s1")
@@ -83,14 +82,14 @@ def test_a_room_s_events_are_cut_to_its_bound_and_a_state_over_it_refused(db: Sq
     (BotRoomRecord("s", "h", {"x": object()}), "not JSON"),
     (BotRoomRecord("s", "h", {}, strokes=[{"x": 1}]), "JSON list"),  # type: ignore[list-item]
 ])
-def test_a_bad_room_record_is_refused_with_a_clear_error(db: SqlStore, bad: BotRoomRecord,
+def test_a_bad_room_record_is_refused_with_a_clear_error(db: Store, bad: BotRoomRecord,
                                                          match: str) -> None:
     with pytest.raises(BadRecord, match=match):
         db.save_bot_rooms([bad])
     assert db.rows("SELECT COUNT(*) FROM bot_rooms")[0][0] == 0
 
 
-def test_a_damaged_stored_room_is_a_clear_error_and_old_rooms_are_pruned(db: SqlStore) -> None:
+def test_a_damaged_stored_room_is_a_clear_error_and_old_rooms_are_pruned(db: Store) -> None:
     db.save_bot_rooms([room("s1"), room("s2")])
     with db.lock, db.write():
         db.run("UPDATE bot_rooms SET state = 'not json' WHERE session = 's1'")
@@ -102,7 +101,7 @@ def test_a_damaged_stored_room_is_a_clear_error_and_old_rooms_are_pruned(db: Sql
     assert db.load_bot_room("s2") is None and db.rows("SELECT COUNT(*) FROM bot_rooms")[0][0] == 1
 
 
-def test_the_writer_keeps_the_latest_snapshot_per_room_and_answers_every_caller(db: SqlStore) -> None:
+def test_the_writer_keeps_the_latest_snapshot_per_room_and_answers_every_caller(db: Store) -> None:
     writer = BackgroundWriter(db)
     try:
         with writer.cond:  # the thread waits: three snapshots of one room queue up, one is written
@@ -123,7 +122,7 @@ def test_the_writer_keeps_the_latest_snapshot_per_room_and_answers_every_caller(
     assert writer.save_room(room("s4")).exception(timeout=1) is not None  # closed: refused, never hangs
 
 
-def test_a_write_the_database_could_not_take_is_tried_again_once_it_can(db: SqlStore, tmp_path: Path) -> None:
+def test_a_write_the_database_could_not_take_is_tried_again_once_it_can(db: Store, tmp_path: Path) -> None:
     """Another connection holds SQLite's write lock past the busy wait: the room's deletion, a
     drawing and a final transcript wait and are written once it lets go; a room's save fails its
     caller at once (the room goes on) and its record is written too."""
@@ -183,7 +182,7 @@ class Clock:
         return self.now
 
 
-def test_a_room_rebuilt_from_its_memory_goes_on_with_its_round(tiny_checkpoint: Path, db: SqlStore) -> None:
+def test_a_room_rebuilt_from_its_memory_goes_on_with_its_round(tiny_checkpoint: Path, db: Store) -> None:
     async def scenario() -> None:
         shared = await start_shared(Settings(model=tiny_checkpoint))
         try:

@@ -33,8 +33,7 @@ from griffon.launch import (
     running_postgres,
     running_replicas,
 )
-from store import open_store
-from store.base import SqlStore
+from store import Store, open_store
 from tests.play_helpers import HOUSE, Player, has_event
 
 pytestmark = pytest.mark.replicas
@@ -59,7 +58,7 @@ ENV = {
 class Cluster:
     replicas: Replicas
     url: str  # HAProxy's
-    db: SqlStore
+    db: Store
 
     def holder(self, game_id: str) -> str:
         """The replica (r1, r2...) that holds the game's lease."""
@@ -78,7 +77,7 @@ def cluster() -> Iterator[Cluster]:
         running_haproxy(replicas.ports) as url,
     ):
         db = open_store(database)
-        assert isinstance(db, SqlStore)
+        assert isinstance(db, Store)
         try:
             yield Cluster(replicas, url, db)
         finally:

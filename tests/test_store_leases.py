@@ -22,9 +22,8 @@ from service.play.session import ManualClock
 from service.play.settings import PlaySettings
 from service.replicas import Ownership, Replica, ReplicaSettings, ReplicaSettingsError
 from service.settings import Settings
-from store import BotRoomRecord, MoveRejected, StoreError, StoreSettings, hash_token, open_store
+from store import BotRoomRecord, MoveRejected, Store, StoreError, StoreSettings, hash_token, open_store
 from store.background import BackgroundWriter
-from store.base import SqlStore
 from store.group_commit import MoveWriter
 from store.leases import Leases, holder_url, is_lease_lost
 
@@ -46,9 +45,9 @@ def schema_url(pg_url: str) -> Iterator[str]:
         admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
-def replica(url: str, holder: str) -> tuple[SqlStore, Leases]:
+def replica(url: str, holder: str) -> tuple[Store, Leases]:
     store = open_store(holder_url(url, holder))
-    assert isinstance(store, SqlStore)
+    assert isinstance(store, Store)
     leases = Leases(store, holder, f"127.0.0.1:{len(holder)}", LEASE_S)
     leases.install()
     return store, leases
@@ -143,7 +142,7 @@ def test_leases_need_postgresql_and_a_plain_replica_name(tmp_path) -> None:
 
 def test_install_creates_what_is_missing_and_is_idempotent(schema_url: str) -> None:
     store = open_store(holder_url(schema_url, "a:1"))
-    assert isinstance(store, SqlStore)
+    assert isinstance(store, Store)
     leases = Leases(store, "a:1", "127.0.0.1:1", LEASE_S)
     assert not leases.installed()
     leases.install()

@@ -63,7 +63,7 @@ def unseal(sealed: str, token: str) -> str | None:
 
 def snapshot(session: BotSession, key_id: str | None) -> BotRoomRecord:
     """The record of ``session``'s memory now. Cheap on the event loop: lists are copied, not
-    encoded (the writer's thread encodes and bounds it: `store.SqlStore.save_bot_rooms`)."""
+    encoded (the writer's thread encodes and bounds it: `store.Store.save_bot_rooms`)."""
     transcript = session.transcript
     rnd = session.round
     round_state: Frame | None = None
