@@ -38,6 +38,14 @@ ALLOWED: dict[str, set[str]] = {
     "bench": OURS - {"bench", "examples", "tests"},  # real servers start through griffon.launch
     "examples": OURS - {"bench", "examples", "tests", "griffon"},
 }
+# service's floors, lowest first: a module imports only from its own floor or a lower one
+SERVICE_FLOORS: tuple[tuple[str, ...], ...] = (
+    (),  # the core: every module of service/ the other floors do not name
+    ("service.play", "service.bot", "service.api", "service.demo"),  # the features and routers
+    ("service.app",),  # the assembly
+)
+
+
 def imports_of(path: Path) -> set[str]:
     """The first-party top-level packages a module imports (absolute imports; relative imports
     stay inside the package)."""
@@ -142,3 +150,159 @@ def test_imports_are_found_wherever_they_are(tmp_path: Path, source: str, expect
     module = tmp_path / "m.py"
     module.write_text(source, encoding="utf-8")
     assert imports_of(module) == expected
+
+
+def module_names() -> dict[str, Path]:
+    """Every first-party module by its dotted name (a package by its own name), tests included."""
+    found = {}
+    for package in sorted(OURS):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def module_imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The first-party modules ``name`` (at ``path``) imports: ``from a import b`` names the module
+    ``a.b`` when there is one, else ``a``; relative imports are resolved; an import of a name no
+    module has resolves to the nearest enclosing module."""
+
+    def nearest(dotted: str) -> str | None:
+        while dotted and dotted not in known:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str | None] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {nearest(alias.name) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                inner = f"{module}.{alias.name}"
+                found.add(inner if inner in known else nearest(module))
+    return {target for target in found if target is not None and target != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the first-party modules it imports, for every module of every package."""
+    modules = module_names()
+    known = set(modules)
+    return {name: module_imports(name, path, known) for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (or a module importing itself),
+    each as one import cycle through them: Tarjan's algorithm, iterative."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1 or node in graph.get(node, ()):
+                    components.append(_one_cycle(sorted(component), graph))
+    return components
+
+
+def _one_cycle(component: list[str], graph: dict[str, set[str]]) -> list[str]:
+    """A cycle through the first module of a strongly connected component, by a breadth-first
+    search back to it inside the component (the shortest such cycle)."""
+    start, members = component[0], set(component)
+    parents: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for child in sorted(graph[node] & members):
+                if child == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(parents[path[-1]])
+                    return [*reversed(path), start]
+                if child not in parents:
+                    parents[child] = node
+                    following.append(child)
+        frontier = following
+    return component  # unreachable for a strongly connected component
+
+
+def floor_of(module: str) -> int:
+    """A module of service/ by its floor in `SERVICE_FLOORS` (the core: 0)."""
+    for level, prefixes in enumerate(SERVICE_FLOORS):
+        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
+            return level
+    return 0
+
+
+def test_no_module_import_cycle() -> None:
+    graph = import_graph()
+    assert len(graph) > 200 and "service.play.manager" in graph
+    found = cycles(graph)
+    assert not found, "import cycles (break each by moving the shared piece below both):\n" + "\n".join(
+        " -> ".join(cycle) for cycle in found)
+
+
+def test_service_floors_point_down() -> None:
+    graph = import_graph()
+    up = [f"{module} imports {target}" for module, targets in sorted(graph.items())
+          if module.startswith("service.") for target in sorted(targets)
+          if target.startswith("service.") and floor_of(target) > floor_of(module)]
+    assert not up, "a lower floor of service/ imports a higher one:\n" + "\n".join(up)
+
+
+@pytest.mark.parametrize(
+    "graph, expected",
+    [
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+        ({"a": {"b"}, "b": {"a"}}, [["a", "b", "a"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}, [["a", "b", "c", "a"]]),
+        ({"a": {"a"}}, [["a", "a"]]),
+        ({"x": {"y"}, "y": {"x"}, "p": {"q"}, "q": {"p", "x"}}, [["x", "y", "x"], ["p", "q", "p"]]),
+    ],
+)
+def test_cycles_are_found_and_named(graph: dict[str, set[str]], expected: list[list[str]]) -> None:
+    assert sorted(cycles(graph)) == sorted(expected)
+
+
+def test_module_imports_resolve_modules_names_and_relative_imports(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from pkg.sub import thing\n", encoding="utf-8")
+    module = package / "mod.py"
+    module.write_text("from typing import TYPE_CHECKING\nfrom . import sub\nfrom .other import name\n"
+                      "if TYPE_CHECKING:\n    import pkg.deep.leaf\n", encoding="utf-8")
+    known = {"pkg", "pkg.mod", "pkg.sub", "pkg.other", "pkg.deep"}
+    assert module_imports("pkg.mod", module, known) == {"pkg.sub", "pkg.other", "pkg.deep"}
+    assert module_imports("pkg", package / "__init__.py", known) == {"pkg.sub"}
