@@ -20,7 +20,14 @@ from games.core import Tick
 from games.kontour import Guess, KontourRules
 from games.pictomania import Done, NextRound
 from service.play.manager import game_configs, handle_text
-from service.play.session import HUMAN, KontourSession, PictomaniaSession, accepted_opponents, apply_update
+from service.play.session import (
+    HUMAN,
+    KontourSession,
+    ManualClock,
+    PictomaniaSession,
+    accepted_opponents,
+    apply_update,
+)
 from service.play.settings import PlaySettings
 from service.play.words import kontour_candidates, kontour_deck, load_words
 from service.settings import Settings
@@ -141,10 +148,11 @@ def test_kontour_updates_carry_the_turn_and_the_ended_turns_only() -> None:
         cards, half = kontour_deck(words, 5)
         names = {HUMAN: "Ana", "ia1": "Plume", "griffon": "Griffon"}
         state, _ = rules.setup(players=[HUMAN, "ia1"], deck=cards, seed=5, half=half)
+        clock = ManualClock()
         session = KontourSession(
             rules, state, kontour_candidates(cards, half, words.drawable), game_id="k", token="t",
             names=names, level=load_level("normal"), seed=5, words=words, recognize=uniform,
-            labels=frozenset(), play=play,
+            labels=frozenset(), play=play, clock=clock,
         )
         queue = session.attach()
         page = drain(queue)[0]
@@ -153,7 +161,7 @@ def test_kontour_updates_carry_the_turn_and_the_ended_turns_only() -> None:
                      move(kind="stroke", points=[[50, 230], [200, 230]])):
             assert handle_text(session, text) is None, text
         session.apply(Guess(player="ia1", text="zzz"))
-        await asyncio.sleep(0.4)
+        clock.advance(0.4)  # past the turn's 0.3 s
         session.apply(Tick())  # the turn ran out
         updates = drain(queue)
         assert all(f["type"] == "update" and "history" not in f["set"] for f in updates)
