@@ -674,13 +674,6 @@ class KontourRules(RulesBase[KontourState]):
         return state.replace(deck=(), hidden_deck=state.cards_left, seed="hidden", turn=turn)
 
 
-def time_left(state: KontourState, now: float) -> float:
-    """Seconds left on the turn's timer (0 when no turn is running)."""
-    if state.turn is None:
-        return 0.0
-    return max(0.0, state.turn.deadline - now)
-
-
 __all__ = [
     "PHASES",
     "CardDrawn",
@@ -712,5 +705,4 @@ __all__ = [
     "WordChosen",
     "WordPair",
     "exact_judge",
-    "time_left",
 ]

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import yaml
 
@@ -246,8 +246,3 @@ def _vary(drawing: Drawing, rng: random.Random) -> Drawing:
     except ImportError:
         return drawing
     return vary(drawing, rng)
-
-
-def drawing_of(strokes: Sequence[TimedStroke], until: float | None = None) -> list[Any]:
-    """The drawing made of the strokes finished by `until` (all when None), raw form."""
-    return [s.as_stroke() for s in strokes if until is None or s.end <= until]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from games.ai.base import (
     Related,
@@ -36,7 +35,6 @@ from games.ai.base import (
 )
 from games.ai.levels import KontourGuesserLevel
 
-Gesture = Literal["proche", "hors_sujet"]
 GESTURES: tuple[str, ...] = ("proche", "hors_sujet")  # the engine's gesture names
 
 
