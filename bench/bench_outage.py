@@ -33,16 +33,13 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
-from websockets.sync.client import ClientConnection, connect
-
+from bench.support import Player, new_game
 from griffon.launch import REPO, Server, free_port, postgres_server, running_server
 
-HUMAN = "joueur"
+WAIT_S = 120.0  # the longest a frame is waited for (outages last 30 s)
 ENV = {
     "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "600", "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "1",
     "GRIFFON_PLAY_MAX_PICTOMANIA_STROKES": "1000", "GRIFFON_GAMES_PER_CLIENT": "50",
@@ -58,54 +55,6 @@ def stroke(i: int) -> list[list[float]]:
     return [[20.0 + (3 * i) % 200, 30.0], [220.0 - (2 * i) % 180, 40.0 + (4 * i) % 200]]
 
 
-class Client:
-    """One game's socket: frames read in order, the person's shown strokes counted as the page does."""
-
-    def __init__(self, server: Server, game: dict[str, Any]) -> None:
-        self.ws: ClientConnection = connect(server.ws_url + game["ws"], open_timeout=60).__enter__()
-        self.frames: list[dict[str, Any]] = []
-        self.shown: list[Any] = []  # the person's strokes the page was shown
-        self.seq = -1
-
-    def recv(self, timeout: float) -> dict[str, Any] | None:
-        try:
-            frame = json.loads(self.ws.recv(timeout=timeout))
-        except TimeoutError:
-            return None
-        self.frames.append(frame)
-        if frame["type"] == "state":
-            self.seq = frame["seq"]
-            round_ = frame["state"].get("round")
-            self.shown = list(round_["drawings"].get(HUMAN, [])) if round_ else []
-        elif frame["type"] == "update":
-            self.seq = frame["seq"]
-            for e in frame["events"]:
-                if e["kind"] == "stroke_drawn" and e["player"] == HUMAN:
-                    self.shown.append(e["points"])
-        return frame
-
-    def until(self, test: Callable[[dict[str, Any]], bool], timeout: float = 120.0) -> dict[str, Any]:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            frame = self.recv(max(0.01, end - time.monotonic()))
-            if frame is not None and test(frame):
-                return frame
-        raise TimeoutError(f"no matching frame in {timeout} s; last {[f['type'] for f in self.frames[-5:]]}")
-
-    def drain(self) -> None:
-        while self.recv(0.3) is not None:
-            pass
-
-    def move(self, **move: Any) -> None:
-        self.ws.send(json.dumps({"type": "move", "move": move}))
-
-
-def new_game(server: Server, **body: Any) -> dict[str, Any]:
-    response = httpx.post(server.url + "/v1/play", json=body, timeout=60)
-    response.raise_for_status()
-    return response.json()
-
-
 def kill(server: Server) -> None:
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(timeout=30)
@@ -118,14 +67,14 @@ def outage(seconds: float) -> dict[str, Any]:
         with running_server(env) as first:
             picto = new_game(first, game="pictomania", opponents=2, level="easy", seed=5)
             kontour = new_game(first, game="kontour", opponents=2, level="easy", seed=5)
-            person, idle = Client(first, picto), Client(first, kontour)
-            idle.until(lambda f: f["type"] == "state")
+            person, idle = Player(first, picto, open_timeout=60), Player(first, kontour, open_timeout=60)
+            idle.until(lambda f: f["type"] == "state", WAIT_S)
             person.move(kind="stroke", points=stroke(0))
-            person.until(lambda f: len(person.shown) == 1)
+            person.until(lambda f: len(person.shown) == 1, WAIT_S)
             stopped = time.monotonic()
             pg.stop()
             person.move(kind="stroke", points=stroke(1))
-            person.until(lambda f: f["type"] == "paused")
+            person.until(lambda f: f["type"] == "paused", WAIT_S)
             figures["pause_after_stop_s"] = round(time.monotonic() - stopped, 3)
             since = len(person.frames)
             time.sleep(max(0.0, seconds - (time.monotonic() - stopped)))
@@ -134,7 +83,7 @@ def outage(seconds: float) -> dict[str, Any]:
                 1 for f in person.frames[since:] if f["type"] in ("state", "update"))
             pg.start()
             back = time.monotonic()
-            resumed = person.until(lambda f: f["type"] == "resumed")
+            resumed = person.until(lambda f: f["type"] == "resumed", WAIT_S)
             figures["resume_after_start_s"] = round(time.monotonic() - back, 3)
             figures["paused_s"] = resumed["paused_s"]
             paused = next(f for f in person.frames if f["type"] == "paused")
@@ -142,10 +91,10 @@ def outage(seconds: float) -> dict[str, Any]:
             figures["time_left_at_pause_and_resume"] = [paused["time_left"], resumed["time_left"]]
             shown = len(person.shown)
             person.move(kind="stroke", points=stroke(2))
-            person.until(lambda f: len(person.shown) > shown)
+            person.until(lambda f: len(person.shown) > shown, WAIT_S)
             pg.stop()  # the second outage: SIGKILL during it
             person.move(kind="stroke", points=stroke(3))
-            person.until(lambda f: f["type"] == "paused")
+            person.until(lambda f: f["type"] == "paused", WAIT_S)
             person.drain()
             idle.drain()
             seen = {"picto": (person.seq, person.shown), "kontour": (idle.seq, None)}
@@ -153,8 +102,8 @@ def outage(seconds: float) -> dict[str, Any]:
             pg.start()
         with running_server(env) as second:
             for name, game in (("picto", picto), ("kontour", kontour)):
-                client = Client(second, game)
-                frame = client.until(lambda f: f["type"] in ("state", "error"))
+                client = Player(second, game, open_timeout=60)
+                frame = client.until(lambda f: f["type"] in ("state", "error"), WAIT_S)
                 seq, strokes = seen[name]
                 kept = frame["type"] == "state" and frame["seq"] >= seq
                 if strokes is not None:
@@ -186,18 +135,18 @@ def disk_full(seconds: float) -> dict[str, Any]:
         try:
             with running_server({**ENV, "GRIFFON_DATA_DIR": str(disk)}) as server:
                 game = new_game(server, game="pictomania", opponents=2, level="easy", seed=5)
-                person = Client(server, game)
+                person = Player(server, game, open_timeout=60)
                 person.move(kind="stroke", points=stroke(0))
-                person.until(lambda f: len(person.shown) == 1)
+                person.until(lambda f: len(person.shown) == 1, WAIT_S)
                 full = time.monotonic()
                 filler = fill(disk)
                 person.move(kind="stroke", points=stroke(1))
-                person.until(lambda f: f["type"] == "paused")
+                person.until(lambda f: f["type"] == "paused", WAIT_S)
                 figures["pause_after_full_s"] = round(time.monotonic() - full, 3)
                 time.sleep(max(0.0, seconds - (time.monotonic() - full)))
                 filler.unlink()
                 freed = time.monotonic()
-                resumed = person.until(lambda f: f["type"] == "resumed")
+                resumed = person.until(lambda f: f["type"] == "resumed", WAIT_S)
                 figures["resume_after_freed_s"] = round(time.monotonic() - freed, 3)
                 figures["paused_s"] = resumed["paused_s"]
         finally:
@@ -258,8 +207,8 @@ class DelayProxy:
 
 def acks(server: Server, game: dict[str, Any], seconds: float) -> list[float]:
     """A person drawing a stroke every 0.25 s for `seconds`: each stroke's acknowledgement (ms)."""
-    client = Client(server, game)
-    client.until(lambda f: f["type"] == "state")
+    client = Player(server, game, open_timeout=60)
+    client.until(lambda f: f["type"] == "state", WAIT_S)
     out: list[float] = []
     end = time.monotonic() + seconds
     i = 0
@@ -291,7 +240,8 @@ def slowdown(delay_ms: float, tables: int, seconds: float, repo: Path) -> dict[s
             with running_server({**ENV, "GRIFFON_DATABASE_URL": url}, repo=repo) as server:
                 busy = [new_game(server, game="pictomania", opponents=5, level="hard", seed=i)
                         for i in range(tables)]
-                watchers = [Client(server, g) for g in busy]  # the busy tables' pages (AI players play on)
+                # the busy tables' pages (AI players play on)
+                watchers = [Player(server, g, open_timeout=60) for g in busy]
                 mine = new_game(server, game="pictomania", opponents=2, level="easy", seed=99)
                 for phase, delay in (("normal", 0.0), ("slow", delay_ms / 1000)):
                     proxy.delay_s = delay
