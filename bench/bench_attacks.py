@@ -12,7 +12,7 @@ target: at most 3) with the load average (``uptime``) beside them:
   of ``max_stroke_points`` per stroke up to ``max_points``) without pause.
 - ``bots``: the same victim while 6 rooms send the heaviest strokes allowed.
 - ``table``: three victim Pictomania tables (5 AI players each; the person draws a real
-  drawing's 25-point strokes, one a second: ``bench.bench_capacity``'s) time stroke→update while
+  drawing's 25-point strokes, one a second: ``bench.people``) time stroke→update while
   one client plays a Pictomania table at the maxima: 5 AI players, 1,000-point zigzag strokes
   sent 50 times a second (the per-client point budget and the frame rate cut in), a new game when
   one is full.
@@ -195,9 +195,9 @@ def table_stroke(rng: random.Random, points: int = TABLE_POINTS) -> list[list[fl
 
 
 async def victim_tables(server: Server, seconds: float, drawings: list[list], seed: int) -> dict:
-    """``VICTIM_TABLES`` Pictomania tables from 127.0.0.1 (``bench.bench_capacity``'s scripted
+    """``VICTIM_TABLES`` Pictomania tables from 127.0.0.1 (``bench.people``'s scripted
     person): stroke→update latency."""
-    from bench.bench_capacity import Start, Tally, percentiles_ms, person_table
+    from bench.people import Start, Tally, percentiles_ms, person_table
 
     tally, start = Tally(), Start(VICTIM_TABLES)
     async with httpx.AsyncClient() as http:

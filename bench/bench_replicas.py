@@ -4,7 +4,7 @@ Two parts, each on this machine's 127.0.0.1 (``griffon.launch``: a throw-away Po
 serve`` replicas, deploy/haproxy.cfg in front):
 
 - **capacity** (``--levels``): for each N, N tables of ``--game`` played through HAProxy for
-  ``--seconds`` (``bench.bench_capacity``'s scripted people: a 25-point stroke a second), first on
+  ``--seconds`` (``bench.people``'s scripted people: a 25-point stroke a second), first on
   one replica, then on ``--replicas`` replicas, each level on a fresh database and fresh replicas:
   the person's stroke-ack p50 / p99 / max, the replicas' CPU added up, errors and refusals.
 - **fail-over** (``--kills``): ``--tables`` Pictomania tables (long rounds) on ``--replicas``
@@ -39,17 +39,9 @@ import httpx
 import numpy as np
 import websockets
 
-from bench.bench_capacity import (
-    GAMES,
-    TABLES,
-    Start,
-    Tally,
-    parse_levels,
-    percentiles_ms,
-    process_cpu,
-    server_env,
-)
+from bench.bench_capacity import GAMES, TABLES, parse_levels, process_cpu, server_env
 from bench.bench_service import load_drawings
+from bench.people import Start, Tally, percentiles_ms
 from griffon.launch import Replicas, Server, running_haproxy, running_postgres, running_replicas
 from store import Store, open_store
 
