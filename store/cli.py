@@ -130,7 +130,7 @@ def export_command(
     url: str = URL,
 ) -> None:
     """Write the consented drawings in the Quick, Draw! raw layout (for `griffon train --data OUT`)."""
-    from store.export import export_quickdraw
+    from store.drawings_export import export_quickdraw
 
     with _opened(url) as store:
         try:

@@ -21,7 +21,7 @@ from service.play.session import HUMAN, GameSession, ManualClock
 from service.play.settings import PlaySettings
 from service.settings import Settings
 from store import Store, open_store
-from store.export import export_quickdraw
+from store.drawings_export import export_quickdraw
 from tests.test_store import db_url  # noqa: F401 - fixture: both backends
 
 

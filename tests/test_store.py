@@ -52,7 +52,7 @@ from store import (
 )
 from store.background import BackgroundWriter, shared_writer
 from store.background import WriterClosed as BackgroundClosed
-from store.export import export_quickdraw
+from store.drawings_export import export_quickdraw
 from store.group_commit import Job, MoveWriter, WriterClosed, WriterOverloaded
 from store.transcripts import TranscriptArchive
 from tests.conftest import write_fixture_folder
