@@ -76,8 +76,9 @@ GROUPS: dict[str, Group] = {
     ),
     "games": Group(
         "Solo games",
-        "The browser games against the AI (docs/PLAY.md): capacity, pace, and the rules' values a demo "
-        "may shorten (`games/data/*.yaml` holds the rules).",
+        "The browser games against the AI and rooms with friends (docs/PLAY.md): how many, how long, how "
+        "fast (`games/data/*.yaml` holds the rules; the values a demo may shorten are for tests and "
+        "internals).",
     ),
     "bots": Group(
         "Bot rooms",
@@ -101,6 +102,13 @@ GROUPS: dict[str, Group] = {
     ),
     "dev": Group("Tests and development", "Read by the test suite only."),
 }
+INTERNALS = Group(
+    "For tests and internals",
+    "Not for operators: what the test suite and the benchmarks set, the rules' values a demo or a test "
+    "shortens, the implementation's periods and bursts, the costs `python -m bench.bench_capacity` "
+    "measures (change one by measuring again: docs/BENCHMARKS.md), and what `griffon serve` tells its "
+    "workers. Each is read like the others; *part* is the section it belongs to.",
+)
 
 # The service's settings by group (the play and store settings are one group each).
 SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
@@ -188,6 +196,23 @@ LOOSE: tuple[Variable, ...] = (
         "where the browser tests save their screenshots (`tests/test_browser_play.py`)",
     ),
 )
+
+# Variables an operator has no reason to set, listed apart from the operators' table (read like the
+# others): the rules' values a demo or a test shortens, the implementation's periods and bursts, the
+# costs `python -m bench.bench_capacity` measures (set again only by measuring again), where the
+# development files are, and what `griffon serve` tells its workers (the "dev" group is all internal).
+INTERNAL: frozenset[str] = frozenset({
+    "GRIFFON_PLAY_KONTOUR_TIMER_S", "GRIFFON_PLAY_KONTOUR_TARGET", "GRIFFON_PLAY_PICTOMANIA_ROUND_S",
+    "GRIFFON_PLAY_PICTOMANIA_ROUNDS", "GRIFFON_PLAY_MAX_PICTOMANIA_STROKES", "GRIFFON_PLAY_AI_THINK_S",
+    "GRIFFON_PLAY_BETWEEN_TURNS_S", "GRIFFON_PLAY_HUMAN_DONE_AFTER_S", "GRIFFON_PLAY_DRAWINGS",
+    "GRIFFON_PLAY_TICK_S", "GRIFFON_BOT_TICK_S", "GRIFFON_BATCH_WAIT_MS",
+    "GRIFFON_TABLE_LOOP_BURST_S", "GRIFFON_CLIENT_CPU_BURST_S", "GRIFFON_CLIENT_POINTS_BURST",
+    "GRIFFON_MAX_MESSAGE_BURST", "GRIFFON_GUESS_BURST", "GRIFFON_TRANSCRIPT_SAVE_S",
+    "GRIFFON_TRANSCRIPTS_KEPT",
+    "GRIFFON_PICTOMANIA_TABLE_COST", "GRIFFON_KONTOUR_TABLE_COST", "GRIFFON_BOT_ROOM_COST",
+    "GRIFFON_WORKER_DIR", "GRIFFON_REPLICA_CLAIM_BATCH", "GRIFFON_MODEL_BACKEND",
+})  # fmt: skip
+MAX_OPERATOR_VARIABLES = 70  # the operators' table stays short enough to read (tests/test_config_doc.py)
 
 # Variables of other software that Griffon's parts honour.
 OTHERS: tuple[tuple[str, str], ...] = (
@@ -285,11 +310,29 @@ def variables() -> list[Variable]:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise LookupError(f"read by two settings: {', '.join(twice)}")
+    stale_internal = INTERNAL - set(names)
+    if stale_internal:
+        raise LookupError(f"INTERNAL names no variable: {', '.join(sorted(stale_internal))}")
     grouped = {n for names in SERVICE_GROUPS.values() for n in names}
     stale = grouped - set(service_settings.Settings.model_fields)
     if stale or set(SERVICE_GROUPS) - set(GROUPS):
         raise LookupError(f"SERVICE_GROUPS names no setting {sorted(stale)} or an unknown group")
     return found
+
+
+def anchor(title: str) -> str:
+    """A section's Markdown anchor."""
+    return title.lower().replace(" ", "-")
+
+
+def is_internal(variable: Variable) -> bool:
+    """Whether a variable is listed apart, for tests and internals (`INTERNAL`, the "dev" group)."""
+    return variable.name in INTERNAL or variable.group == "dev"
+
+
+def operator_variables() -> list[Variable]:
+    """The variables of the operators' table."""
+    return [v for v in variables() if not is_internal(v)]
 
 
 def cell(text: str) -> str:
@@ -300,6 +343,8 @@ def cell(text: str) -> str:
 def render() -> str:
     """docs/CONFIG.md."""
     found = variables()
+    operators = [v for v in found if not is_internal(v)]
+    internals = [v for v in found if is_internal(v)]
     lines = [
         "# Configuration",
         "",
@@ -311,19 +356,24 @@ def render() -> str:
         "one line naming the variable. The settings classes hold them: `service/settings.py`,",
         "`service/play/settings.py` (`GRIFFON_PLAY_*`), `store/settings.py`.",
         "",
-        f"{len(found)} variables, by what an operator is doing:",
+        f"{len(operators)} variables for operators, by what an operator is doing (and {len(internals)} "
+        f"[{INTERNALS.title.lower()}](#{anchor(INTERNALS.title)})):",
         "",
     ]
-    lines += [f"- [{g.title}](#{g.title.lower().replace(' ', '-')})" for key, g in GROUPS.items()
-              if any(v.group == key for v in found)]
+    lines += [f"- [{g.title}](#{anchor(g.title)})" for key, g in GROUPS.items()
+              if any(v.group == key for v in operators)]
     for key, group in GROUPS.items():
-        rows = [v for v in found if v.group == key]
+        rows = [v for v in operators if v.group == key]
         if not rows:
             continue
         lines += ["", f"## {group.title}", "", group.intro, "",
                   "| variable | default | accepted | meaning |", "|---|---|---|---|"]
         lines += [f"| `{v.name}` | {cell(v.default)} | {cell(v.accepted)} | {cell(v.description)} |"
                   for v in rows]
+    lines += ["", f"## {INTERNALS.title}", "", INTERNALS.intro, "",
+              "| variable | part | default | accepted | meaning |", "|---|---|---|---|---|"]
+    lines += [f"| `{v.name}` | {GROUPS[v.group].title} | {cell(v.default)} | {cell(v.accepted)} | "
+              f"{cell(v.description)} |" for v in internals]
     lines += ["", "## Other software's variables", "", "| variable | meaning |", "|---|---|"]
     lines += [f"| `{name}` | {cell(text)} |" for name, text in OTHERS]
     return "\n".join(lines) + "\n"

@@ -101,3 +101,15 @@ def test_check_fails_on_a_stale_file_and_names_the_command(
     assert config.main(["--write"]) == 0
     assert config.main(["--check"]) == 0
     assert "`GRIFFON_DATABASE_URL`" in target.read_text(encoding="utf-8")
+
+
+def test_the_operators_table_stays_short_and_the_internals_are_apart() -> None:
+    operators = config.operator_variables()
+    assert 30 < len(operators) <= config.MAX_OPERATOR_VARIABLES, len(operators)
+    names = {v.name for v in operators}
+    assert "GRIFFON_DATABASE_URL" in names and "GRIFFON_MAX_SESSIONS" in names  # operators' knobs
+    assert not names & config.INTERNAL and "GRIFFON_TEST_SLOWNESS" not in names
+    text = config.render()
+    internals = text[text.index("## " + config.INTERNALS.title):]
+    assert "`GRIFFON_PICTOMANIA_TABLE_COST` | Capacity |" in internals  # a measured cost, apart
+    assert "`GRIFFON_TEST_SLOWNESS` | Tests and development |" in internals
