@@ -9,7 +9,7 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -417,8 +417,13 @@ def test_a_guess_decided_before_round_end_reaches_the_room_before_round_over(tin
     with in_process(model=tiny_checkpoint, bot_tick_s=0.02) as http:
         registry = http.app.state.bots
         stored = registry.remembered
+        calls: list[str] = []
+        deciding = threading.Event()  # the ticker decided a word and waits on the store
 
         async def slowly_remembered(session: Any) -> bool:
+            calls.append(session.id)
+            if len(calls) > 1:  # the first call is the welcome's
+                deciding.set()
             await asyncio.sleep(0.5)
             return await stored(session)
 
@@ -431,7 +436,7 @@ def test_a_guess_decided_before_round_end_reaches_the_room_before_round_over(tin
             assert ws.receive_json()["type"] == "round_ready"
             ws.send_json({"type": "stroke", "stroke": square()[0]})
             assert ws.receive_json()["type"] == "analysis"
-            time.sleep(0.2)  # the ticker has decided its guess and waits on the store
+            assert deciding.wait(patient(10)), "the ticker decided no word"
             ws.send_json({"type": "round_end", "answer": "square"})
             frames = [ws.receive_json()]
             while frames[-1]["type"] != "round_over":
