@@ -23,6 +23,7 @@ import pytest
 import pytest_timeout
 
 from griffon.launch import Patience, PostgresUnavailable, patient, running_postgres, slowness
+from store import Store, open_store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_WORDS = ("circle", "square", "triangle", "line")
@@ -327,3 +328,11 @@ def pg_url() -> Iterator[str]:
         pytest.skip(f"PostgreSQL tests skipped: {error}")
     yield url
     server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Store]:
+    """A fresh SQLite store in the test's own folder (``tests/test_store.py`` has its own, over both
+    backends)."""
+    with open_store(f"sqlite:///{tmp_path / 'griffon.db'}") as opened:
+        yield opened

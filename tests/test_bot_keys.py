@@ -8,7 +8,6 @@ import asyncio
 import json
 import re
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -116,12 +115,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Store]:
-    with open_store(f"sqlite:///{tmp_path / 'griffon.db'}") as opened:
-        yield opened
 
 
 def room(session_id: str, open_stroke: bool = False) -> SimpleNamespace:

@@ -7,7 +7,6 @@ a restart finds it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,14 +25,6 @@ from store.settings import StoreSettings
 from tests.conftest import shape
 
 WORDS = ["square", "circle", "triangle", "line"]
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Store]:
-    store = open_store(StoreSettings(data_dir=tmp_path))
-    assert isinstance(store, Store)
-    yield store
-    store.close()
 
 
 def room(session: str = "s1", token: str = "tok", **state: Any) -> BotRoomRecord:
