@@ -4,7 +4,7 @@
 inference, the AI driver, the rules, the frames a socket would carry) but no server: a game's
 clock moves only when the test waits for a frame, one driver tick (`tick_s`) at a time, and every
 recognition the AI players asked for is finished before the next tick. A 2-minute game plays in
-seconds, and the same frames reach the test as over the WebSocket (`tests.play_helpers.Player`).
+seconds, and the same frames reach the test as over the WebSocket (`bench.support.Player`).
 The real server and socket are covered by a few tests of their own (tests/test_service_play.py).
 """
 
@@ -15,13 +15,14 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from bench.support import FrameReader
 from service.app import start_shared
 from service.play.manager import GameManager, handle_text
 from service.play.routes import make_recognizer
 from service.play.session import GameSession, ManualClock
 from service.play.settings import PlaySettings
 from service.settings import Settings
-from tests.play_helpers import FAST, FrameReader
+from tests.play_helpers import FAST
 
 
 class LocalTable:
