@@ -136,3 +136,10 @@ class GameRows(SqlCore):
     def load_unfinished_games(self, limit: int = 10_000) -> list[StoredGame]:
         """Every game still ``playing``, oldest first, with its move log (what a restart replays)."""
         return self._games("status = 'playing'", (), limit)
+
+    def unfinished_game_ids(self, limit: int = 10_000) -> list[str]:
+        """The ids of the games still ``playing``, the most recently played first; reads nothing
+        else (one game's damaged row cannot stop it: `load_game` each)."""
+        found = self.rows("SELECT id FROM games WHERE status = 'playing' "
+                          "ORDER BY updated_at DESC, created_at DESC, id LIMIT ?", (limit,))
+        return [gid for (gid,) in found]

@@ -164,6 +164,15 @@ def test_a_game_is_stored_as_setup_and_move_log(db):
     assert db.load_game("g1").result == {"winners": ["joueur"]} and db.load_game("g1").status == "finished"
 
 
+def test_unfinished_game_ids_are_the_playing_ones_most_recently_played_first(db):
+    for gid, at in (("old", 1.0), ("done", 2.0), ("new", 3.0)):
+        db.create_game(gid, "kontour", {}, hash_token("t"), now=at)
+    db.finish_game("done", now=4.0)
+    db.append_move("old", 0, 0.0, {"kind": "draw_card"}, now=5.0)  # played last
+    assert db.unfinished_game_ids() == ["old", "new"]
+    assert db.unfinished_game_ids(limit=1) == ["old"]
+
+
 def test_moves_out_of_sequence_or_after_the_end_are_refused_and_change_nothing(db):
     db.create_game("g", "pictomania", {}, hash_token("t"))
     db.append_moves("g", 0, [(0.0, {"kind": "a"}), (1.0, {"kind": "b"})])
