@@ -38,12 +38,23 @@ ALLOWED: dict[str, set[str]] = {
     "bench": OURS - {"bench", "examples", "tests"},  # real servers start through griffon.launch
     "examples": OURS - {"bench", "examples", "tests", "griffon"},
 }
-# service's floors, lowest first: a module imports only from its own floor or a lower one
-SERVICE_FLOORS: tuple[tuple[str, ...], ...] = (
-    (),  # the core: every module of service/ the other floors do not name
-    ("service.play", "service.bot", "service.api", "service.demo"),  # the features and routers
-    ("service.app",),  # the assembly
-)
+# Floors inside a package, lowest first: a module imports only from its own floor or a lower one.
+# (floors, the floor of a module no floor names)
+FLOORS: dict[str, tuple[tuple[tuple[str, ...], ...], int]] = {
+    "service": ((
+        (),  # the core: every module of service/ the other floors do not name
+        ("service.play", "service.bot", "service.api", "service.demo"),  # the features and routers
+        ("service.app",),  # the assembly
+    ), 0),
+    "store": ((
+        ("store.errors", "store.tokens", "store.records"),  # what is stored, and what goes wrong
+        ("store.sql", "store.schema"),  # the shared SQL plumbing and the migrations
+        ("store.games", "store.transcripts", "store.drawings", "store.bot_keys", "store.lobbies",
+         "store.bot_rooms", "store.background"),  # the aggregates (and the writer the transcripts use)
+        ("store.database",),  # the store: the aggregates mixed
+        (),  # the backends, the writers, the settings, the commands, the package: every other module
+    ), 4),
+}
 
 
 def imports_of(path: Path) -> set[str]:
@@ -259,11 +270,15 @@ def _one_cycle(component: list[str], graph: dict[str, set[str]]) -> list[str]:
 
 
 def floor_of(module: str) -> int:
-    """A module of service/ by its floor in `SERVICE_FLOORS` (the core: 0)."""
-    for level, prefixes in enumerate(SERVICE_FLOORS):
+    """A module of a package with `FLOORS` by its floor (-1: a package without floors)."""
+    package = module.split(".")[0]
+    if package not in FLOORS:
+        return -1
+    floors, unnamed = FLOORS[package]
+    for level, prefixes in enumerate(floors):
         if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
             return level
-    return 0
+    return unnamed
 
 
 def test_no_module_import_cycle() -> None:
@@ -274,12 +289,14 @@ def test_no_module_import_cycle() -> None:
         " -> ".join(cycle) for cycle in found)
 
 
-def test_service_floors_point_down() -> None:
+def test_floors_point_down() -> None:
     graph = import_graph()
-    up = [f"{module} imports {target}" for module, targets in sorted(graph.items())
-          if module.startswith("service.") for target in sorted(targets)
-          if target.startswith("service.") and floor_of(target) > floor_of(module)]
-    assert not up, "a lower floor of service/ imports a higher one:\n" + "\n".join(up)
+    named = {prefix for floors, _ in FLOORS.values() for floor in floors for prefix in floor}
+    assert named <= set(graph), f"FLOORS names no module: {sorted(named - set(graph))}"
+    up = [f"{module} imports {target}"
+          for module, targets in sorted(graph.items()) for target in sorted(targets)
+          if module.split(".")[0] == target.split(".")[0] and floor_of(target) > floor_of(module)]
+    assert not up, "a lower floor imports a higher one:\n" + "\n".join(up)
 
 
 @pytest.mark.parametrize(
