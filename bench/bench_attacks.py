@@ -311,7 +311,7 @@ def load_scenario(server: Server, kind: str, seconds: float, repeat: int = 1) ->
     target = Target(server.url, server.ws_url)
     drawings: list[list] = []
     if kind == "table":
-        from bench.bench_service import load_drawings
+        from bench.people import load_drawings
 
         drawings = load_drawings()
 

@@ -14,7 +14,7 @@ one kind over real sockets for ``--seconds``:
   straight line every second on their turns (up to the turn's limit), and types a word every two
   seconds while an AI draws;
 - ``bot``: a room on ``WS /v1/bot`` streams real validation drawings at their recorded pace
-  (``bench.bench_service``'s drawings and strokes) and asks for an ``analysis`` after each stroke.
+  (``bench.people``'s drawings and strokes) and asks for an ``analysis`` after each stroke.
 
 Measured per level: the stroke-ack latency (a person's stroke frame sent -> the ``update`` frame
 that carries it; for a bot room, ``stroke_end`` -> its ``analysis`` frame) and, for bot rooms,
@@ -61,8 +61,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.bench_service import load_drawings
-from bench.people import STROKE_POINTS, Start, Tally, bot_room, percentiles_ms, person_table
+from bench.people import STROKE_POINTS, Start, Tally, bot_room, load_drawings, percentiles_ms, person_table
 from griffon.launch import REPO, Server, free_port, running_server
 
 GAMES = ("pictomania", "kontour", "bot")

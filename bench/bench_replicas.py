@@ -40,8 +40,7 @@ import numpy as np
 import websockets
 
 from bench.bench_capacity import GAMES, TABLES, parse_levels, process_cpu, server_env
-from bench.bench_service import load_drawings
-from bench.people import Start, Tally, percentiles_ms
+from bench.people import Start, Tally, load_drawings, percentiles_ms
 from griffon.launch import Replicas, Server, running_haproxy, running_postgres, running_replicas
 from store import Store, open_store
 

@@ -22,38 +22,11 @@ import time
 import numpy as np
 import websockets
 
+from bench.people import draw_stroke, load_drawings
 from griffon.launch import running_server
 
 TARGET_P99_MS = 100.0
-CHUNK_S = 0.05
 PAUSE_S = 0.3
-DEFAULT_STROKE_S = 0.6
-WORDS = ("cat", "house", "tree", "fish", "bicycle", "car", "sun", "star", "cup", "umbrella",
-         "clock", "apple", "flower", "bird", "airplane", "key", "hat", "eye", "face", "moon")
-
-
-def load_drawings(limit: int = 400) -> list[list]:
-    """Recognised validation drawings of a few common words (raw format when available)."""
-    from training.data import DataError, data_files, default_data_root, load_dataset
-
-    root = default_data_root()
-    available = {word for _, word, _ in data_files(root)}
-    words = [w for w in WORDS if w in available] or sorted(available)[:20]
-    try:
-        records = load_dataset(root, split="val", categories=words)
-    except DataError as error:
-        raise SystemExit(f"no Quick, Draw! data for the benchmark: {error}") from error
-    drawings = [r.strokes for r in records if r.recognized and 2 <= len(r.strokes) <= 40]
-    random.Random(0).shuffle(drawings)
-    return drawings[:limit]
-
-
-def stroke_times(stroke: list) -> list[float]:
-    """Seconds from the stroke's start to each point."""
-    n = len(stroke[0])
-    if len(stroke) > 2 and len(stroke[2]) == n and stroke[2][-1] > stroke[2][0]:
-        return [min((t - stroke[2][0]) / 1000, 3.0) for t in stroke[2]]
-    return [DEFAULT_STROKE_S * i / max(1, n - 1) for i in range(n)]
 
 
 async def bot(url: str, drawings: list[list], stop_at: float, latencies: list[float],
@@ -92,19 +65,6 @@ async def bot(url: str, drawings: list[list], stop_at: float, latencies: list[fl
             await ws.send(json.dumps({"type": "round_end"}))
         await ws.send(json.dumps({"type": "bye"}))
         listening.cancel()
-
-
-async def draw_stroke(ws: websockets.ClientConnection, stroke: list) -> None:
-    """``stroke_start`` then ``points`` every 50 ms, at the stroke's own pace."""
-    times = stroke_times(stroke)
-    await ws.send(json.dumps({"type": "stroke_start", "x": stroke[0][0], "y": stroke[1][0]}))
-    start, sent = time.monotonic(), 1
-    while sent < len(times):
-        await asyncio.sleep(CHUNK_S)
-        elapsed = time.monotonic() - start
-        upto = max(sent + 1, next((i for i, t in enumerate(times) if t > elapsed), len(times)))
-        await ws.send(json.dumps({"type": "points", "x": stroke[0][sent:upto], "y": stroke[1][sent:upto]}))
-        sent = upto
 
 
 async def run_level(url: str, drawings: list[list], bots: int, seconds: float) -> dict:

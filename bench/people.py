@@ -2,7 +2,9 @@
 ``bench.bench_replicas``): a person at a solo table (`person_table`: Pictomania, a real drawing's
 strokes one a second; Kontour, a line a second on their turn and a word every two seconds on the
 AI's), a bot room (`bot_room`: rounds of real drawings at their recorded pace), what they add up
-(`Tally`), and the start that lets every table of a level begin at once (`Start`).
+(`Tally`), the start that lets every table of a level begin at once (`Start`), and what they draw:
+recognised validation drawings (`load_drawings`), a bot's stroke streamed at its own pace
+(`draw_stroke`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import httpx
 import numpy as np
 import websockets
 
-from bench.bench_service import draw_stroke
 from griffon.launch import Server
 
 OPPONENTS = {"pictomania": 5, "kontour": 3}
@@ -33,6 +34,50 @@ BOT_PAUSE_S = 0.3  # between a room's strokes (bench_service's pace)
 ACK_GRACE_S = 2.0  # after the window: how long a table waits for its last stroke's ack
 PERSON = "joueur"
 GUESS_WORDS = ("maison", "chat", "arbre", "soleil", "voiture", "poisson", "fleur", "étoile", "vélo")
+CHUNK_S = 0.05  # a bot sends a stroke's points every 50 ms
+DEFAULT_STROKE_S = 0.6  # a stroke without times is drawn in this long
+WORDS = ("cat", "house", "tree", "fish", "bicycle", "car", "sun", "star", "cup", "umbrella",
+         "clock", "apple", "flower", "bird", "airplane", "key", "hat", "eye", "face", "moon")
+
+
+# -- the drawings -----------------------------------------------------------------------------------
+
+
+def load_drawings(limit: int = 400) -> list[list]:
+    """Recognised validation drawings of a few common words (raw format when available)."""
+    from training.data import DataError, data_files, default_data_root, load_dataset
+
+    root = default_data_root()
+    available = {word for _, word, _ in data_files(root)}
+    words = [w for w in WORDS if w in available] or sorted(available)[:20]
+    try:
+        records = load_dataset(root, split="val", categories=words)
+    except DataError as error:
+        raise SystemExit(f"no Quick, Draw! data for the benchmark: {error}") from error
+    drawings = [r.strokes for r in records if r.recognized and 2 <= len(r.strokes) <= 40]
+    random.Random(0).shuffle(drawings)
+    return drawings[:limit]
+
+
+def stroke_times(stroke: list) -> list[float]:
+    """Seconds from the stroke's start to each point."""
+    n = len(stroke[0])
+    if len(stroke) > 2 and len(stroke[2]) == n and stroke[2][-1] > stroke[2][0]:
+        return [min((t - stroke[2][0]) / 1000, 3.0) for t in stroke[2]]
+    return [DEFAULT_STROKE_S * i / max(1, n - 1) for i in range(n)]
+
+
+async def draw_stroke(ws: websockets.ClientConnection, stroke: list) -> None:
+    """``stroke_start`` then ``points`` every 50 ms, at the stroke's own pace."""
+    times = stroke_times(stroke)
+    await ws.send(json.dumps({"type": "stroke_start", "x": stroke[0][0], "y": stroke[1][0]}))
+    start, sent = time.monotonic(), 1
+    while sent < len(times):
+        await asyncio.sleep(CHUNK_S)
+        elapsed = time.monotonic() - start
+        upto = max(sent + 1, next((i for i, t in enumerate(times) if t > elapsed), len(times)))
+        await ws.send(json.dumps({"type": "points", "x": stroke[0][sent:upto], "y": stroke[1][sent:upto]}))
+        sent = upto
 
 
 # -- tallies and latencies ------------------------------------------------------------------------
