@@ -10,6 +10,7 @@ from typing import Any
 
 from torch import nn
 
+from training.outputs import refuse_shipped
 from training.settings import TrainConfig
 
 CARD = """# Griffon sketch recognizer — model card
@@ -368,6 +369,7 @@ def main(argv: list[str] | None = None) -> dict:
         help="the public teachers' folder (e.g. ../shared/models): their rows in the card's table",
     )
     args = parser.parse_args(argv)
+    refuse_shipped(args.model, "python -m training.model_card")
     metrics = refresh(args.model, args.data, store=args.store, teachers=args.teachers)
     print(json.dumps(metrics, indent=1))
     return metrics
