@@ -45,7 +45,10 @@ def _member(source: str, classes: list[str] | None) -> dict[str, Any]:
         "name": payload["architecture"]["name"], "kwargs": payload["architecture"]["kwargs"],
         "state_dict": payload["state_dict"], "temperature": float(payload.get("temperature", 1.0)),
         "classes": payload["classes"], "spec": payload["raster_spec"],
-        "training": {"checkpoint": str(source), **(payload.get("training") or {})},
+        "training": {"checkpoint": str(source), **(payload.get("training") or {}), "metrics": {
+            k: v for k, v in (payload.get("metrics") or {}).items()
+            if k in ("epochs_run", "train_seconds", "train_samples_per_second")
+        }},
     }
 
 
