@@ -4,8 +4,10 @@ sessions and its rooms; the rooms and a replica's ownership are handed the manag
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import inspect
+from pathlib import Path
 from typing import Any, Protocol
 
 from service.placement import weighted_load
@@ -66,3 +68,19 @@ def test_the_manager_its_tables_and_its_rooms_offer_what_the_protocols_name() ->
             await games.aclose()
 
     asyncio.run(run())
+
+
+def manager_members_used(path: Path) -> set[str]:
+    """The attributes a module reads of ``<something>.manager`` (ast)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Attribute) and node.value.attr == "manager"}
+
+
+def test_the_protocols_name_every_member_the_rooms_and_the_replicas_use() -> None:
+    service = Path(__file__).resolve().parent.parent / "service"
+    rooms = manager_members_used(service / "play" / "rooms.py")
+    replicas = manager_members_used(service / "replicas.py")
+    assert {"open_async", "games", "play"} <= rooms and {"games", "adopt", "forget"} <= replicas
+    assert rooms - set(members(RoomTables)) == set(), "add them to service.play.tables.RoomTables"
+    assert replicas - set(members(Tables)) == set(), "add them to service.tables.Tables"
