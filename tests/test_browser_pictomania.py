@@ -61,6 +61,10 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     expect(page.locator(".opponent[data-player=ia2] .pick[data-number='3']")).to_be_disabled()
     expect(page.locator("canvas.mini").first).to_be_visible()
     shot(page, "pictomania-round")
+    page.click("#done")  # no bet on Fusain yet: « J'ai fini » asks first (it ends the betting too)
+    expect(page.locator("#done")).to_contain_text("Sans miser sur 1 dessin")
+    expect(page.locator(".opponent[data-player=ia2] .pick").first).to_be_enabled()
+    shot(page, "pictomania-done-asks")
     page.click("#done")
     # The recap: every drawing with its word, and every bet on it, right or wrong.
     expect(page.locator(".results-box")).to_be_visible(timeout=ms(15))
@@ -103,6 +107,7 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     page.evaluate("document.documentElement.dataset.sound = 'none'")
     page.click("#next-round")
     expect(page.locator(".status")).to_have_text("Manche 2 / 2")
+    page.click("#done")  # no bet this round: asked first
     page.click("#done")  # the round ends when the AIs have taken the other bonus tokens
     # The end of the game: the winner, every round's score, and each round's drawings again.
     expect(page.locator(".results-box h2").first).to_have_text(

@@ -452,7 +452,7 @@ class Rooms:
         """The host of a lobby away (no socket) for ``room_grace_s`` while another person is here:
         that person (the first in seat order) becomes the host, seat ``joueur``, and the host who
         left takes their seat (their token opens it when they come back). Every socket is told
-        (``{"type": "host_changed", "was", "host"}``) and gets its new lobby frame."""
+        (``{"type": "host_changed", "was", "host", "you"}``: whether it is them) and gets its new lobby frame."""
         if (room.code not in self.lobbies or room.starting or room.host_away is None
                 or self.manager.clock() - room.host_away < self.manager.play.room_grace_s - 1e-6):
             return False
@@ -472,8 +472,8 @@ class Rooms:
         self.stored(room.code)
         log.info("room %s: the host is away, %s hosts it now", room.code, heir.seat)
         told = {"type": "host_changed", "was": old.name, "host": heir.name}
-        for queue in list(room.listeners):
-            _offer(queue, told)
+        for queue, seat in list(room.listeners.items()):
+            _offer(queue, {**told, "you": seat == HUMAN})
         self.broadcast(room)
         return True
 
