@@ -103,7 +103,8 @@ def offences() -> list[str]:
             texts = html_texts(path.read_text(encoding="utf-8"))
         else:
             continue
-        found += [f"{path.name}: {text.strip()[:90]!r}" for text in texts if PLAIN.search(text.replace("&nbsp;", "\u00a0"))]
+        texts = [text.replace("&nbsp;", "\u00a0") for text in texts]
+        found += [f"{path.name}: {text.strip()[:90]!r}" for text in texts if PLAIN.search(text)]
     return found
 
 

@@ -25,10 +25,11 @@ def line_to(tmp_path: Path, lines: list, start: list[float], end: list[float]) -
     """snap.js's `lineTo(lines, start, end)`, run in Node."""
     module = tmp_path / "snap.mjs"
     module.write_text(SNAP.read_text(encoding="utf-8"), encoding="utf-8")
-    script = (f"import {{ lineTo }} from {json.dumps(module.as_uri())};\n"
-              f"console.log(JSON.stringify(lineTo({json.dumps(lines)}, {json.dumps(start)}, {json.dumps(end)})));")
+    call = f"lineTo({json.dumps(lines)}, {json.dumps(start)}, {json.dumps(end)})"
+    script = f"import {{ lineTo }} from {json.dumps(module.as_uri())};\nconsole.log(JSON.stringify({call}));"
     assert NODE is not None
-    done = subprocess.run([NODE, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], capture_output=True, text=True,
+                          timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

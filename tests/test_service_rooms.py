@@ -261,7 +261,8 @@ def test_a_host_away_before_the_start_hands_the_room_to_the_next_person_here(app
     lobby = until(friend, "lobby")
     assert lobby["you"] == HUMAN == lobby["host"]
     # She takes the host's seat (first: she draws first), Ana hers.
-    assert [(s["seat"], s["name"]) for s in lobby["seats"]] == [(HUMAN, "Léa"), ("ia1", "Plume"), ("ami1", "Ana")]
+    seats = [(s["seat"], s["name"]) for s in lobby["seats"]]
+    assert seats == [(HUMAN, "Léa"), ("ia1", "Plume"), ("ami1", "Ana")]
     friend.send_json({"type": "add_ai"})  # the host's requests are hers now
     while len(until(friend, "lobby")["seats"]) != 4:
         pass

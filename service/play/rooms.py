@@ -452,7 +452,8 @@ class Rooms:
         """The host of a lobby away (no socket) for ``room_grace_s`` while another person is here:
         that person (the first in seat order) becomes the host, seat ``joueur``, and the host who
         left takes their seat (their token opens it when they come back). Every socket is told
-        (``{"type": "host_changed", "was", "host", "you"}``: whether it is them) and gets its new lobby frame."""
+        (``{"type": "host_changed", "was", "host", "you"}``: whether it is them) and gets its new
+        lobby frame."""
         if (room.code not in self.lobbies or room.starting or room.host_away is None
                 or self.manager.clock() - room.host_away < self.manager.play.room_grace_s - 1e-6):
             return False
@@ -557,7 +558,8 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
     room = rooms.lobbies.get(code)
     if room is None:
         if code in rooms.gone or code in rooms.started:
-            frame = error_frame("room_gone", f"the room '{code[:8]}' is over (closed, expired or its game ended)")
+            over = "is over (closed, expired or its game ended)"
+            frame = error_frame("room_gone", f"the room '{code[:8]}' {over}")
         else:
             frame = error_frame("unknown_room", f"no room has the code '{code[:8]}'")
         await websocket.send_json(frame)
