@@ -28,6 +28,10 @@ from tests.test_browser_play import (  # noqa: F401 - fixtures are found by name
 )
 
 GRACE_S = 3  # the host away this long before the start: the room is handed over
+RECORD_TOASTS = """window.__toasts = [];
+new MutationObserver((records) => { for (const r of records) for (const n of r.addedNodes)
+  if (n.classList && n.classList.contains("toast")) window.__toasts.push(n.textContent); })
+  .observe(document, { childList: true, subtree: true });"""  # every toast a page showed
 DRAW_CARD_S = game_seconds(10, acting=6)  # a drawer's clock to take the card (more on a busy machine)
 
 
@@ -97,6 +101,10 @@ def test_joining_by_code_and_every_wrong_code_answered_in_french(host, friend, s
     friend.fill("#join-room input[name=name]", " ana ")  # the host's name: refused before it is sent
     friend.click("#join-room button[type=submit]")
     expect(friend.locator("#join-room .error")).to_have_text(re.compile("déjà pris"))
+    friend.fill("#join-room input[name=name]", "Léa " * 50)  # 200 characters: refused, never cut
+    friend.click("#join-room button[type=submit]")
+    too_long = "24\u00a0caractères au plus (celui-ci en a 199)"  # trimmed: 50 times 4, less the last space
+    expect(friend.locator("#join-room .error")).to_contain_text(too_long)
     friend.fill("#join-room input[name=name]", "Léa")
     friend.click("#join-room button[type=submit]")
     expect(friend.get_by_test_id("lobby")).to_contain_text("Léa (vous)")
@@ -155,6 +163,11 @@ def test_the_host_leaving_before_the_start_hands_the_room_over(host, friend, ser
     shot(friend, "friends-host-handed-over-portrait")
     friend.click("#start-room")  # Kontour with Ana away: two players, the new host draws first
     expect(friend.locator("#draw-card")).to_be_visible(timeout=ms(10))
+    # Ana never came to the table: past the grace period an AI plays her seat, and her name says so.
+    ana_score = friend.locator(".scores li[data-player=ami1]")
+    expect(ana_score).to_contain_text("IA en relais", timeout=ms(GRACE_S + 10))
+    expect(friend.locator("#toasts")).to_contain_text("Ana a quitté la partie")
+    shot(friend, "friends-ai-for-ana-portrait")
 
 
 def test_a_drawer_who_never_takes_the_card_does_not_freeze_the_table(host, server) -> None:
@@ -176,6 +189,8 @@ def test_a_drawer_who_never_takes_the_card_does_not_freeze_the_table(host, serve
 def test_a_tie_break_ending_says_so_and_ranks_the_winner_first(host, friend, third, server) -> None:
     from playwright.sync_api import expect
 
+    for page in (host, friend, third):
+        page.add_init_script(RECORD_TOASTS)
     code = open_room(host, server)
     join_by_code(friend, server, code, "Léa")
     join_by_code(third, server, code, "Zoé")
@@ -217,6 +232,8 @@ def test_a_tie_break_ending_says_so_and_ranks_the_winner_first(host, friend, thi
     expect(host.get_by_test_id("tiebreak")).to_contain_text("Égalité à 1 point entre vous et Léa")
     expect(friend.get_by_test_id("again-hint")).to_contain_text("Ana peut relancer une partie")
     expect(host.get_by_test_id("again-hint")).to_have_count(0)  # the host has « Rejouer »
+    for page in (host, friend, third):  # each page came to the table at its own pace: nobody left
+        assert not [t for t in page.evaluate("window.__toasts") if "de retour" in t or "quitté" in t]
     shot(host, "friends-tiebreak-end-desktop")
     shot(friend, "friends-tiebreak-end-portrait")
     friend.set_viewport_size(LANDSCAPE)

@@ -1,7 +1,7 @@
 // Entry point: the setup form, the game socket (with resume after a reload or a dropped
 // connection), and the game views. The server holds the game; this page renders what it is sent.
 
-import { el, toast, frenchError, listing } from "./ui.js";
+import { el, toast, frenchError, listing, nameProblem } from "./ui.js";
 import { KontourView } from "./kontour.js";
 import { PictomaniaView } from "./pictomania.js";
 import { RulesPanel } from "./rules.js";
@@ -23,7 +23,6 @@ const LIMITS = "griffon.opponents";
 // config, both read from the rules files); the page keeps the last ones it was sent. Only if the
 // server cannot be asked: the rules' defaults.
 const FIRST_VISIT_OPPONENTS = { kontour: { min: 1, max: 5 }, pictomania: { min: 2, max: 5 } };
-const NAME_REFUSED = /[<>&"]/; // the server refuses these characters in a name
 // The withdrawal key: a secret made by this browser the first time the person gives their drawings,
 // sent with each game they give them in (the server keeps only its hash); with it, "Retirer mon
 // accord" deletes every drawing given from this browser (POST /v1/drawings/withdraw).
@@ -447,8 +446,8 @@ async function createRoom() {
     $("new-game").elements.name.focus();
     return;
   }
-  if (NAME_REFUSED.test(name)) {
-    showSetup("Votre nom ne peut pas contenir les caractères < > & \".");
+  if (nameProblem(name)) {
+    showSetup(nameProblem(name));
     return;
   }
   const body = { game: form.get("game"), name, level: form.get("level"), ai: 0 };
@@ -483,8 +482,8 @@ async function create(event) {
     learn: form.get("learn") === "on", // the consent switch: off unless ticked
   };
   if (body.learn) body.withdraw_key = withdrawKey(true);
-  if (NAME_REFUSED.test(body.name)) {
-    showSetup("Votre nom ne peut pas contenir les caractères < > & \".");
+  if (nameProblem(body.name)) {
+    showSetup(nameProblem(body.name));
     return;
   }
   const seed = new URLSearchParams(location.search).get("seed"); // ?seed=N: the same deal again

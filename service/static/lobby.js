@@ -2,7 +2,7 @@
 // AI, each AI's level or all of them at once, remove a seat, start). The server holds the room (service/play/rooms.py); this
 // view renders its `lobby` frames and sends the host's requests on the lobby socket.
 
-import { el, toast } from "./ui.js";
+import { el, toast, nameProblem } from "./ui.js";
 
 const GAMES = { kontour: "Kontour", pictomania: "Pictomania" };
 const LEVELS = { easy: "Facile", normal: "Normal", hard: "Difficile" };
@@ -93,7 +93,7 @@ function levelChoice(levels, current, label, pick, id = undefined) {
 // a name the server refused is asked again, the form kept as typed.
 export function joinForm(root, code, preview, join) {
   const kept = document.querySelector("#join-room input[name=name]"); // a reconnect keeps what was typed
-  const input = el("input", { name: "name", maxlength: 24, required: true, autocomplete: "nickname",
+  const input = el("input", { name: "name", required: true, autocomplete: "nickname",
     value: kept ? kept.value : localStorage.getItem("griffon.name") || "" });
   const error = el("p", { class: "error", role: "alert", hidden: true });
   const button = el("button", { type: "submit", class: "primary" }, "Rejoindre");
@@ -108,6 +108,8 @@ export function joinForm(root, code, preview, join) {
     e.preventDefault();
     const name = input.value.trim();
     if (!name) return;
+    const problem = nameProblem(name); // too long (never cut silently), or a refused character
+    if (problem) { refused(problem); return; }
     if (taken.has(folded(name))) { refused(ERRORS.name_taken); return; }
     try { localStorage.setItem("griffon.name", name); } catch { /* storage off */ }
     button.disabled = true;

@@ -255,7 +255,7 @@ export class PictomaniaView {
       const stack = rnd.stacks[p] || [];
       const mine = stack.find((c) => c.guesser === me);
       const bonus = rnd.bonus[p];
-      mini.info.replaceChildren(el("b", { class: "name" }, this.name(p)), seatBadge(this.seats[p]),
+      mini.info.replaceChildren(...[el("b", { class: "name" }, this.name(p)), seatBadge(this.seats[p])].filter(Boolean),
         el("span", { class: "small" }, ` · ${plural(stack.length, "mise")}`),
         ...(bonus ? [el("span", { class: "badge fini" }, `fini\u00a0·\u00a0${bonus}`)] : []));
       if (mine) {
@@ -304,7 +304,8 @@ export class PictomaniaView {
         this.rematch ? el("button", { class: "primary", id: "rematch", onclick: () => this.rematch() }, "Rejouer") : null,
         el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie"),
         againHint(this.frame, this.rematch))
-      : once({ class: "primary", id: "next-round" }, () => this.send({ kind: "next_round" }), "Manche suivante"));
+      : el("div", { class: "end-actions" },
+        once({ class: "primary", id: "next-round" }, () => this.send({ kind: "next_round" }), "Manche suivante")));
     this.overlay.replaceChildren(el("div", { class: "results-box", "data-testid": "results" }, ...parts));
   }
 

@@ -40,6 +40,16 @@ const ERRORS = {
   not_stored: "Cette partie ne peut plus être enregistrée\u00a0: elle s'arrête ici.",
 };
 
+const NAME_MAX = 24; // characters in a name (the server's bound): a longer one is refused, never cut
+
+// Why a name typed cannot be used, in French; null when it can.
+export function nameProblem(name) {
+  const length = [...name].length;
+  if (length > NAME_MAX) return `Un nom tient en ${NAME_MAX}\u00a0caractères au plus (celui-ci en a ${length})\u00a0: raccourcissez-le.`;
+  if (/[<>&"]/.test(name)) return "Votre nom ne peut pas contenir les caractères < > & \".";
+  return null;
+}
+
 export function frenchError(frame) {
   if (frame.code === "too_many_strokes" && Number.isInteger(frame.limit)) return `${frame.limit}\u00a0traits au plus\u00a0!`;
   return ERRORS[frame.code] || frame.message || "Erreur";
