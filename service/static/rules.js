@@ -31,7 +31,7 @@ function kontour(cfg) {
         el("span", { class: "blue" }, "bleu"), ` (plus facile, ${plural(c.drawer_points.blue, "point")}) ou le mot `,
         el("span", { class: "orange" }, "orange"), ` (plus dur, ${plural(c.drawer_points.orange, "point")}). ` +
         `Le sablier démarre\u00a0: ${duration(c.timer_s)}.`),
-      item("Le dessin", `${c.max_strokes} traits droits au plus. Appuyez, glissez, relâchez\u00a0: ` +
+      item("Le dessin", `${c.max_strokes}\u00a0traits droits au plus. Appuyez, glissez, relâchez\u00a0: ` +
         "un trait. Prolonger un trait dans son alignement ne compte pas. Ni lettres, ni chiffres, ni flèches."),
       item("Les gestes", "le dessinateur ne parle pas, mais peut signaler qu'une proposition est " +
         "«\u00a0proche\u00a0» ou «\u00a0hors sujet\u00a0»."),

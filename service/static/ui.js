@@ -115,7 +115,7 @@ export function seconds(s) {
 }
 
 export function plural(n, word) {
-  return `${n} ${word}${Math.abs(n) > 1 ? "s" : ""}`;
+  return `${n}\u00a0${word}${Math.abs(n) > 1 ? "s" : ""}`; // « 15 traits » never split over two lines
 }
 
 // « Vous gagnez la partie ! », « La victoire revient à Plume. », « Égalité en tête : vous et Plume… »
