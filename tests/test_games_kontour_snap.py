@@ -62,6 +62,13 @@ def test_a_continuation_and_a_corner_still_join_the_earlier_end(tmp_path: Path) 
 
 
 @needs_node
+def test_a_line_beside_a_floor_keeps_off_the_corner_it_shares_with_a_wall(tmp_path: Path) -> None:
+    wall, floor = [[50.0, 110.0], [50.0, 230.0]], [[50.0, 230.0], [200.0, 230.0]]
+    a, b = line_to(tmp_path, [wall, floor], [52.0, 236.0], [198.0, 236.0])
+    assert (a, b) == ([52.0, 236.0], [198.0, 236.0])  # the wall's end is the floor's: left alone
+
+
+@needs_node
 def test_a_press_on_an_end_with_both_ends_near_the_same_line_is_not_that_line_again(tmp_path: Path) -> None:
     a, b = line_to(tmp_path, [RUNG], [51.0, 106.0], [149.0, 106.0])
     assert (a, b) != (RUNG[0], RUNG[1]) and a[1] == b[1] == 106.0

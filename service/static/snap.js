@@ -12,12 +12,15 @@ export const MIN_LINE = 6;     // shorter presses are ignored (the rules refuse 
 
 const ends = (line) => [line[0], line[line.length - 1]];
 
-// `p` moved onto the nearest earlier end within SNAP_END (lines of `skip`, by index, left out).
+// `p` moved onto the nearest earlier end within SNAP_END; the ends of the lines of `skip` (by
+// index) are left out, and so is any other end at the same place (a corner they share).
 export function snapEnd(lines, p, skip = new Set()) {
+  const barred = [...skip].flatMap((i) => ends(lines[i]));
+  const free = (q) => barred.every((r) => Math.hypot(q[0] - r[0], q[1] - r[1]) >= 1);
   let best = p, bestD = SNAP_END;
   lines.forEach((line, i) => {
     if (skip.has(i)) return;
-    for (const q of ends(line)) {
+    for (const q of ends(line).filter(free)) {
       const d = Math.hypot(q[0] - p[0], q[1] - p[1]);
       if (d < bestD) { best = [q[0], q[1]]; bestD = d; }
     }
