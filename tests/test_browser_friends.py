@@ -1,8 +1,8 @@
 """What a group of friends meets around a room, in real headless Chromium against a real server:
 joining by the code typed on the home page (a mistyped code, one that never was, a room that is
 gone or full: each answered in French, never a raw JSON page), a name already taken, the host's
-presence and the room handed over when the host leaves before the start, a Kontour drawer who
-never takes their card (the draw phase's clock: the card is taken for them, the table goes on),
+presence and the room handed over when the host leaves before the start, then the new host, a
+drawer who never takes their card (the draw phase's clock: it is taken for them, the table goes on),
 and a Kontour game decided by a tie-break turn (the end screen says so, the winner ranked first)
 with a ladder's close rungs and a line drawn 4 units beside another kept as lines of their own.
 Fixtures and helpers: tests/test_browser_play.py."""
@@ -143,7 +143,9 @@ def test_joining_by_code_and_every_wrong_code_answered_in_french(host, friend, s
     expect(friend.locator("#code-error")).to_contain_text(f"Le salon {code} n'existe plus")
 
 
-def test_the_host_leaving_before_the_start_hands_the_room_over(host, friend, server) -> None:
+def test_the_host_leaving_before_the_start_hands_the_room_over_and_the_table_never_freezes(
+    host, friend, server
+) -> None:
     from playwright.sync_api import expect
 
     code = open_room(host, server)
@@ -168,22 +170,12 @@ def test_the_host_leaving_before_the_start_hands_the_room_over(host, friend, ser
     expect(ana_score).to_contain_text("IA en relais", timeout=ms(GRACE_S + 10))
     expect(friend.locator("#toasts")).to_contain_text("Ana a quitté la partie")
     shot(friend, "friends-ai-for-ana-portrait")
-
-
-def test_a_drawer_who_never_takes_the_card_does_not_freeze_the_table(host, server) -> None:
-    from playwright.sync_api import expect
-
-    host.goto(server.url + "/")
-    host.check("input[value=kontour]")
-    host.select_option("select[name=opponents]", "1")
-    host.click("#start")
-    expect(host.locator("#draw-card")).to_be_visible()
-    expect(host.get_by_test_id("timer")).to_have_text(re.compile(r"^\d+ s$"))  # the card's clock
-    shot(host, "friends-draw-clock-desktop")
-    # Nobody presses « Piocher une carte »: the card is taken for the drawer, the sand timer runs.
-    expect(host.locator("button.word")).to_have_count(2, timeout=ms(DRAW_CARD_S + 5))
-    expect(host.locator("#toasts")).to_contain_text("la carte a été piochée pour vous")
-    shot(host, "friends-card-taken-desktop")
+    # Léa keeps the page open and never presses « Piocher une carte »: the card's clock runs out,
+    # the card is taken for her, the sand timer runs; the table never freezes.
+    expect(friend.get_by_test_id("timer")).to_have_text(re.compile(r"^\d+ s$"))
+    expect(friend.locator("button.word")).to_have_count(2, timeout=ms(DRAW_CARD_S + 5))
+    expect(friend.locator("#toasts")).to_contain_text("la carte a été piochée pour vous")
+    shot(friend, "friends-card-taken-portrait")
 
 
 def test_a_tie_break_ending_says_so_and_ranks_the_winner_first(host, friend, third, server) -> None:

@@ -164,13 +164,17 @@ class KontourDriver:
         between_turns_s: float = 3.0,
         card_s: float | None = None,
         levels: Mapping[str, AILevel] | None = None,
+        draw_card_s: float | None = None,
     ) -> None:
-        """`level`: every AI player's, but those `levels` names (AI seat -> its own level)."""
+        """`level`: every AI player's, but those `levels` names (AI seat -> its own level);
+        `draw_card_s`: a person drawer's clock to take their card (None: they may take all their
+        time; a room passes its rules' ``draw_card_s``)."""
         self.rules, self.ais, self.level, self.kit, self.seed = rules, list(ais), level, kit, seed
         self.levels = dict(levels or {})
         self.candidates = tuple(candidates)
         self.between_turns_s = between_turns_s
         self.card_s = card_s  # None: each drawer's level's pace
+        self.draw_card_s = draw_card_s
         self.guessers = {p: self._guesser(p) for p in self.ais}
         self.used: dict[str, set[int]] = {}  # drawings met this game, shared by every AI drawer
         self.drawers = {p: self._drawer(p) for p in [*self.ais, rules.config.neutral_drawer]}
@@ -278,7 +282,7 @@ class KontourDriver:
     def draw_deadline(self, state: KontourState) -> float | None:
         """When a person drawer's card is taken for them (``draw_card_s`` after the draw phase
         began; the turn's sand timer then runs as usual), or None: not a person's draw phase."""
-        limit = self.rules.config.draw_card_s
+        limit = self.draw_card_s
         if limit is None or state.phase != "draw" or state.drawer in self.drawers:
             return None
         return self.draw_since + limit

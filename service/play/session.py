@@ -691,6 +691,7 @@ class KontourSession(GameSession):
         self.ai: KontourDriver = KontourDriver(
             rules, self.ais, self.level, self.words.kit(), self.seed, candidates,
             between_turns_s=self.play.between_turns_s, card_s=self.play.ai_think_s, levels=self.levels,
+            draw_card_s=rules.config.draw_card_s if self.room else None,  # friends wait for nobody for ever
         )
 
     def time_left(self, state: Any = None) -> float:
