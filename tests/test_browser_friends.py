@@ -165,6 +165,7 @@ def test_the_host_leaving_before_the_start_hands_the_room_over_and_the_table_nev
     shot(friend, "friends-host-handed-over-portrait")
     friend.click("#start-room")  # Kontour with Ana away: two players, the new host draws first
     expect(friend.locator("#draw-card")).to_be_visible(timeout=ms(10))
+    expect(friend.locator("html")).to_have_attribute("data-sound", "turn")  # « à vous » heard
     # Ana never came to the table: past the grace period an AI plays her seat, and her name says so.
     ana_score = friend.locator(".scores li[data-player=ami1]")
     expect(ana_score).to_contain_text("IA en relais", timeout=ms(GRACE_S + 10))
@@ -188,6 +189,12 @@ def test_a_tie_break_ending_says_so_and_ranks_the_winner_first(host, friend, thi
     join_by_code(third, server, code, "Zoé")
     host.click("#start-room")
     host.click("#draw-card")
+    stranger = host.context.browser.new_context()  # the link reaches someone after the start
+    late = stranger.new_page()
+    late.goto(server.url + f"/r/{code}")
+    expect(late.locator("#code-error")).to_contain_text(f"La partie du salon {code} a commencé sans vous")
+    expect(late.locator("#join-room")).to_have_count(0)  # said before any name is asked
+    stranger.close()
     host.click("button.word.blue")  # 1 point to the drawer and 1 to the finder: 1-1, a tie
     status = host.locator(".status")
     expect(status).to_contain_text("Faites deviner")
