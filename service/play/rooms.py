@@ -268,8 +268,8 @@ class Rooms:
         taken = {s.seat for s in room.seats}
         number = next(i for i in range(1, 99) if f"ia{i}" not in taken)
         names = self.manager.play.ai_names
-        used = {s.name for s in room.seats}
-        name = next((n for n in names if n not in used), f"IA {number}")
+        used = {_folded(s.name) for s in room.seats}
+        name = next((n for n in names if _folded(n) not in used), f"IA {number}")
         room.seats.append(Seat(f"ia{number}", name, False, level=room.level))
 
     def request(self, room: Room, seat: str, frame: dict[str, Any]) -> GameSession | None:
