@@ -6,7 +6,7 @@ import { KontourView } from "./kontour.js";
 import { PictomaniaView } from "./pictomania.js";
 import { RulesPanel } from "./rules.js";
 import { LobbyView, joinForm, lobbyError } from "./lobby.js";
-import { isMuted, setMuted, play as sound } from "./sound.js";
+import { isMuted, setMuted } from "./sound.js";
 
 const STORE = "griffon.game";
 const ROOMS = "griffon.rooms";
