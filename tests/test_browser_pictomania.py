@@ -103,10 +103,11 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     shot(page, "pictomania-results-landscape")
     page.set_viewport_size({"width": 1280, "height": 800})  # a laptop: the points open, the button in sight
     in_view(page, "#next-round")
-    whole = page.evaluate("""() => { const b = document.getElementById("next-round").getBoundingClientRect();
-        const [x, y] = [(b.left + b.right) / 2, (b.top + b.bottom) / 2]; // its edges, inside its round corners
+    whole = page.evaluate("""() => { const button = document.getElementById("next-round");
+        const b = button.getBoundingClientRect();
+        const [x, y] = [(b.left + b.right) / 2, (b.top + b.bottom) / 2]; // its edges, inside its corners
         return [[b.left + 10, y], [b.right - 10, y], [x, b.top + 3], [x, b.bottom - 3]]
-          .every(([px, py]) => document.getElementById("next-round").contains(document.elementFromPoint(px, py))); }""")
+          .every(([px, py]) => button.contains(document.elementFromPoint(px, py))); }""")
     assert whole, "« Manche suivante » is partly hidden (under the recap's edge)"
     shot(page, "pictomania-results-1280x800")
     page.set_viewport_size({"width": 1280, "height": 900})
