@@ -27,6 +27,7 @@ Coords = Annotated[list[Number], Field(min_length=1, max_length=10_000)]
 Int53 = Annotated[int, Field(ge=-(2**53), le=2**53)]  # an integer any JSON client reads exactly
 FrameId = Annotated[str, Field(max_length=64)] | Int53 | None
 Text = Annotated[str, Field(min_length=1, max_length=200)]
+MAX_CANDIDATES = 1000  # words of a round's candidates, or of a POST /v1/words/check list
 
 
 class _Frame(BaseModel):
@@ -68,7 +69,7 @@ class RoundStart(_Frame):
     type: Literal["round_start"]
     round: Annotated[str, Field(min_length=1, max_length=64)] | Int53
     game: Literal["kontour", "pictomania", "other"] = "other"
-    candidates: list[Text] | None = Field(default=None, min_length=1, max_length=345)
+    candidates: list[Text] | None = Field(default=None, min_length=1, max_length=MAX_CANDIDATES)
     language: Literal["fr", "en"] = "fr"
     difficulty: Annotated[str, Field(max_length=32)] | None = None
     duration_s: float = Field(default=30.0, gt=0, le=600)

@@ -53,14 +53,16 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import HTTPConnection
 
 from service.bot.keys import BotKeys, KeyRefused, presented_key
 from service.bot.memory import BadMemory, restore, snapshot
 from service.bot.protocol import (
+    MAX_CANDIDATES,
     Bye,
     Clear,
     Hello,
@@ -71,6 +73,7 @@ from service.bot.protocol import (
     RoundStart,
     StrokeEnd,
     StrokeStart,
+    Text,
     Undo,
     Verdict,
     WholeStroke,
@@ -84,7 +87,7 @@ from service.frames import FrameError, error_frame
 from service.ratelimit import RateLimit
 from service.settings import Settings
 from service.shared import Shared, SharedDep, client_of
-from service.workers import RELAYED, relay_to
+from service.workers import RELAYED, Workers, relay, relay_to
 from store import DrawingRecord, Store, StoreError, token_matches
 from store.background import BackgroundWriter
 from store.leases import Lease, is_lease_lost
@@ -139,15 +142,17 @@ class BotRegistry:
         """Transcripts readable at ``/v1/bot/sessions``."""
         return len(self.live) + len(self.finished)
 
-    def open(self, shared: Shared) -> BotSession | None:
+    def open(self, shared: Shared, workers: Workers | None = None) -> BotSession | None:
         """A new session, or None when ``max_bot_sessions`` are already open — not counting one
         place for each session waiting for its room to resume it (a resume needs a connection
-        before its hello can name the session: `over_limit` refuses the others at hello)."""
+        before its hello can name the session: `over_limit` refuses the others at hello). Under
+        ``workers``, its id is one this worker owns (a resume landing elsewhere is relayed here)."""
         if len(self.live) >= self.settings.max_bot_sessions + len(self.expiries):
             return None
-        if self._words is None:
-            self._words = WordIndex(shared.guesser.labels, shared.vocabulary.form_index)
-        session = BotSession(shared, secrets.token_hex(6), related=self.related(), words=self._words)
+        session_id = secrets.token_hex(6)
+        while workers is not None and not workers.owns(session_id):
+            session_id = secrets.token_hex(6)
+        session = BotSession(shared, session_id, related=self.related(), words=self.words(shared))
         self.live[session.id] = session
         return session
 
@@ -386,7 +391,7 @@ class BotRegistry:
                 return None
         if session_id in self.live:  # taken over meanwhile by another resume on this process
             return None
-        session = BotSession(shared, session_id, related=self.related(), words=self._words_of(shared))
+        session = BotSession(shared, session_id, related=self.related(), words=self.words(shared))
         earlier = None
         if self.archive is not None:
             with contextlib.suppress(StoreError):
@@ -434,9 +439,10 @@ class BotRegistry:
             return None
         return stored
 
-    def _words_of(self, shared: Shared) -> WordIndex:
+    def words(self, shared: Shared) -> WordIndex:
+        """The word rule over the model's labels (``service.bot.words``), built once."""
         if self._words is None:
-            self._words = WordIndex(shared.guesser.labels, shared.vocabulary.form_index)
+            self._words = WordIndex(shared.guesser.labels, shared.vocabulary.lookup)
         return self._words
 
 
@@ -444,8 +450,10 @@ class Connection:
     """Reads frames, enforces limits, dispatches to the session, runs the speaking ticker."""
 
     def __init__(self, ws: WebSocket, session: BotSession, settings: Settings,
-                 registry: BotRegistry | None = None, client: str = "?") -> None:
+                 registry: BotRegistry | None = None, client: str = "?",
+                 workers: Workers | None = None) -> None:
         self.ws, self.session, self.settings, self.registry = ws, session, settings, registry
+        self.workers = workers  # `griffon serve --workers N`: a resume of another worker's room is relayed
         self.client = client  # the peer address: the room drawings' daily quota
         self.limit = RateLimit(settings.max_message_rate, settings.max_message_burst)
         burst = FLOOD_FACTOR * settings.max_message_burst
@@ -562,6 +570,8 @@ class Connection:
         negotiate(frame)  # unsupported_version, or version 2 fields from a version 1 room
         resume = frame.resume
         old = None
+        if resume is not None and await self._relayed_to_owner(resume.session):
+            return []
         if resume is not None and self.registry is not None:
             found = self.registry.live.get(resume.session)
             if found is not None and found.detached_at is None and found.holds_token(resume.token):
@@ -600,6 +610,16 @@ class Connection:
                 and self.session.version == 2:
             await registry.ownership.claim_room(self.session.id)  # before its memory is first written
         return frames + await self._welcome(welcome)
+
+    async def _relayed_to_owner(self, session_id: str) -> bool:
+        """Under ``--workers N``, a resume of a room another worker owns (its id says which) is
+        relayed there with its hello, for the rest of the socket's life; whether it was."""
+        workers = self.workers
+        if workers is None or workers.owns(session_id) or self.ws.scope.get(RELAYED):
+            return False
+        self.relayed, self.open, self.resumable = True, False, False
+        await relay(self.ws, workers, workers.owner(session_id), self.client, first=self.text)
+        return True
 
     async def _welcome(self, frames: list[Frame]) -> list[Frame]:
         """The welcome, once the room's memory with its new resume token is stored (a room that
@@ -738,14 +758,15 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
                            | {"retry_after": RETRY_AFTER_S})
         await ws.close(CLOSE_TRY_LATER, "at capacity")
         return
-    session = registry.open(shared)
+    workers: Workers | None = getattr(ws.app.state, "workers", None)
+    session = registry.open(shared, workers)
     if session is None:
         limit = registry.settings.max_bot_sessions
         shared.metrics.refused("server_full")
         await ws.send_json(error_frame("server_full", f"the server already holds {limit} bots"))
         await ws.close(CLOSE_FULL, "server full")
         return
-    connection = Connection(ws, session, registry.settings, registry, client_of(ws))
+    connection = Connection(ws, session, registry.settings, registry, client_of(ws), workers)
     try:
         await connection.run()
     except WebSocketDisconnect:
@@ -783,3 +804,43 @@ async def bot_transcript(
         raise NotFound(f"no bot session {session_id[:40]!r} readable with this key (the last {kept} "
                        "finished sessions are kept)", code="unknown_session")
     return transcript.to_dict()
+
+
+class WordsCheck(BaseModel):
+    """``POST /v1/words/check``: a room's word list and its language."""
+
+    model_config = ConfigDict(extra="forbid")
+    words: list[Text] = Field(min_length=1, max_length=MAX_CANDIDATES)
+    language: Literal["fr", "en"] = "fr"
+
+
+class WordChecked(BaseModel):
+    """One word: the categories the bot guesses it by (best first; empty: it cannot guess it)."""
+
+    word: str
+    categories: list[str]
+    french: list[str]
+
+
+class WordsChecked(BaseModel):
+    """Which words of a list the bot can guess, and under which categories."""
+
+    language: str
+    known: int
+    unknown: list[str]
+    words: list[WordChecked]
+
+
+@router.post("/v1/words/check")
+async def check_words(body: WordsCheck, shared: SharedDep, registry: BotsDep) -> WordsChecked:
+    """Read a whole word list as a round's candidates would be (``vocab.lookup``'s rule): which
+    words the bot can guess, under which categories, and which it cannot (ignored in a round)."""
+    words = registry.words(shared)
+    out = []
+    for text in body.words:
+        keys = words.keys(text, body.language)
+        french = [shared.french_word(k) for k in keys]
+        out.append(WordChecked(word=text, categories=list(keys), french=french))
+    unknown = list(dict.fromkeys(w.word for w in out if not w.categories))
+    return WordsChecked(language=body.language, known=sum(1 for w in out if w.categories), unknown=unknown,
+                        words=out)

@@ -39,7 +39,7 @@ from service.bot.protocol import (
     Verdict,
     version_2_fields,
 )
-from service.bot.words import WordIndex
+from service.bot.words import CandidateList, WordIndex
 from service.errors import ServiceError
 from service.frames import FrameError
 from service.inference import Overloaded
@@ -160,6 +160,9 @@ class Round:
     said: list[_Said] = field(default_factory=list)
     gestures: list[tuple[str, str]] = field(default_factory=list)
     found_by: str | None = None
+    spelling: dict[str, str] = field(default_factory=dict)  # label → the candidate as the room sent it
+    siblings: dict[str, tuple[str, ...]] = field(default_factory=dict)  # label → its candidate's labels
+    silent: bool = False  # no candidate names a label: the bot watches and never speaks
     events_from: int = 0  # the transcript's events before this round's (service.bot.memory)
 
 
@@ -176,7 +179,7 @@ class BotSession:
         self.id = session_id
         self.clock = clock
         self.related = related
-        self.words = words or WordIndex(shared.guesser.labels, shared.vocabulary.form_index)
+        self.words = words or WordIndex(shared.guesser.labels, shared.vocabulary.lookup)
         self.version: int | None = None
         self.analysis = False
         self.y = "down"  # which way the room's y axis points ("up": flipped on the way in)
@@ -250,7 +253,11 @@ class BotSession:
         """Start a round (replacing any round still open: version 2 sends its ``round_over`` first)."""
         if self.version == 1 and frame.pace is not None:
             raise FrameError("invalid_frame", "round_start: pace needs protocol version 2", frame.id)
-        candidates = self.resolve_candidates(frame.candidates, frame.language, frame.id)
+        read = self.read_candidates(frame.candidates, frame.language)
+        candidates = read.labels if read is not None else None
+        silent = candidates == []  # not one word the model can guess: it watches, never speaks
+        if silent:
+            candidates = None
         try:
             level = load_level(frame.difficulty)
         except AILevelError as error:
@@ -274,30 +281,30 @@ class BotSession:
             frame.round, frame.game, frame.language, level.name, candidates, frame.duration_s,
             seed, self.clock(), self.shared.guesser.session(candidates, top_k=ANALYSIS_TOP), policy, pace,
         )
+        if read is not None:
+            self.round.spelling, self.round.siblings, self.round.silent = read.spelling, read.siblings, silent
         self.round.events_from = len(self.transcript.events)
         self.transcript.rounds += 1
         self.transcript.add(
             "round_start", frame.round, 0.0, game=frame.game, language=frame.language,
             difficulty=level.name, candidates=candidates, seed=seed, duration_s=frame.duration_s, pace=pace,
+            **({"unknown": read.unknown} if read is not None and read.unknown else {}),
         )
-        count = None if candidates is None else len(candidates)
+        count = None if read is None else len(set(read.spelling.values()))
         ready: Frame = {"type": "round_ready", "round": frame.round, "difficulty": level.name,
                         "candidates": count, "seed": seed}
-        return [*frames, ready | ({"pace": pace} if self.version != 1 else {})]
+        if self.version != 1:
+            ready["pace"] = pace
+            if read is not None:
+                ready["unknown"] = read.unknown
+        return [*frames, ready]
 
-    def resolve_candidates(
-        self, candidates: list[str] | None, language: str, ref: Any = None,
-    ) -> list[str] | None:
-        """The model labels of a round's candidates (``service.bot.words``' rule), without repeats;
-        ``unknown_candidate`` names the words the model cannot guess."""
+    def read_candidates(self, candidates: list[str] | None, language: str) -> CandidateList | None:
+        """A round's candidates read by the word rule (``service.bot.words``): the labels to guess
+        among, the room's spelling of each, and the words the model cannot guess (ignored)."""
         if candidates is None:
             return None
-        keys = {text: self.words.key(text, language) for text in candidates}
-        unknown = [text for text, key in keys.items() if key is None]
-        if unknown:
-            shown = ", ".join(repr(u) for u in unknown[:10])
-            raise FrameError("unknown_candidate", f"the model cannot guess these candidates: {shown}", ref)
-        return list(dict.fromkeys(key for key in keys.values() if key is not None))
+        return self.words.candidates(candidates, language)
 
     def round_drawing(self, answer: str | None) -> DrawingRecord | None:
         """The drawing of the round in progress, for the database, when the room said
@@ -478,12 +485,14 @@ class BotSession:
     def on_player_guess(self, frame: PlayerGuess) -> list[Frame]:
         """Another player's guess: a wrong word is never said; a right one ends the bot's turn."""
         rnd = self._require_round(frame.id)
-        key = self.words.key(frame.text, rnd.language)
+        keys = self.words.keys(frame.text, rnd.language)
+        key = keys[0] if keys else None
         if frame.correct:
             rnd.found_by = rnd.found_by or frame.player
-        elif key is not None:
-            rnd.heard.add(key)
-            rnd.policy.heard(key)
+        else:
+            for word in keys:  # every category the word names (« phone »: both phones)
+                rnd.heard.add(word)
+                rnd.policy.heard(word)
         self.transcript.add("player_guess", rnd.round_id, self._now(), player=frame.player,
                             text=frame.text, key=key, correct=frame.correct)
         return []
@@ -507,13 +516,17 @@ class BotSession:
     def tick(self) -> Frame | None:
         """Ask the policy whether to speak now; a ``guess`` frame if it does."""
         rnd = self.round
-        if rnd is None or rnd.found_by is not None or rnd.session.stroke_count == 0:
+        if rnd is None or rnd.found_by is not None or rnd.silent or rnd.session.stroke_count == 0:
             return None
         now = self._now()
         say = rnd.policy.decide(now)
         if say is None:
             return None
-        text = say.word if rnd.language == "fr" else say.key
+        text = rnd.spelling.get(say.key) or (say.word if rnd.language == "fr" else say.key)
+        for sibling in rnd.siblings.get(say.key, ()):  # the candidate is said: its other labels too
+            if sibling != say.key:
+                rnd.heard.add(sibling)
+                rnd.policy.heard(sibling)
         said = _Said(self._next_guess_id, say.key, text)
         self._next_guess_id += 1
         rnd.said.append(said)
