@@ -158,7 +158,7 @@ ERRORS = [
     ("[1]", "bad_frame", "a frame must be a JSON object with a 'type'"),
     ({"type": "dance"}, "unknown_type", "unknown frame type 'dance' (known: hello, round_start, "
      "stroke_start, points, stroke_end, stroke, undo, clear, player_guess, verdict, round_end, "
-     "ping, bye)"),
+     "ping, bye, erase, fill, draw_turn, draw_stop)"),
     ('{"type": "points", "id": 7, "x": [NaN], "y": [1]}', "invalid_frame",
      "points: x.0: Input should be a finite number"),
     ({"type": "hello", "versions": [1]}, "already_greeted", "hello was already received"),
@@ -753,7 +753,7 @@ def test_the_word_rule_reads_case_spaces_articles_and_plurals_in_both_languages(
     from vocab.vocabulary import load_vocabulary
 
     vocabulary = load_vocabulary()
-    words = WordIndex(vocabulary.words.keys(), vocabulary.form_index)
+    words = WordIndex(vocabulary.words.keys(), vocabulary.lookup)
     for text in ("Cat", "CAT", "cat ", " the  cats ", "les chats", "Chats", "un chat", "A cat"):
         assert words.key(text, "fr") == words.key(text, "en") == "cat", text
     assert words.key("chapeaux") == "hat" and words.key("L'Avion") == "airplane"
@@ -761,6 +761,7 @@ def test_the_word_rule_reads_case_spaces_articles_and_plurals_in_both_languages(
     assert words.key("Crayon", "fr") == "pencil" and words.key("Crayon", "en") == "crayon"
     assert words.key("the eiffel towers", "en") == "The Eiffel Tower"
     assert words.key("licornx") is None and words.key("  ") is None and words.key("the") is None
+    assert words.key("chevaux") == "horse" and words.key("icecreams", "en") == "ice cream"  # lexicon, spacing
     assert comparison_form("  The   Cats! ") == "cats"
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from games.ai import AILevelError, KontourGuesser, load_level
 from model.strokes import DrawingError
-from service.bot.session import ANALYSIS_TOP, BotSession, Round, Transcript, _Said, instant, stroke_text
+from service.bot.session import ANALYSIS_TOP, BotSession, Round, Transcript, _Said, policy_level, stroke_text
 from service.errors import ServiceError
 from service.inference import Overloaded
 from store import BotRoomRecord, StoredBotRoom, hash_token
@@ -81,7 +81,7 @@ def snapshot(session: BotSession, key_id: str | None) -> BotRoomRecord:
             "said": [[s.guess_id, s.key, s.text] for s in rnd.said],
             "gestures": [list(g) for g in rnd.gestures], "found_by": rnd.found_by, "events": len(events),
             "spelling": dict(rnd.spelling), "siblings": {k: list(v) for k, v in rnd.siblings.items()},
-            "silent": rnd.silent,
+            "silent": rnd.silent, "reaction_s": rnd.reaction_s, "hold_s": rnd.hold_s,
         }
     state: Frame = {
         "format": FORMAT, "version": session.version, "analysis": session.analysis, "y": session.y,
@@ -188,12 +188,13 @@ async def _restore_round(session: BotSession, data: Frame, strokes: list[Any], a
         except (Overloaded, ServiceError):  # read with the next stroke
             probs = None
         recognizer.commit(probs)
-    human = pace == "human"
+    reaction = data.get("reaction_s")
+    reaction_s = float(reaction) if isinstance(reaction, int | float) and 0 <= reaction <= 10 else None
+    tuned = policy_level(level.kontour_guesser, pace, reaction_s)
     policy = KontourGuesser(
-        level=level.kontour_guesser if human else instant(level.kontour_guesser),
-        rng=random.Random(f"{seed}:{len(said)}:{len(strokes)}"), to_french=session._word,
+        level=tuned, rng=random.Random(f"{seed}:{len(said)}:{len(strokes)}"), to_french=session._word,
         related=session.related, candidates=candidates, turn_length=duration,
-        pause_s=level.kontour_guesser.reaction_s if human else None,
+        pause_s=tuned.reaction_s if pace == "human" else None,
     )
     policy.new_turn(0.0, candidates)
     policy.said = [s.key for s in said]  # never said again
@@ -214,6 +215,9 @@ async def _restore_round(session: BotSession, data: Frame, strokes: list[Any], a
     rnd.spelling = {str(k): str(v) for k, v in spelling.items()}
     rnd.siblings = {str(k): tuple(str(w) for w in v) for k, v in siblings.items() if isinstance(v, list)}
     rnd.silent = data.get("silent") is True
+    rnd.reaction_s = reaction_s
+    hold = data.get("hold_s")
+    rnd.hold_s = float(hold) if isinstance(hold, int | float) and 0 <= hold <= 600 else 0.0
     rnd.events_from = len(session.transcript.events)  # this round's events follow
     probs_now = recognizer.probabilities()
     if probs_now:

@@ -59,12 +59,18 @@ from fastapi import APIRouter, Depends, Header, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import HTTPConnection
 
+from service.bot.drawing import Declined, Step
 from service.bot.keys import BotKeys, KeyRefused, presented_key
 from service.bot.memory import BadMemory, restore, snapshot
 from service.bot.protocol import (
     MAX_CANDIDATES,
+    V2_TYPES,
     Bye,
     Clear,
+    DrawStop,
+    DrawTurn,
+    Erase,
+    Fill,
     Hello,
     Ping,
     PlayerGuess,
@@ -466,6 +472,9 @@ class Connection:
         self.resumable = True  # False after bye or flooding: the session ends with the socket
         self.relayed = False  # the socket was carried to the replica that holds its room
         self.text: str | None = None  # the frame being handled, as received (a hello to relay)
+        self.drawing: asyncio.Task[None] | None = None  # the bot's drawing turn being streamed
+        self.drawing_turn: Any = None
+        self.drawn = 0  # strokes of that turn begun so far
 
     async def send(self, frame: Frame) -> None:
         """Send one frame (serialised: the reader and the ticker both send)."""
@@ -501,6 +510,8 @@ class Connection:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
+            if self.drawing is not None:
+                self.drawing.cancel()
 
     async def _handle(self, text: str | None, data: bytes | None) -> None:
         if not self.limit.allow():  # every frame counts, whatever its type (ping, points...)
@@ -681,7 +692,27 @@ class Connection:
 
     async def _apply(self, frame: Any) -> list[Frame]:
         s = self.session
+        if s.version == 1 and frame.type in V2_TYPES:
+            raise FrameError("invalid_frame", f"{frame.type} needs protocol version 2", frame.id)
         match frame:
+            case Erase():
+                return await s.on_erase(frame)
+            case Fill():
+                return []  # the recognizer reads lines: a fill changes none
+            case DrawTurn():
+                stopped = await self._stop_drawing()
+                try:
+                    steps = s.on_draw_turn(frame)
+                except Declined as declined:
+                    return [*stopped, {"type": "draw_declined", "turn": frame.turn, "word": frame.word,
+                                       "reason": declined.reason, "message": declined.message}]
+                for reply in stopped:
+                    await self.send(reply)
+                self.drawing_turn, self.drawn = frame.turn, 0
+                self.drawing = asyncio.create_task(self._draw(steps))
+                return []
+            case DrawStop():
+                return await self._stop_drawing()
             case RoundStart():
                 async with self.speaking:  # a guess of the round it replaces is sent before that round ends
                     return s.on_round_start(frame)
@@ -720,6 +751,29 @@ class Connection:
                 await self.close(1000, "bye")
                 return []
         raise FrameError("unknown_type", f"unhandled frame {type(frame).__name__}")
+
+    async def _draw(self, steps: list[Step]) -> None:
+        """Send a drawing turn's frames, each at its time."""
+        start = time.monotonic()
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+            for step in steps:
+                delay = start + step.at - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if step.frame["type"] == "draw_points" and step.frame["stroke"] >= self.drawn:
+                    self.drawn = step.frame["stroke"] + 1
+                await self.send(step.frame)
+        self.drawing = None
+
+    async def _stop_drawing(self) -> list[Frame]:
+        """End the drawing turn in progress: its ``draw_done`` (``stopped: true``), or nothing."""
+        task, self.drawing = self.drawing, None
+        if task is None or task.done():
+            return []
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return [{"type": "draw_done", "turn": self.drawing_turn, "strokes": self.drawn, "stopped": True}]
 
     async def _tick(self) -> None:
         period = self.settings.bot_tick_s

@@ -28,10 +28,13 @@ from games.ai import AILevelError, KontourGuesser, load_level
 from games.ai.base import Related, no_relations
 from games.ai.levels import KontourGuesserLevel
 from model.strokes import DrawingError
+from service.bot import drawing
 from service.bot.protocol import (
     PACES,
     PROTOCOL,
     SUPPORTED_VERSIONS,
+    DrawTurn,
+    Erase,
     Hello,
     PlayerGuess,
     RoundEnd,
@@ -61,6 +64,15 @@ def negotiate(frame: Hello) -> int:
     if common[-1] == 1 and (fields := version_2_fields(frame)):
         raise FrameError("invalid_frame", f"hello: {', '.join(fields)} needs protocol version 2", frame.id)
     return common[-1]
+
+
+def policy_level(level: KontourGuesserLevel, pace: str, reaction_s: float | None) -> KontourGuesserLevel:
+    """The guesser's level for a round: the pace's, with the room's ``reaction_s`` if it gave one."""
+    out = level if pace == "human" else instant(level)
+    if reaction_s is not None:
+        out = out.model_copy(update={"reaction_s": reaction_s,
+                                     "reaction_jitter": level.reaction_jitter if reaction_s > 0 else 0.0})
+    return out
 
 
 def instant(level: KontourGuesserLevel) -> KontourGuesserLevel:
@@ -163,6 +175,8 @@ class Round:
     spelling: dict[str, str] = field(default_factory=dict)  # label → the candidate as the room sent it
     siblings: dict[str, tuple[str, ...]] = field(default_factory=dict)  # label → its candidate's labels
     silent: bool = False  # no candidate names a label: the bot watches and never speaks
+    reaction_s: float | None = None  # the room's reading time (round_start.reaction_s)
+    hold_s: float = 0.0  # the bot says nothing before this long after the round's start
     events_from: int = 0  # the transcript's events before this round's (service.bot.memory)
 
 
@@ -191,6 +205,7 @@ class BotSession:
         self.transcript = Transcript(session_id, None, None, self.settings.transcript_bytes)
         self.budget_key = f"bot:{session_id}"
         self._next_guess_id = 1
+        self.artist: Any = None  # the AI drawer of this session's drawing turns (made on the first)
 
     # -- handshake and rounds ------------------------------------------------------------------
     def on_hello(self, frame: Hello, resumed: bool = False) -> list[Frame]:
@@ -210,7 +225,8 @@ class BotSession:
         if self.version < 2:
             return [welcome]
         self.resume_token = secrets.token_urlsafe(24)  # a new one at every welcome
-        welcome |= {"resume_token": self.resume_token, "resumed": resumed, "y": self.y, "paces": list(PACES)}
+        welcome |= {"resume_token": self.resume_token, "resumed": resumed, "y": self.y, "paces": list(PACES),
+                    "draws": True}
         if resumed and self.round is not None:
             rnd = self.round
             welcome["round"] = {"round": rnd.round_id, "strokes": rnd.session.stroke_count,
@@ -251,8 +267,9 @@ class BotSession:
 
     def on_round_start(self, frame: RoundStart) -> list[Frame]:
         """Start a round (replacing any round still open: version 2 sends its ``round_over`` first)."""
-        if self.version == 1 and frame.pace is not None:
-            raise FrameError("invalid_frame", "round_start: pace needs protocol version 2", frame.id)
+        if self.version == 1 and (fields := version_2_fields(frame)):
+            raise FrameError("invalid_frame", f"round_start: {', '.join(fields)} needs protocol version 2",
+                             frame.id)
         read = self.read_candidates(frame.candidates, frame.language)
         candidates = read.labels if read is not None else None
         silent = candidates == []  # not one word the model can guess: it watches, never speaks
@@ -270,11 +287,11 @@ class BotSession:
                 frames.append(self._round_over(old, "replaced"))
         pace = frame.pace or "human"
         seed = frame.seed if frame.seed is not None else secrets.randbelow(2**31)
-        human = pace == "human"
+        tuned = policy_level(level.kontour_guesser, pace, frame.reaction_s)
         policy = KontourGuesser(
-            level=level.kontour_guesser if human else instant(level.kontour_guesser),
-            rng=random.Random(seed), to_french=self._word, related=self.related, candidates=candidates,
-            turn_length=frame.duration_s, pause_s=level.kontour_guesser.reaction_s if human else None,
+            level=tuned, rng=random.Random(seed), to_french=self._word, related=self.related,
+            candidates=candidates, turn_length=frame.duration_s,
+            pause_s=tuned.reaction_s if pace == "human" else None,
         )
         policy.new_turn(0.0, candidates)
         self.round = Round(
@@ -283,12 +300,15 @@ class BotSession:
         )
         if read is not None:
             self.round.spelling, self.round.siblings, self.round.silent = read.spelling, read.siblings, silent
+        self.round.reaction_s, self.round.hold_s = frame.reaction_s, frame.hold_s or 0.0
         self.round.events_from = len(self.transcript.events)
         self.transcript.rounds += 1
         self.transcript.add(
             "round_start", frame.round, 0.0, game=frame.game, language=frame.language,
             difficulty=level.name, candidates=candidates, seed=seed, duration_s=frame.duration_s, pace=pace,
             **({"unknown": read.unknown} if read is not None and read.unknown else {}),
+            **({"reaction_s": frame.reaction_s} if frame.reaction_s is not None else {}),
+            **({"hold_s": frame.hold_s} if frame.hold_s is not None else {}),
         )
         count = None if read is None else len(set(read.spelling.values()))
         ready: Frame = {"type": "round_ready", "round": frame.round, "difficulty": level.name,
@@ -297,6 +317,9 @@ class BotSession:
             ready["pace"] = pace
             if read is not None:
                 ready["unknown"] = read.unknown
+            for name in ("reaction_s", "hold_s"):
+                if getattr(frame, name) is not None:
+                    ready[name] = getattr(frame, name)
         return [*frames, ready]
 
     def read_candidates(self, candidates: list[str] | None, language: str) -> CandidateList | None:
@@ -445,6 +468,81 @@ class BotSession:
             return self.on_clear(ref)
         return self._after_change(rnd, "undo", time.perf_counter())
 
+    async def on_erase(self, frame: Erase) -> list[Frame]:
+        """The drawer erased one stroke or a region: the drawing is read again without it (the
+        bot keeps what it believed, as after an undo); nothing erased, nothing done."""
+        rnd = self._require_round(frame.id)
+        if (frame.stroke is None) == (frame.region is None):
+            raise FrameError("invalid_frame", "erase: give either stroke or region", frame.id)
+        if rnd.open_stroke is not None:
+            raise FrameError("stroke_open", "a stroke is open: send stroke_end before erasing", frame.id)
+        if frame.stroke is not None:
+            if frame.stroke >= len(rnd.strokes):
+                raise FrameError("no_stroke", f"no stroke {frame.stroke} on the canvas "
+                                 f"({len(rnd.strokes)} strokes)", frame.id)
+            kept = rnd.strokes[:frame.stroke] + rnd.strokes[frame.stroke + 1:]
+        else:
+            region = frame.region
+            assert region is not None
+            y0, y1 = (region.y, region.y + region.h)
+            if self.y == "up":  # the strokes are kept with y pointing down
+                y0, y1 = -y1, -y0
+            kept = erase_region(rnd.strokes, region.x, region.x + region.w, y0, y1)
+            if kept == rnd.strokes:
+                return []
+            if len(kept) > self.settings.max_strokes:
+                raise FrameError("too_many_strokes", "this erase would cut the drawing into more than "
+                                 f"{self.settings.max_strokes} strokes", frame.id)
+        if not kept:
+            return self.on_clear(frame.id)
+        started = time.perf_counter()
+        recognizer = rnd.session
+
+        def stage_all() -> Any:
+            """The drawing staged again from its first stroke (in the preprocessing threads)."""
+            recognizer.clear()
+            for stroke in kept[:-1]:
+                recognizer.stage(stroke)
+                recognizer.commit(None)
+            return recognizer.stage(kept[-1])
+
+        try:
+            self.shared.spend_points(self.budget_key, sum(len(s[0]) for s in kept))
+            probs = await self.shared.inference.recognize(stage_all, key=self.budget_key)
+        except Overloaded:
+            probs = None  # staged: read again with the next stroke
+        except DrawingError as error:
+            raise FrameError("bad_drawing", f"the erased drawing cannot be read: {error}",
+                             frame.id) from error
+        except ServiceError as error:  # over the session's budget, before any work: nothing erased
+            raise FrameError(error.code, error.message, frame.id) from error
+        rnd.stroke_points[:] = [len(stroke[0]) for stroke in kept]
+        rnd.strokes[:] = kept
+        rnd.stroke_texts[:] = [stroke_text(stroke) for stroke in kept]
+        if self.round is not rnd:
+            return []
+        recognizer.commit(probs)
+        return self._after_change(rnd, "erase", started)
+
+    def on_draw_turn(self, frame: DrawTurn) -> list[drawing.Step]:
+        """The bot's turn to draw ``frame.word``: the timed frames of a real drawing of it;
+        `drawing.Declined` when it names nothing the bot can draw."""
+        if self.artist is None:
+            self.artist = drawing.drawer(frame.seed if frame.seed is not None else secrets.randbelow(2**31))
+        elif frame.seed is not None:
+            self.artist.rng.seed(frame.seed)
+        categories = self.words.lookup.categories(frame.word, frame.language)
+        try:
+            key = drawing.choose(self.artist, categories, frame.word)
+            steps = drawing.plan(self.artist, key, frame.turn, frame.word, frame.width, frame.height,
+                                 frame.duration_s, y_up=self.y == "up")
+        except drawing.Declined as declined:
+            self.transcript.add("draw_declined", frame.turn, None, word=frame.word, reason=declined.reason)
+            raise
+        self.transcript.add("draw_turn", frame.turn, None, word=frame.word, label=key,
+                            strokes=steps[0].frame["strokes"], duration_s=steps[0].frame["duration_s"])
+        return steps
+
     def on_clear(self, ref: Any) -> list[Frame]:
         """Empty canvas: the policy forgets what it saw, but never repeats a word of this round."""
         rnd = self._require_round(ref)
@@ -519,6 +617,8 @@ class BotSession:
         if rnd is None or rnd.found_by is not None or rnd.silent or rnd.session.stroke_count == 0:
             return None
         now = self._now()
+        if now < rnd.hold_s:  # the people at the table have a go first
+            return None
         say = rnd.policy.decide(now)
         if say is None:
             return None
@@ -559,6 +659,24 @@ class BotSession:
     def _word(self, key: str) -> str:
         return self.shared.french_word(key)
 
+
+
+def erase_region(strokes: list[list[list[float]]], x0: float, x1: float, y0: float,
+                 y1: float) -> list[list[list[float]]]:
+    """The strokes without their points inside the rectangle: a stroke crossing it is cut in two."""
+    out: list[list[list[float]]] = []
+    for xs, ys, ts in strokes:
+        run: list[int] = []
+        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+            if x0 <= x <= x1 and y0 <= y <= y1:
+                if run:
+                    out.append([[xs[j] for j in run], [ys[j] for j in run], [ts[j] for j in run]])
+                run = []
+            else:
+                run.append(i)
+        if run:
+            out.append([[xs[j] for j in run], [ys[j] for j in run], [ts[j] for j in run]])
+    return out
 
 
 def stroke_text(stroke: list[list[float]]) -> str:
