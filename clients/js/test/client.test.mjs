@@ -138,7 +138,7 @@ test("y up on a v2 server that says it flips: the client sends y as it is", asyn
 test("every error frame is a typed error event; a refused startRound rejects", async () => {
   const server = new FakeServer((frame, socket) => {
     if (frame.type === "round_start") {
-      socket.reply({ type: "error", code: "unknown_candidate", message: "no 'zz'", ref: frame.id });
+      socket.reply({ type: "error", code: "unknown_difficulty", message: "no level zz", ref: frame.id });
     } else {
       server.standard(frame, socket);
     }
@@ -147,9 +147,9 @@ test("every error frame is a typed error event; a refused startRound rejects", a
   const seen = [];
   bot.on("error", (error) => seen.push(error));
   await assert.rejects(bot.startRound({ round: 1, candidates: ["zz"] }),
-    (error) => error instanceof GriffonBotError && error.code === "unknown_candidate" && !error.local);
+    (error) => error instanceof GriffonBotError && error.code === "unknown_difficulty" && !error.local);
   server.last.reply({ type: "error", code: "rate_limited", message: "slow down" });
-  assert.deepEqual(seen.map((error) => error.code), ["unknown_candidate", "rate_limited"]);
+  assert.deepEqual(seen.map((error) => error.code), ["unknown_difficulty", "rate_limited"]);
   assert.equal(seen[0].ref, server.sentOf("round_start")[0].id);
   await bot.close();
 });
