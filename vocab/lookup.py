@@ -19,8 +19,10 @@ Every part of Griffon that reads a word as a category calls :meth:`WordLookup.ca
    ``pommes de terre`` → ``pomme de terre``); then, in either language, without a final ``s`` or
    ``x`` (``chapeaux``), or in English ``es`` (``buses``).
 
-An alias may name several categories (``phone`` → cell phone, telephone): the first is the one a
-single-category caller gets. Unknown: an empty tuple.
+An alias may name several categories (``phone`` → cell phone, telephone; the most drawn first):
+:meth:`WordLookup.categories` gives them all (a round's candidates, a drawing turn); a caller that
+needs one category (:meth:`WordLookup.category`: the vocabulary, a round's answer) gets None for
+such a word, as for an unknown one. Unknown: an empty tuple.
 """
 
 from __future__ import annotations
@@ -179,9 +181,10 @@ class WordLookup:
         return ()
 
     def category(self, text: str, language: str = "fr", keys_first: bool = True) -> str | None:
-        """The first category ``text`` names, or None."""
+        """The one category ``text`` names; None when it names none, or several (``phone``,
+        ``boat``: a caller that needs one category cannot tell which)."""
         found = self.categories(text, language, keys_first)
-        return found[0] if found else None
+        return found[0] if len(found) == 1 else None
 
     def _lemmas(self, form: str) -> Iterable[str]:
         """The form with its words replaced by their French noun lemmas (DELA), where they differ."""

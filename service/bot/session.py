@@ -584,16 +584,25 @@ class BotSession:
         """Another player's guess: a wrong word is never said; a right one ends the bot's turn."""
         rnd = self._require_round(frame.id)
         keys = self.words.keys(frame.text, rnd.language)
-        key = keys[0] if keys else None
+        key = keys[0] if len(keys) == 1 else None
         if frame.correct:
             rnd.found_by = rnd.found_by or frame.player
         else:
-            for word in keys:  # every category the word names (« phone »: both phones)
+            for word in self._wrong(rnd, keys):
                 rnd.heard.add(word)
                 rnd.policy.heard(word)
         self.transcript.add("player_guess", rnd.round_id, self._now(), player=frame.player,
                             text=frame.text, key=key, correct=frame.correct)
         return []
+
+    def _wrong(self, rnd: Round, keys: tuple[str, ...]) -> tuple[str, ...]:
+        """The labels a player's wrong word rules out: the one it names; a word naming several
+        (« phone ») rules out a candidate read the same way (the room's « phones »), not each
+        category (the answer may be the « telephone » candidate)."""
+        if len(keys) <= 1:
+            return keys
+        return tuple(k for k in keys if rnd.spelling.get(k) is not None
+                     and self.words.keys(rnd.spelling[k], rnd.language) == keys)
 
     def on_verdict(self, frame: Verdict) -> list[Frame]:
         """The room judged one of the bot's guesses (and the drawer may have gestured)."""

@@ -2,9 +2,10 @@
 one rule of ``vocab.lookup``, kept to the labels the model knows.
 
 ``WordIndex.keys(text, language)`` gives the labels a word stands for, best first (``phone`` →
-cell phone, telephone); ``WordIndex.key`` the first of them, or None. See ``vocab/lookup.py`` for
-the rule (a category key as it is, then case, accents, articles, plurals, spacing and the
-aliases of ``vocab/data/aliases.yaml``, the round's language first).
+cell phone, telephone); ``WordIndex.key`` the one label a word names, or None (none, or
+several). See ``vocab/lookup.py`` for the rule (a category key as it is, then case, accents,
+articles, plurals, spacing and the aliases of ``vocab/data/aliases.yaml``, the round's language
+first).
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ class WordIndex:
         return tuple(k for k in self.lookup.categories(text, language) if k in self.labels)
 
     def key(self, text: str, language: str = "fr") -> str | None:
-        """The first label ``text`` names, or None."""
+        """The one label ``text`` names; None when it names none or several (``phone``)."""
         found = self.keys(text, language)
-        return found[0] if found else None
+        return found[0] if len(found) == 1 else None
 
     def candidates(self, texts: Sequence[str], language: str = "fr") -> CandidateList:
         """Read a round's candidates: each label goes to the candidate naming it most directly
