@@ -59,7 +59,7 @@ from fastapi import APIRouter, Depends, Header, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import HTTPConnection
 
-from service.bot.drawing import Declined, Step
+from service.bot.drawing import Declined, Step, drawings
 from service.bot.keys import BotKeys, KeyRefused, presented_key
 from service.bot.memory import BadMemory, restore, snapshot
 from service.bot.protocol import (
@@ -700,6 +700,7 @@ class Connection:
             case Fill():
                 return []  # the recognizer reads lines: a fill changes none
             case DrawTurn():
+                await asyncio.to_thread(drawings)  # the drawing pack, read once, off the event loop
                 stopped = await self._stop_drawing()
                 try:
                     steps = s.on_draw_turn(frame)
