@@ -5,6 +5,7 @@ guess carries the candidate exactly as the room sent it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import json
 from collections.abc import Iterator
@@ -92,3 +93,28 @@ def test_a_round_ignores_unknown_words_and_guesses_with_the_rooms_spelling(serve
     for guess in said:
         assert guess["text"] == spelled[guess["label"]], guess  # exactly as the room sent it
     assert over["said"] == [g["text"] for g in said]
+
+
+def test_a_round_of_words_the_model_cannot_guess_starts_and_the_bot_stays_silent(server: Server) -> None:
+    (xs, ys, ts), = shape("square", np.random.default_rng(3))
+
+    async def scenario() -> tuple[dict, list[dict]]:
+        async with websockets.connect(server.ws_url + "/v1/bot", open_timeout=patient(10)) as ws:
+            await ws.send(json.dumps({"type": "hello", "versions": [2]}))
+            await asyncio.wait_for(ws.recv(), patient(10))
+            await ws.send(json.dumps({"type": "round_start", "round": 1, "language": "en",
+                                      "candidates": ["licornx", "dinosaur"], "pace": "instant",
+                                      "difficulty": "hard"}))
+            ready = json.loads(await asyncio.wait_for(ws.recv(), patient(10)))
+            for cut in (3, 6, len(xs)):
+                await ws.send(json.dumps({"type": "stroke", "stroke": [xs[:cut], ys[:cut], ts[:cut]]}))
+            frames = []
+            with contextlib.suppress(TimeoutError):
+                while True:
+                    frames.append(json.loads(await asyncio.wait_for(ws.recv(), patient(2))))
+            return ready, frames
+
+    ready, frames = asyncio.run(scenario())
+    assert ready["type"] == "round_ready" and ready["candidates"] == 0
+    assert ready["unknown"] == ["licornx", "dinosaur"]
+    assert [f for f in frames if f["type"] in ("guess", "error")] == []
