@@ -18,7 +18,8 @@ import pytest
 from service.app import start_shared
 from service.bot.memory import BadMemory, restore, seal, snapshot, unseal
 from service.bot.protocol import Hello, PlayerGuess, RoundStart, Verdict
-from service.bot.session import BotSession, stroke_text
+from service.bot.session import BotSession
+from service.bot.strokes import stroke_text
 from service.settings import Settings
 from store import BadRecord, BotRoomRecord, hash_token, open_store
 from store.background import BackgroundWriter

@@ -771,7 +771,7 @@ def test_the_instant_pace_speaks_at_the_stroke_and_the_human_pace_after_reading_
     import random
 
     from games.ai import KontourGuesser, load_level
-    from service.bot.session import instant
+    from service.bot.pace import instant
 
     level = load_level("normal").kontour_guesser
     fast = KontourGuesser(level=instant(level), rng=random.Random(0))

@@ -36,10 +36,11 @@ from service.bot.protocol import (
     Undo,
     Verdict,
     WholeStroke,
+    negotiate,
     parse_frame,
 )
 from service.bot.registry import BotRegistry
-from service.bot.session import BotSession, Frame, negotiate
+from service.bot.session import BotSession, Frame
 from service.frames import FrameError, error_frame
 from service.ratelimit import RateLimit
 from service.settings import Settings

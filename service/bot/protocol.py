@@ -274,3 +274,15 @@ def _describe(error: ValidationError) -> str:
         where = ".".join(str(p) for p in item["loc"][1:])  # drop the union tag
         parts.append(f"{where}: {item['msg']}" if where else item["msg"])
     return "; ".join(parts)
+
+
+def negotiate(frame: Hello) -> int:
+    """The highest version both the room and this server speak; ``unsupported_version`` otherwise.
+    A room that can only speak version 1 may not send version 2 fields."""
+    common = sorted(set(frame.versions) & set(SUPPORTED_VERSIONS))
+    if not common:
+        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+        raise FrameError("unsupported_version", f"this server speaks versions {supported}", frame.id)
+    if common[-1] == 1 and (fields := version_2_fields(frame)):
+        raise FrameError("invalid_frame", f"hello: {', '.join(fields)} needs protocol version 2", frame.id)
+    return common[-1]

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from service.bot.keys import BotKeys
 from service.bot.memory import BadMemory, restore, snapshot
-from service.bot.session import BotSession, Frame, Transcript
+from service.bot.session import BotSession, Frame
+from service.bot.transcript import Transcript
 from service.bot.words import WordIndex
 from service.settings import Settings
 from service.shared import Shared

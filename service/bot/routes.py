@@ -44,10 +44,11 @@ there (`service.workers.relay`), so a room resumes wherever its new socket lands
 ``POST /v1/words/check`` reads a room's whole word list by the word rule (``vocab.lookup``): which
 words the bot can guess, under which categories.
 
-The package, by job: `service.bot.protocol` (the frames), `.session` (one bot: rounds, policy,
-transcript), `.words` (the word rule on the model's labels), `.drawing` (the bot's drawing turn),
-`.memory` (a room's memory as data), `.keys` (API keys), `.registry` (the sessions of a process),
-`.connection` (one socket), and this module (the routes).
+The package, by job: `service.bot.protocol` (the frames, version negotiation), `.session` (one
+bot: rounds, policy), `.pace`, `.transcript`, `.strokes`, `.words` (the word rule on the model's
+labels), `.drawing` (the bot's drawing turn), `.memory` (a room's memory as data), `.keys` (API
+keys), `.registry` (the sessions of a process), `.connection` (one socket), and this module (the
+routes).
 
 Close codes: 1000 after ``bye``; 4408 idle for ``bot_idle_timeout_s``; 4429 a client that keeps
 flooding past the rate limit (dropped frames of any type, see :class:`Connection`); 4503 the

@@ -6,17 +6,14 @@ asks it, on every tick of a real clock (injected, so tests may drive it), whethe
 Inference goes through the app's shared :class:`service.inference.BatchInference`, with the
 session's id as the key of its fair share of the preprocessing threads and of its point budget.
 
-Paces (protocol version 2, ``round_start.pace``): ``human`` keeps the level's pacing (a line is
-read ``reaction_s`` after it is drawn, a word is typed before it is said; a single line is enough
-once the drawer paused for ``reaction_s``); ``instant`` reads and types in no time, needs one
-line, and says at most ``INSTANT_WORDS_PER_S`` words a second. A session outlives its socket when
-the room may resume it (version 2): :meth:`BotSession.detach`, then ``on_hello(..., resumed=True)``.
+Paces: `service.bot.pace` (a single line is enough once the drawer paused for ``reaction_s``).
+A session outlives its socket when the room may resume it (version 2): :meth:`BotSession.detach`,
+then ``on_hello(..., resumed=True)``. The bot's drawing turn: `service.bot.drawing`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import secrets
 import time
@@ -26,13 +23,12 @@ from typing import Any
 
 from games.ai import AILevelError, KontourGuesser, load_level
 from games.ai.base import Related, no_relations
-from games.ai.levels import KontourGuesserLevel
 from model.strokes import DrawingError
 from service.bot import drawing
+from service.bot.pace import policy_level
 from service.bot.protocol import (
     PACES,
     PROTOCOL,
-    SUPPORTED_VERSIONS,
     DrawTurn,
     Erase,
     Hello,
@@ -40,8 +36,11 @@ from service.bot.protocol import (
     RoundEnd,
     RoundStart,
     Verdict,
+    negotiate,
     version_2_fields,
 )
+from service.bot.strokes import erase_region, stroke_text
+from service.bot.transcript import Transcript
 from service.bot.words import CandidateList, WordIndex
 from service.errors import ServiceError
 from service.frames import FrameError
@@ -51,95 +50,6 @@ from store import DrawingRecord
 
 Frame = dict[str, Any]
 ANALYSIS_TOP = 3
-INSTANT_WORDS_PER_S = 4.0  # the instant pace's most words a second (a word per stroke, no spam)
-
-
-def negotiate(frame: Hello) -> int:
-    """The highest version both the room and this server speak; ``unsupported_version`` otherwise.
-    A room that can only speak version 1 may not send version 2 fields."""
-    common = sorted(set(frame.versions) & set(SUPPORTED_VERSIONS))
-    if not common:
-        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
-        raise FrameError("unsupported_version", f"this server speaks versions {supported}", frame.id)
-    if common[-1] == 1 and (fields := version_2_fields(frame)):
-        raise FrameError("invalid_frame", f"hello: {', '.join(fields)} needs protocol version 2", frame.id)
-    return common[-1]
-
-
-def policy_level(level: KontourGuesserLevel, pace: str, reaction_s: float | None) -> KontourGuesserLevel:
-    """The guesser's level for a round: the pace's, with the room's ``reaction_s`` if it gave one."""
-    out = level if pace == "human" else instant(level)
-    if reaction_s is not None:
-        out = out.model_copy(update={"reaction_s": reaction_s,
-                                     "reaction_jitter": level.reaction_jitter if reaction_s > 0 else 0.0})
-    return out
-
-
-def instant(level: KontourGuesserLevel) -> KontourGuesserLevel:
-    """The level's judgement (noise, thresholds, gestures) with no reading nor typing time."""
-    return level.model_copy(update={
-        "reaction_s": 0.0, "reaction_jitter": 0.0, "min_strokes": 1, "type_base_s": 0.0,
-        "type_char_s": 0.0, "max_guesses_per_s": max(level.max_guesses_per_s, INSTANT_WORDS_PER_S),
-    })
-
-
-class Transcript:
-    """What one bot session saw and said, turn by turn, bounded in bytes (later events are dropped).
-
-    Readable only with its ``key`` (given to the room in ``welcome``); ``limit`` counts the JSON
-    bytes of the events.
-    """
-
-    def __init__(self, session_id: str, room: str | None, name: str | None, limit: int) -> None:
-        self.session_id = session_id
-        self.key = secrets.token_urlsafe(18)
-        self.room = room
-        self.name = name
-        self.limit = limit
-        self.started_at = time.time()
-        self.ended_at: float | None = None
-        self.events: list[Frame] = []
-        self.bytes = 0
-        self.dropped = 0
-        self.rounds = 0
-        self.guesses = 0
-
-    def readable_with(self, key: str) -> bool:
-        """Whether ``key`` is this transcript's key (constant-time comparison)."""
-        return secrets.compare_digest(key.encode(), self.key.encode())
-
-    def add(self, kind: str, round_id: Any, t: float | None, **data: Any) -> None:
-        """Record one event (``t``: seconds since the round started), if it fits in ``limit`` bytes."""
-        self.add_event({"kind": kind, "round": round_id, "t": None if t is None else round(t, 3)} | data)
-
-    def add_event(self, event: Frame) -> None:
-        """Record one event as it is (a stored one), if it fits in ``limit`` bytes."""
-        size = len(json.dumps(event, ensure_ascii=False).encode("utf-8"))
-        if self.bytes + size > self.limit:
-            self.dropped += 1
-            return
-        self.bytes += size
-        self.events.append(event)
-
-    def summary(self) -> Frame:
-        """The transcript without its events."""
-        return {
-            "id": self.session_id,
-            "room": self.room,
-            "name": self.name,
-            "live": self.ended_at is None,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "rounds": self.rounds,
-            "guesses": self.guesses,
-            "events": len(self.events),
-            "bytes": self.bytes,
-            "dropped_events": self.dropped,
-        }
-
-    def to_dict(self) -> Frame:
-        """The whole transcript, JSON-ready."""
-        return self.summary() | {"events": self.events, "event_count": len(self.events)}
 
 
 @dataclass
@@ -668,29 +578,6 @@ class BotSession:
     def _word(self, key: str) -> str:
         return self.shared.french_word(key)
 
-
-
-def erase_region(strokes: list[list[list[float]]], x0: float, x1: float, y0: float,
-                 y1: float) -> list[list[list[float]]]:
-    """The strokes without their points inside the rectangle: a stroke crossing it is cut in two."""
-    out: list[list[list[float]]] = []
-    for xs, ys, ts in strokes:
-        run: list[int] = []
-        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
-            if x0 <= x <= x1 and y0 <= y <= y1:
-                if run:
-                    out.append([[xs[j] for j in run], [ys[j] for j in run], [ts[j] for j in run]])
-                run = []
-            else:
-                run.append(i)
-        if run:
-            out.append([[xs[j] for j in run], [ys[j] for j in run], [ts[j] for j in run]])
-    return out
-
-
-def stroke_text(stroke: list[list[float]]) -> str:
-    """A kept stroke as compact JSON, encoded once: a room's stored memory is made of them."""
-    return json.dumps(stroke, separators=(",", ":"), allow_nan=False)
 
 
 def _level_names() -> list[str]:
