@@ -236,3 +236,22 @@ def test_a_hold_window_keeps_the_bot_quiet_and_reaction_s_is_echoed(server: Serv
     ready, said = asyncio.run(scenario(3.0))
     assert ready["hold_s"] == 3.0 and ready["reaction_s"] == 0.2
     assert said and min(said) >= 3.0 - 0.05  # nothing before the window closed, then the bot speaks
+
+
+def test_a_rooms_reaction_time_replaces_the_paces_reading_time() -> None:
+    """On a fake clock: instant with ``reaction_s`` keeps instant's judgement (one line, no typing)
+    and reads each stroke in about ``reaction_s``; human with it reads in that time, then types."""
+    import random
+
+    from games.ai import KontourGuesser, load_level
+    from service.bot.pace import policy_level
+
+    level = load_level("normal").kontour_guesser
+    tuned = policy_level(level, "instant", 1.0)
+    assert (tuned.reaction_s, tuned.min_strokes, tuned.type_base_s) == (1.0, 1, 0.0)
+    assert policy_level(level, "human", None) == level and policy_level(level, "human", 0.5).reaction_s == 0.5
+    guesser = KontourGuesser(level=tuned, rng=random.Random(0))
+    guesser.observe({"house": 0.97, "cat": 0.03}, now=2.0)
+    times = [2.0 + 0.05 * i for i in range(200)]
+    spoken = next(t for t in times if guesser.decide(t) is not None)
+    assert 2.0 + (1 - level.reaction_jitter) * 1.0 <= spoken <= 2.0 + (1 + level.reaction_jitter) * 1.0 + 0.05
