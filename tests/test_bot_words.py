@@ -96,3 +96,21 @@ def test_a_round_reads_its_candidates_each_label_to_the_word_naming_it_best() ->
     assert read.unknown == ["xyzzy"]
     assert set(read.labels) == {"sailboat", "speedboat", "cruise ship", "canoe", "cell phone", "telephone",
                                 "hamburger", "cat"}
+
+
+def test_a_players_wrong_word_naming_several_categories_rules_out_only_its_own_candidate() -> None:
+    from types import SimpleNamespace
+
+    from service.bot.session import BotSession
+    from service.bot.words import WordIndex
+
+    vocabulary = load_vocabulary()
+    bot = SimpleNamespace(words=WordIndex(vocabulary.words.keys(), vocabulary.lookup))
+    phone = bot.words.keys("phone", "en")
+    apart = bot.words.candidates(["cell phone", "telephone", "cat"], "en")  # the answer may be either
+    rnd = SimpleNamespace(spelling=apart.spelling, language="en")
+    assert BotSession._wrong(bot, rnd, phone) == ()
+    together = bot.words.candidates(["phones", "cat"], "en")  # the room's own « phones »: ruled out
+    rnd = SimpleNamespace(spelling=together.spelling, language="en")
+    assert BotSession._wrong(bot, rnd, phone) == ("cell phone", "telephone")
+    assert BotSession._wrong(bot, rnd, ("cat",)) == ("cat",)
