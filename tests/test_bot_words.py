@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vocab.lookup import read_aliases, word_lookup
+from vocab.lookup import read_aliases
 from vocab.vocabulary import load_vocabulary
 
 LISTS = Path(__file__).parent / "data" / "words"
@@ -27,14 +27,14 @@ def test_every_word_of_a_skribbl_list_is_read_as_checked_by_hand(language: str) 
     assert len(words) >= 200
     known = {w for w, cats in words.items() if cats}
     assert len(known) >= 150 and len(words) - len(known) >= 20  # both kinds are in the list
-    lookup = word_lookup()
+    lookup = load_vocabulary().lookup
     wrong = {w: lookup.categories(w, language) for w, cats in words.items()
              if lookup.categories(w, language) != cats}
     assert wrong == {}
 
 
 def test_plurals_spacing_and_case_read_as_the_word_itself() -> None:
-    lookup = word_lookup()
+    lookup = load_vocabulary().lookup
     for text in ("icecream", "ice-cream", "Ice Creams", "icecreams", "an ice cream"):
         assert lookup.categories(text, "en") == ("ice cream",), text
     for text, key in (("mice", "mouse"), ("knives", "knife"), ("strawberries", "strawberry"),
@@ -49,7 +49,7 @@ def test_plurals_spacing_and_case_read_as_the_word_itself() -> None:
 
 def test_the_alias_table_names_known_categories_and_nothing_twice() -> None:
     vocabulary = load_vocabulary()
-    lookup = word_lookup()
+    lookup = load_vocabulary().lookup
     for language, table in read_aliases().items():
         assert table, language
         for alias, categories in table.items():

@@ -31,7 +31,7 @@ import functools
 import itertools
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
@@ -39,7 +39,6 @@ from vocab.normalize import normalize
 
 if TYPE_CHECKING:
     from vocab.lexicon import Lexicon
-    from vocab.vocabulary import Vocabulary
 
 __all__ = ["ALIASES_FILE", "AliasError", "WordLookup", "comparison_form", "read_aliases", "word_lookup"]
 
@@ -223,15 +222,19 @@ def _plurals(names: Iterable[str]) -> list[str | None]:
     return out
 
 
+class Categories(Protocol):
+    """What the rule reads of a vocabulary (`vocab.vocabulary.Vocabulary`): its categories, and the
+    French forms that name each."""
+
+    @property
+    def words(self) -> Mapping[str, Any]: ...
+
+    @property
+    def form_index(self) -> Mapping[str, str]: ...
+
+
 @functools.lru_cache(maxsize=4)
-def _lookup_of(vocabulary: Vocabulary) -> WordLookup:
+def word_lookup(vocabulary: Categories) -> WordLookup:
+    """The rule over a vocabulary's categories, built once (the shipped vocabulary's:
+    ``load_vocabulary().lookup``)."""
     return WordLookup(vocabulary.words.keys(), vocabulary.form_index)
-
-
-def word_lookup(vocabulary: Vocabulary | None = None) -> WordLookup:
-    """The rule over a vocabulary's categories (the shipped vocabulary by default), built once."""
-    if vocabulary is None:
-        from vocab.vocabulary import load_vocabulary
-
-        vocabulary = load_vocabulary()
-    return _lookup_of(vocabulary)
