@@ -528,8 +528,9 @@ def haproxy_config(ports: list[int], listen: int, source: Path = HAPROXY_CONFIG)
 
 
 @contextmanager
-def running_haproxy(ports: list[int]) -> Iterator[str]:
-    """HAProxy with deploy/haproxy.cfg in front of the replicas on ``ports``; yields its URL."""
+def running_haproxy(ports: list[int], log: Path | None = None) -> Iterator[str]:
+    """HAProxy with deploy/haproxy.cfg in front of the replicas on ``ports``; yields its URL.
+    ``log``: where its log lines go (kept after it stops; by default a file removed with it)."""
     binary = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
     if binary is None:
         raise HaproxyUnavailable("HAProxy is not installed (Debian: apt-get install haproxy)")
@@ -537,7 +538,7 @@ def running_haproxy(ports: list[int]) -> Iterator[str]:
     listen = free_port()
     config = folder / "haproxy.cfg"
     config.write_text(haproxy_config(ports, listen))
-    log_path = folder / "haproxy.log"
+    log_path = log or folder / "haproxy.log"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=log_file,
                                    stderr=subprocess.STDOUT)
