@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import statistics
 import subprocess
 import tempfile
@@ -107,7 +106,7 @@ def new_game(server: Server, **body: Any) -> dict[str, Any]:
 
 
 def kill(server: Server) -> None:
-    os.kill(server.process.pid, signal.SIGKILL)
+    server.kill()  # SIGKILL to the whole process group: supervisor and workers
     server.process.wait(timeout=30)
 
 

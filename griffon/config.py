@@ -161,7 +161,8 @@ LOOSE: tuple[Variable, ...] = (
     *(
         Variable(name, "dev", "set by `griffon serve`", "—",
                  "what `griffon serve --workers N` tells each worker process it starts; not for operators")
-        for name in (workers.ENV_INDEX, workers.ENV_COUNT, workers.ENV_SECRET, worker_processes.ENV_ADDRESS)
+        for name in (workers.ENV_INDEX, workers.ENV_COUNT, workers.ENV_SECRET, worker_processes.ENV_ADDRESS,
+                     worker_processes.ENV_LIFELINE)
     ),
     Variable(
         "GRIFFON_TEACHERS", "data", "unset: `../shared/models`", "path",

@@ -84,6 +84,23 @@ class Workers:
         """Whether a handshake's relay header carries the workers' secret."""
         return token is not None and hmac.compare_digest(token.encode(), self.secret.encode())
 
+    async def unreachable(self, timeout_s: float = 1.0) -> list[int]:
+        """The sibling workers whose private socket refuses a connection (dead, or gone with a
+        supervisor killed outright): the games they hold cannot be played through this one."""
+
+        async def refuses(index: int) -> bool:
+            try:
+                _, writer = await asyncio.wait_for(
+                    asyncio.open_unix_connection(str(self.socket_path(index))), timeout_s)
+            except (OSError, TimeoutError):
+                return True
+            writer.close()
+            return False
+
+        others = [i for i in range(self.count) if i != self.index]
+        refused = await asyncio.gather(*(refuses(i) for i in others))
+        return [i for i, no in zip(others, refused, strict=True) if no]
+
 
 class Siblings(Protocol):
     """Who may relay a handshake here: `Workers`, or a replica (`service.replicas.Replica`)."""

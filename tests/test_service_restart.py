@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -151,7 +150,7 @@ def stored_in_time(db: Path, session: str, round_ends: int, drawings: int, deadl
 
 
 def kill(server: Server) -> None:
-    os.kill(server.process.pid, signal.SIGKILL)
+    server.kill()  # SIGKILL to the whole process group: supervisor and workers
     server.process.wait(timeout=patient(10))
 
 
