@@ -405,6 +405,11 @@ class Store(ABC):
     def load_unfinished_games(self, limit: int = 10_000) -> list[StoredGame]:
         """Every game still ``playing``, oldest first, with its move log (what a restart replays)."""
 
+    @abstractmethod
+    def unfinished_game_ids(self, limit: int = 10_000) -> list[str]:
+        """The ids of the games still ``playing``, the most recently played first; reads nothing
+        else (one game's damaged row cannot stop it: `load_game` each)."""
+
     # transcripts
     @abstractmethod
     def save_transcript(self, record: TranscriptRecord, now: float | None = None,
@@ -770,6 +775,11 @@ class SqlStore(Store):
 
     def load_unfinished_games(self, limit: int = 10_000) -> list[StoredGame]:
         return self._games("status = 'playing'", (), limit)
+
+    def unfinished_game_ids(self, limit: int = 10_000) -> list[str]:
+        found = self.rows("SELECT id FROM games WHERE status = 'playing' "
+                          "ORDER BY updated_at DESC, created_at DESC, id LIMIT ?", (limit,))
+        return [gid for (gid,) in found]
 
     # -- transcripts -----------------------------------------------------------------------------
     def save_transcript(self, record: TranscriptRecord, now: float | None = None,

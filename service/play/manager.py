@@ -60,7 +60,7 @@ from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
 from service.shared import client_of
 from service.workers import Workers
-from store import Store, StoredGame, StoreError, hash_token
+from store import Store, StoredGame, StoreError, StoreUnavailable, hash_token
 from store.background import shared_writer
 from store.group_commit import shared_move_writer
 from store.leases import is_lease_lost
@@ -355,17 +355,17 @@ class GameManager:
         if self.store is None:
             return 0, 0
         resumed = abandoned = 0
-        mine = [g for g in self.store.load_unfinished_games()
-                if self.workers is None or self.workers.owns(g.id)]  # each worker resumes its own
-        unfinished = sorted(mine, key=lambda g: (g.updated_at, g.created_at), reverse=True)
-        keep, overflow = unfinished[: self.settings.max_sessions], unfinished[self.settings.max_sessions:]
-        for stored in overflow:
+        mine = [gid for gid in self.store.unfinished_game_ids()
+                if self.workers is None or self.workers.owns(gid)]  # each worker resumes its own
+        keep, overflow = mine[: self.settings.max_sessions], mine[self.settings.max_sessions:]
+        for gid in overflow:
             with contextlib.suppress(StoreError):
-                self.store.finish_game(stored.id, "expired")
+                self.store.finish_game(gid, "expired")
         if overflow:
             log.info("games beyond the %d slots: %d marked expired", len(keep), len(overflow))
-        for stored in reversed(keep):  # oldest first: the newest end up last, as when created
-            if self.adopt(stored) is None:
+        for gid in reversed(keep):  # oldest first: the newest end up last, as when created
+            stored = self._load_stored(gid)
+            if stored is None or self.adopt(stored) is None:
                 abandoned += 1
             else:
                 resumed += 1
@@ -373,6 +373,22 @@ class GameManager:
             log.info("games resumed from the database: %d (%d abandoned)", resumed, abandoned)
         self.rooms.load()  # after the games: the codes of the rooms started are known
         return resumed, abandoned
+
+    def _load_stored(self, game_id: str) -> StoredGame | None:
+        """One stored game to resume; a row that cannot be read (bytes that are not UTF-8, JSON
+        that does not parse) is marked ``abandoned`` with one log line (None). A database that
+        cannot be reached stops the start (`StoreUnavailable`): nothing is marked then."""
+        assert self.store is not None
+        try:
+            return self.store.load_game(game_id)
+        except StoreUnavailable:
+            raise
+        except Exception as error:  # the driver's decoding error, or json's
+            log.warning("game %s: its stored row cannot be read (%s: %s); marked abandoned",
+                        game_id, type(error).__name__, str(error)[:200])
+            with contextlib.suppress(StoreError):
+                self.store.finish_game(game_id, "abandoned")
+            return None
 
     def adopt(self, stored: StoredGame, game_clock: float = 0.0) -> GameSession | None:
         """Bring one stored game back: rebuilt from its setup, its log replayed, its AI players
