@@ -113,7 +113,8 @@ SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "model": ("model", "max_batch", "max_queue", "batch_wait_ms", "preprocess_threads", "http_share"),
     "capacity": (
-        "capacity_cores", "capacity_utilisation", "pictomania_table_cost", "kontour_table_cost",
+        "capacity_cores", "capacity_utilisation", "client_capacity_share", "bot_rooms_per_client",
+        "pictomania_table_cost", "kontour_table_cost",
         "bot_room_cost", "table_loop_share", "table_loop_burst_s", "worker_placement",
     ),
     "games": (

@@ -64,7 +64,7 @@ from model.strokes import DrawingError
 from service import api, demo
 from service.bot import routes as bot
 from service.bot.keys import BotKeys
-from service.capacity import Capacity
+from service.capacity import Capacity, ClientRooms
 from service.errors import STORE_DOWN, ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.metrics import Metrics
@@ -304,8 +304,13 @@ def capacity(settings: Settings, app: FastAPI) -> Capacity:
     def open_count(kind: str) -> int:
         return app.state.bots.live_count if kind == "bot" else app.state.play.open_count(kind)
 
+    def held_by(client: str) -> float:
+        return app.state.play.held_by(client, budget.costs.of) + budget.costs.bot * rooms.count(client)
+
+    rooms = ClientRooms(lambda: app.state.bots.live)
     workers = app.state.workers
-    budget = Capacity.from_settings(settings, open_count, share=1 / workers.count if workers else 1.0)
+    budget = Capacity.from_settings(settings, open_count, share=1 / workers.count if workers else 1.0,
+                                    held_by=held_by, rooms=rooms)
     app.state.play.capacity = budget
     return budget
 

@@ -141,6 +141,15 @@ class Settings(BaseModel):
     capacity_utilisation: float = Field(
         default=0.8, gt=0, le=1, description="share of those cores that open tables and rooms may hold",
     )
+    client_capacity_share: float = Field(
+        default=0.25, gt=0, le=1,
+        description="share of that budget one client's tables and bot rooms may hold "
+        "(1: no per-client bound)",
+    )
+    bot_rooms_per_client: int = Field(
+        default=32, ge=1,
+        description="bot rooms one client may have open at once (those waiting for a resume too)",
+    )
     pictomania_table_cost: float = Field(
         default=0.025, ge=0, le=64, description="share of a core one Pictomania table holds (measured)",
     )

@@ -32,7 +32,8 @@ def test_the_budget_is_the_cores_times_the_utilisation_and_each_table_holds_its_
 
 def test_a_full_server_refuses_a_new_table_with_503_and_a_bot_room_with_an_overloaded_frame() -> None:
     settings = dict(capacity_cores=1, capacity_utilisation=1.0, pictomania_table_cost=0.6,
-                    kontour_table_cost=0.6, bot_room_cost=0.3, games_per_client=5)
+                    kontour_table_cost=0.6, bot_room_cost=0.3, games_per_client=5,
+                    client_capacity_share=1.0)  # the house's budget only (the tests' one client)
     with in_process(**settings) as app:
         first = app.post("/v1/play", json={"game": "kontour", "opponents": 1})
         assert first.status_code == 201, first.text
@@ -49,3 +50,72 @@ def test_a_full_server_refuses_a_new_table_with_503_and_a_bot_room_with_an_overl
                 assert frame["retry_after"] > 0
         metrics = app.get("/metrics").text
         assert 'griffon_refusals_total{reason="server_busy"} 2.0' in metrics
+
+
+def test_one_client_holds_at_most_its_share_of_the_budget_and_of_bot_rooms() -> None:
+    from service.capacity import ClientRooms
+
+    open_now: Counter[str] = Counter()
+    live: set[str] = set()
+    rooms = ClientRooms(lambda: live)
+    held = Counter[str]()
+    capacity = Capacity(Costs(pictomania=0.3, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
+                        client_share=0.25, held_by=lambda c: held[c] + 0.05 * rooms.count(c), rooms=rooms,
+                        rooms_per_client=4)
+    assert capacity.admits("pictomania", client="a")  # 0.3 > 0.25, but a client's first always fits
+    held["a"] = 0.3
+    assert not capacity.admits("kontour", client="a") and capacity.admits("kontour", client="b")
+    with pytest.raises(Unavailable, match="your address holds 0.30 of the 0.25 cores"):
+        capacity.admit("bot", client="a")
+    for n in range(4):
+        assert capacity.admits("bot", client="b")
+        live.add(f"r{n}")
+        rooms.add(f"r{n}", "b")
+        open_now["bot"] += 1
+    assert rooms.count("b") == 4
+    assert capacity.refusal("bot", client="b") == (
+        "your address holds 4 bot rooms already (at most 4); retry once one has ended")
+    live.discard("r0")  # a room ended: its place is free again
+    assert rooms.count("b") == 3 and capacity.admits("bot", client="b")
+
+
+def test_an_idle_flood_of_bot_rooms_from_one_address_leaves_room_for_the_others(tiny_checkpoint) -> None:
+    """The real server, a budget of 8 bot rooms of which one address may hold a quarter: one address
+    opening 8 idle rooms gets 2, and keeps only those 2 once it drops its sockets (the rooms wait for
+    a resume); two other addresses still get theirs."""
+    import contextlib
+    import json
+
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    from griffon.launch import patient, running_server
+
+    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_CAPACITY_CORES": "1",
+           "GRIFFON_CAPACITY_UTILISATION": "0.8", "GRIFFON_BOT_ROOM_COST": "0.1"}
+
+    def room(url: str, address: str):
+        """A bot room opened from ``address`` (127.0.0.x); (its socket, its first answer's type)."""
+        ws = connect(url + "/v1/bot", open_timeout=patient(10), source_address=(address, 0)).__enter__()
+        try:
+            with contextlib.suppress(ConnectionClosed):  # a refused room's frame comes first
+                ws.send(json.dumps({"type": "hello", "versions": [2]}))
+            answer = json.loads(ws.recv(timeout=patient(10)))
+        except Exception:
+            ws.close()
+            raise
+        return ws, answer["type"] if answer["type"] != "error" else answer["code"]
+
+    with running_server(env) as server:
+        flood = [room(server.ws_url, "127.0.0.1") for _ in range(8)]
+        assert [kind for _, kind in flood] == ["welcome"] * 2 + ["overloaded"] * 6
+        other, kind = room(server.ws_url, "127.0.0.2")
+        assert kind == "welcome"
+        for ws, _ in flood:
+            ws.socket.close()  # gone without a bye: its room waits bot_resume_s for a resume
+        again = [room(server.ws_url, "127.0.0.1") for _ in range(2)]
+        assert [kind for _, kind in again] == ["overloaded"] * 2
+        third, kind = room(server.ws_url, "127.0.0.3")
+        assert kind == "welcome"
+        for ws in (other, third, *(ws for ws, _ in again)):
+            ws.close()

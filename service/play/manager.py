@@ -243,7 +243,8 @@ class GameManager:
             raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
         replaced = self._check_client(client)
         if self.capacity is not None:
-            self.capacity.admit(game, freeing=self.games[replaced].kind if replaced is not None else None)
+            self.capacity.admit(game, freeing=self.games[replaced].kind if replaced is not None else None,
+                                client=client)
         seed = seed if seed is not None else secrets.randbelow(2**31)
         deal = self._kontour_setup if game == "kontour" else self._pictomania_setup
         setup = deal(names, seed) | {"level": level, "learn": learn}
@@ -283,6 +284,11 @@ class GameManager:
     def open_count(self, kind: str) -> int:
         """Games of that kind open now."""
         return sum(1 for game in self.games.values() if game.kind == kind)
+
+    def held_by(self, client: str, cost: Callable[[str], float]) -> float:
+        """The share of a core ``client``'s open games hold (``cost(kind)``: one game's)."""
+        return sum(cost(self.games[gid].kind) for gid, owner in self.owners.items()
+                   if owner == client and gid in self.games)
 
     def socket_count(self) -> int:
         """Sockets attached to the open games."""
