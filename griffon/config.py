@@ -119,7 +119,7 @@ SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "games": (
         "max_sessions", "games_per_client", "games_per_client_hour", "idle_expiry_s",
-        "game_idle_timeout_s", "max_game_sockets", "guess_rate", "guess_burst",
+        "game_idle_timeout_s", "send_queue_bytes", "max_game_sockets", "guess_rate", "guess_burst",
     ),
     "bots": (
         "max_bot_sessions", "bot_idle_timeout_s", "bot_tick_s", "bot_resume_s", "bot_room_bytes",

@@ -176,6 +176,11 @@ class Settings(BaseModel):
     game_idle_timeout_s: float = Field(
         default=90.0, gt=0, description="seconds of silence after which a game's socket is closed"
     )
+    send_queue_bytes: int = Field(
+        default=1_048_576, ge=65_536, le=67_108_864,
+        description="bytes of frames waiting for one game socket that does not read; "
+        "beyond, it is closed (1013)",
+    )
     max_game_sockets: int = Field(
         default=4, ge=1, le=64, description="sockets open at once on one seat of a game"
     )

@@ -29,6 +29,7 @@ import json
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -79,6 +80,7 @@ CLOSE_IDLE = 4408
 CLOSE_FULL = 4429
 CLOSE_TOO_SLOW = 1013
 CLOSE_MOVED = 1012  # the game moved to another replica (service.replicas): reconnect
+CLOSE_WAIT_S = 5.0  # how long a socket too slow to read its frames is given to take its close
 
 
 class TooManyGames(RuntimeError):
@@ -646,20 +648,59 @@ async def _send_loop(
     websocket: WebSocket, queue: asyncio.Queue[dict[str, Any] | None], manager: GameManager,
     session: GameSession,
 ) -> None:
-    while True:
-        frame = await queue.get()
-        if frame is None:
-            if session.moved:  # another replica drives it now (service.replicas): reconnect there
-                await websocket.close(CLOSE_MOVED, "the game moved to another server; reconnect")
-            elif manager.games.get(session.id) is session:  # dropped for not reading, game goes on
-                await websocket.close(CLOSE_TOO_SLOW, "socket too slow; reconnect")
-            else:
-                await websocket.close(CLOSE_EXPIRED, "game closed")
-            return
-        started = time.perf_counter()
-        text = encode_frame(frame)  # the table's loop time too
-        await session.take_turn(time.perf_counter() - started)
-        await websocket.send_text(text)
+    """Encode the socket's frames as they come and write them in order; a socket that lets more
+    than ``send_queue_bytes`` of them wait (it does not read) is let go and closed (1013): what one
+    socket holds of the server's memory is bounded in bytes, not only in frames."""
+    outbox: deque[str] = deque()
+    waiting = 0  # bytes in the outbox
+    more = asyncio.Event()
+    closing: tuple[int, str] | None = None
+
+    async def write() -> None:
+        nonlocal waiting
+        while True:
+            await more.wait()
+            more.clear()
+            while outbox:
+                await websocket.send_text(outbox[0])
+                waiting -= len(outbox.popleft())
+            if closing is not None:
+                await websocket.close(*closing)
+                return
+
+    writer = asyncio.create_task(write())
+    try:
+        while not writer.done():
+            frame = await queue.get()
+            if frame is None:
+                if session.moved:  # another replica drives it now (service.replicas): reconnect there
+                    closing = (CLOSE_MOVED, "the game moved to another server; reconnect")
+                elif manager.games.get(session.id) is session:  # dropped for not reading, game goes on
+                    closing = (CLOSE_TOO_SLOW, "socket too slow; reconnect")
+                else:
+                    closing = (CLOSE_EXPIRED, "game closed")
+                more.set()
+                await writer  # the frames before it, then the close
+                return
+            started = time.perf_counter()
+            text = encode_frame(frame)  # the table's loop time too
+            await session.take_turn(time.perf_counter() - started)
+            if waiting + len(text) > manager.settings.send_queue_bytes:
+                manager.refused("too_slow")
+                session.detach(queue)  # its seat's frames stop here; the game goes on
+                outbox.clear()
+                writer.cancel()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await asyncio.wait_for(websocket.close(CLOSE_TOO_SLOW, "socket too slow; reconnect"),
+                                           CLOSE_WAIT_S)  # a socket that never reads may not take it
+                return
+            outbox.append(text)
+            waiting += len(text)
+            more.set()
+    finally:
+        writer.cancel()
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await writer
 
 
 def _reply(
