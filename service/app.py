@@ -71,6 +71,7 @@ from service.metrics import Metrics
 from service.placement import Placement, weighted_load
 from service.play import routes as play
 from service.replicas import Replica, ReplicaSettingsError
+from service.replicas import join as join_replicas
 from service.settings import Settings
 from service.shared import Shared
 from service.workers import RelayedClient, Workers
@@ -391,6 +392,12 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             raise ReplicaSettingsError("a replica is one process: run more replicas, not --workers N")
         store_settings = replica.store_settings(store_settings)
     store = open_store(store_settings)
+    if replica is not None:  # the leases in place, this replica registered: a wrong secret stops here
+        try:
+            join_replicas(store, replica)  # type: ignore[arg-type]
+        except Exception:
+            store.close()
+            raise
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -22,6 +22,11 @@ a secret with them (``GRIFFON_REPLICA_SECRET``).
   reached (it died), the socket waits for its lease to run out and the replica it reached takes the
   game over. A relayed socket is never relayed again: a replica it reaches by mistake closes it
   with 1013 and the page reconnects.
+- **One secret.** A replica starting with a ``GRIFFON_REPLICA_SECRET`` other than the live
+  replicas' refuses to start, with one line naming them (`join`: the database keeps a check of
+  each live replica's secret, never the secret); a relayed handshake whose secret is not this
+  replica's is served as an ordinary client's, and said once a minute in the log
+  (`service.workers.RelayedClient`).
 - **Bot rooms** (protocol version 2) are leased too, under the id ``bot:<session>``
   (:data:`ROOM_LEASE`), by the replica that drives them: the one their socket reached at ``hello``,
   or the one that took them over. Their resumable memory is in the database (``bot_rooms``,
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import hmac
 import logging
 import time
@@ -46,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.settings import SettingsError, read_environment
 from store import StoreError, StoreSettings
+from store.base import SqlStore
 from store.leases import Lease, Leases, holder_url, new_holder
 
 if TYPE_CHECKING:
@@ -134,6 +141,27 @@ class Replica:
         return token is not None and hmac.compare_digest(token.encode(), self.secret.encode())
 
 
+def secret_check(secret: str) -> str:
+    """What the database keeps of the replicas' secret: an HMAC of a fixed text under it (equal
+    for equal secrets; the secret cannot be read back from it)."""
+    return hmac.new(secret.encode(), b"griffon replica secret check", hashlib.sha256).hexdigest()[:32]
+
+
+def join(store: SqlStore, replica: Replica) -> Leases:
+    """Install the leases and register this replica as up; raise `ReplicaSettingsError` (one line)
+    when live replicas run with another secret: they would serve this one's relays as ordinary
+    clients'."""
+    assert replica.settings.name is not None
+    leases = Leases(store, replica.holder, replica.address, replica.settings.lease_s)
+    leases.install()
+    others = leases.join(replica.settings.name, secret_check(replica.secret))
+    if others:
+        names = ", ".join(f"{name} (seen {ago:.0f} s ago)" for name, ago in others)
+        raise ReplicaSettingsError(f"GRIFFON_REPLICA_SECRET is not the one the live replicas {names} "
+                                   "run with: every replica needs the same secret")
+    return leases
+
+
 class Ownership:
     """The games this replica drives: their leases renewed, the orphans taken over, the lost ones
     stood down (`service.play.manager.GameManager.ownership`)."""
@@ -169,6 +197,7 @@ class Ownership:
         with contextlib.suppress(StoreError):
             await asyncio.to_thread(self.leases.release, clocks)
             await asyncio.to_thread(self.leases.release, None)
+            await asyncio.to_thread(self.leases.leave)
         self.fences.clear()
 
     # -- bot rooms ---------------------------------------------------------------------------------
@@ -260,6 +289,7 @@ class Ownership:
             done, self.rooms_done = self.rooms_done, set()
             await asyncio.to_thread(self.leases.release, {}, tuple(ROOM_LEASE + sid for sid in done))
         kept = await asyncio.to_thread(self.leases.renew, held | rooms)
+        await asyncio.to_thread(self.leases.seen)
         for gid in set(held) - kept:
             self.stand_down(gid)
         for lease_id in set(rooms) - kept:

@@ -26,7 +26,9 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -45,6 +47,8 @@ CLIENT_HEADER = "x-griffon-client"  # the address the sibling's client connected
 HOST_HEADER = "x-griffon-host"  # the Host the client asked for (its Origin is checked against it)
 RELAYED = "griffon.relayed"  # scope key: this handshake came from a sibling (never relayed again)
 RELAY_CLOSE = 1011  # the owner could not be reached
+WRONG_SECRET_EVERY_S = 60.0  # a relay with another secret is logged at most this often
+log = logging.getLogger("griffon.service")
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,7 @@ class RelayedClient:
 
     def __init__(self, app: ASGIApp, workers: Siblings | None) -> None:
         self.app, self.workers = app, workers
+        self.warned_at = -WRONG_SECRET_EVERY_S  # when a relay with a wrong secret was last logged
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.workers is not None and scope["type"] in ("http", "websocket"):
@@ -132,6 +137,11 @@ class RelayedClient:
                     host = headers.get(HOST_HEADER.encode())
                     if host is not None:
                         scope["headers"] = [(k, v) for k, v in kept if k != b"host"] + [(b"host", host)]
+                elif time.monotonic() - self.warned_at >= WRONG_SECRET_EVERY_S:
+                    self.warned_at = time.monotonic()  # the balancer strips the header: a sibling sent it
+                    log.warning("a relayed %s came with another secret than this server's (is "
+                                "GRIFFON_REPLICA_SECRET the same on every replica?): served as a client's",
+                                "socket" if scope["type"] == "websocket" else "request")
         await self.app(scope, receive, send)
 
 
