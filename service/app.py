@@ -436,7 +436,8 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
                 ownership.room_lost = app.state.bots.stand_down
             app.state.capacity = capacity(settings, app)
             if workers is not None and settings.worker_placement:  # new tables on the least-loaded worker
-                placement = Placement(workers, functools.partial(worker_load, app))
+                placement = Placement(workers, functools.partial(worker_load, app), lobbies=lambda: Counter(
+                    room.client for room in app.state.play.rooms.lobbies.values()))
                 app.state.placement = placement
                 placement.start()
                 release.push_async_callback(placement.aclose)
