@@ -80,6 +80,7 @@ def serve(
 
     raise_file_limit()
     show_progress()
+    default_replica_address(host, port)
     try:
         settings = Settings.from_env()
         PlaySettings.from_env()  # a bad GRIFFON_PLAY_* value stops here too
@@ -105,6 +106,15 @@ def serve(
         # loads), a corrupt / unreachable database: its message, no traceback
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
+
+
+def default_replica_address(host: str, port: int) -> None:
+    """A replica (``GRIFFON_REPLICA_NAME``) listening on one address is reached there by the others:
+    ``GRIFFON_REPLICA_ADDRESS`` defaults to ``host:port`` (not for 0.0.0.0, ``::`` or ``--port 0``,
+    where it must be set)."""
+    if (os.environ.get("GRIFFON_REPLICA_NAME") and not os.environ.get("GRIFFON_REPLICA_ADDRESS")
+            and host not in ("", "0.0.0.0", "::") and port):
+        os.environ["GRIFFON_REPLICA_ADDRESS"] = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class PortError(RuntimeError):

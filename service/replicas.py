@@ -15,6 +15,11 @@ a secret with them (``GRIFFON_REPLICA_SECRET``).
   resumed cannot write one move of a game another replica took: the database refuses it
   (`store.leases`), the move is neither stored nor shown, and the replica stands down at once (its
   sockets close with 1012 and reconnect to the new holder); its next renewal says the same.
+- **Frozen.** A replica whose event loop stood still longer than ``lease_s`` (SIGSTOP, a stalled VM)
+  stands down every game and bot room it held as soon as it wakes (`Ownership.watch`), before its
+  next renewal says which ones it lost: its sockets close with 1012 and reconnect to the holders.
+  The sockets other replicas relay to it ping it and close within 3 s of its freeze
+  (`service.workers.relay_to`).
 - **Routing.** HAProxy sends a game's socket to the replica that created it (a stick table filled
   from the ``X-Griffon-Game`` header of ``POST /v1/play``'s answer). A socket that lands elsewhere
   (after a fail-over, or with several balancers) is relayed to the lease's holder
@@ -61,6 +66,7 @@ if TYPE_CHECKING:
 
 OPENING_S = 30.0  # a new game still not open after this long was never created: its lease goes
 ROOM_LEASE = "bot:"  # the lease id of a bot room: this, then its session id
+WATCH_S = 0.1  # how often a replica looks whether it was frozen
 log = logging.getLogger("griffon.replicas")
 ENV_PREFIX = "GRIFFON_REPLICA_"
 
@@ -80,7 +86,8 @@ class ReplicaSettings(BaseModel):
     )
     address: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$",
-        description="host:port where the other replicas reach this one (the relay of a game's socket)",
+        description="host:port where the other replicas reach this one (the relay of a game's socket); "
+        "`griffon serve` sets it to its --host:--port when unset and --host is one address",
     )
     secret: str | None = Field(
         default=None, min_length=16,
@@ -101,8 +108,8 @@ class ReplicaSettings(BaseModel):
     def check(self) -> ReplicaSettings:
         """Raise `ReplicaSettingsError` for settings that do not go together."""
         if self.name is not None and (self.address is None or self.secret is None):
-            raise ReplicaSettingsError("a replica (GRIFFON_REPLICA_NAME) needs GRIFFON_REPLICA_ADDRESS and "
-                                       "GRIFFON_REPLICA_SECRET")
+            raise ReplicaSettingsError("a replica (GRIFFON_REPLICA_NAME) needs GRIFFON_REPLICA_ADDRESS (when "
+                                       "it listens on every address) and GRIFFON_REPLICA_SECRET")
         if self.renew_s * 2 > self.lease_s:
             raise ReplicaSettingsError(f"GRIFFON_REPLICA_RENEW_S ({self.renew_s:g}) must be at most half of "
                                        f"GRIFFON_REPLICA_LEASE_S ({self.lease_s:g})")
@@ -178,19 +185,23 @@ class Ownership:
         self.rooms: dict[str, int] = {}  # bot room session id -> the fence of our lease
         self.rooms_done: set[str] = set()  # rooms over: their leases are deleted at the next renewal
         self.room_lost: Callable[[str], None] = lambda session: None  # set by the bot rooms' registry
+        self.watcher: asyncio.Task[None] | None = None
+        self.frozen_count = 0
 
     def start(self) -> None:
         """Install the leases (idempotent) and start renewing and taking over."""
         self.leases.install()
         self.task = asyncio.create_task(self.run(), name="replica-leases")
+        self.watcher = asyncio.create_task(self.watch(), name="replica-freeze")
 
     async def aclose(self) -> None:
         """A clean shutdown: stop renewing, and give every lease up at once (with the games'
         clocks), for the other replicas to take them over without waiting for the expiry."""
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+        for task in (self.task, self.watcher):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         clocks = {gid: s.now() for gid, s in self.manager.games.items() if gid in self.fences}
         for session in self.manager.games.values():
             session.moved = True  # handed over: a socket still open closes with 1012 and reconnects
@@ -258,6 +269,31 @@ class Ownership:
         self.manager.forget(game_id)
 
     # -- the loop ----------------------------------------------------------------------------------
+    async def watch(self, every_s: float = WATCH_S) -> None:
+        """Every ``every_s``: when the loop stood still past the lease (the process was frozen), every
+        lease may have gone to another replica: stand down everything now (`stand_down_all`)."""
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(every_s)
+            now = time.monotonic()
+            if now - last > self.settings.lease_s:
+                self.stand_down_all(now - last)
+            last = now
+
+    def stand_down_all(self, frozen_s: float) -> None:
+        """This replica stood still ``frozen_s`` seconds, past its leases: stop driving every game and
+        bot room at once, without writing (a page reconnects; the holder, maybe this replica again
+        once it claims the game back, serves it)."""
+        games, rooms = list(self.fences), list(self.rooms)
+        self.frozen_count += 1
+        log.warning("this replica stood still %.1f s, past its %.1f s leases: standing down its %d "
+                    "tables and %d bot rooms", frozen_s, self.settings.lease_s, len(games), len(rooms))
+        for gid in games:
+            self.stand_down(gid)
+        for session_id in rooms:
+            self.rooms.pop(session_id, None)
+            self.room_lost(session_id)
+
     async def run(self) -> None:
         """Every ``renew_s``: renew, stand down the lost games, release the closed ones, take over
         the orphans. A database error is logged and tried again next time."""

@@ -47,6 +47,8 @@ CLIENT_HEADER = "x-griffon-client"  # the address the sibling's client connected
 HOST_HEADER = "x-griffon-host"  # the Host the client asked for (its Origin is checked against it)
 RELAYED = "griffon.relayed"  # scope key: this handshake came from a sibling (never relayed again)
 RELAY_CLOSE = 1011  # the owner could not be reached
+RELAY_PING_S = 1.0  # a replica relaying a socket pings the holder this often...
+RELAY_PING_TIMEOUT_S = 2.0  # ...and closes the socket (1011: the page reconnects) without an answer
 WRONG_SECRET_EVERY_S = 60.0  # a relay with another secret is logged at most this often
 log = logging.getLogger("griffon.service")
 
@@ -165,12 +167,15 @@ async def relay_to(websocket: WebSocket, address: str, secret: str, client: str,
     """`relay` to another replica at ``address`` (host:port) over TCP: the replica that holds the
     game or the bot room (`service.replicas`). False, the socket left open, when that replica
     cannot be reached. ``first``: a frame this replica already read (a bot room's ``hello``),
-    sent upstream before the others."""
+    sent upstream before the others. The holder is pinged every ``RELAY_PING_S``: one that stops
+    answering (frozen: SIGSTOP, a stalled VM) has the socket closed with 1011 within
+    ``RELAY_PING_S + RELAY_PING_TIMEOUT_S``, and the page or room comes back through a replica
+    that takes the game over once the frozen holder's lease ran out."""
     path, headers = _relayed(websocket, secret, client)
     try:
         upstream = await websockets.asyncio.client.connect(
-            f"ws://{address}{path}", additional_headers=headers, max_size=None, ping_interval=None,
-            open_timeout=timeout_s,
+            f"ws://{address}{path}", additional_headers=headers, max_size=None, open_timeout=timeout_s,
+            ping_interval=RELAY_PING_S, ping_timeout=RELAY_PING_TIMEOUT_S, close_timeout=1.0,
         )
     except (OSError, TimeoutError, websockets.exceptions.WebSocketException):
         return False
