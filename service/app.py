@@ -70,7 +70,7 @@ from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.metrics import Metrics
 from service.placement import Placement, weighted_load
 from service.play import routes as play
-from service.replicas import Replica, ReplicaSettingsError
+from service.replicas import Ownership, Replica, ReplicaSettingsError
 from service.replicas import join as join_replicas
 from service.settings import Settings
 from service.shared import Shared
@@ -434,6 +434,8 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             if ownership is not None:  # a replica: bot rooms are leased too (service.replicas)
                 app.state.bots.ownership = ownership
                 ownership.room_lost = app.state.bots.stand_down
+                for what in Ownership.FIGURES:
+                    metrics.watch(metrics.replica, functools.partial(ownership.figure, what), what=what)
             app.state.capacity = capacity(settings, app)
             if workers is not None and settings.worker_placement:  # new tables on the least-loaded worker
                 placement = Placement(workers, functools.partial(worker_load, app), lobbies=lambda: Counter(

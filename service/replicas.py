@@ -188,6 +188,14 @@ class Ownership:
         self.watcher: asyncio.Task[None] | None = None
         self.frozen_count = 0
 
+    FIGURES = ("tables", "rooms", "taken_over", "stood_down", "frozen")  # `figure`: griffon_replica{what}
+
+    def figure(self, what: str) -> int:
+        """One of `FIGURES`: tables and bot rooms held now; tables taken over and stood down, and
+        wakes past the leases, since the start."""
+        return {"tables": len(self.fences), "rooms": len(self.rooms), "taken_over": self.taken,
+                "stood_down": self.lost_count, "frozen": self.frozen_count}[what]
+
     def start(self) -> None:
         """Install the leases (idempotent) and start renewing and taking over."""
         self.leases.install()

@@ -325,6 +325,11 @@ def test_a_socket_relayed_to_a_frozen_replica_closes_and_comes_back_on_another(c
     finally:
         cluster.replicas.kill(index, signal.SIGCONT)
     eventually(lambda: "stood still" in server.log(), 30, "the woken replica did not stand down")
+    woken = httpx.get(cluster.replicas.url(index) + "/metrics", timeout=patient(10)).text
+    assert 'griffon_replica{what="frozen"} 1.0' in woken
+    holder = cluster.index(cluster.holder(page.id))
+    taker = httpx.get(cluster.replicas.url(holder) + "/metrics", timeout=patient(10)).text
+    assert re.search(r'griffon_replica\{what="taken_over"\} [1-9]', taker), taker[-2000:]
     relayed.close()
 
 
