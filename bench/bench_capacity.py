@@ -122,6 +122,7 @@ def server_env(game: str, tables: int, admission: bool = False) -> dict[str, str
         env["GRIFFON_MODEL"] = os.environ["GRIFFON_MODEL"]
     if not admission:  # the ladder measures what the server does past its own budget
         env[ADMISSION_OFF[game]] = "0"
+        env["GRIFFON_CAPACITY_LAG_MS"] = "0"  # nor refused for the event loop's lag
     return env
 
 

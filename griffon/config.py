@@ -113,9 +113,9 @@ SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "model": ("model", "max_batch", "max_queue", "batch_wait_ms", "preprocess_threads", "http_share"),
     "capacity": (
-        "capacity_cores", "capacity_utilisation", "client_capacity_share", "bot_rooms_per_client",
-        "pictomania_table_cost", "kontour_table_cost",
-        "bot_room_cost", "table_loop_share", "table_loop_burst_s", "worker_placement",
+        "capacity_cores", "capacity_utilisation", "capacity_lag_ms", "client_capacity_share",
+        "bot_rooms_per_client", "pictomania_table_cost", "kontour_table_cost", "bot_room_cost",
+        "table_loop_share", "table_loop_burst_s", "worker_placement",
     ),
     "games": (
         "max_sessions", "games_per_client", "games_per_client_hour", "idle_expiry_s",

@@ -64,7 +64,7 @@ from model.strokes import DrawingError
 from service import api, demo
 from service.bot import routes as bot
 from service.bot.keys import BotKeys
-from service.capacity import Capacity, ClientRooms
+from service.capacity import Capacity, ClientRooms, LoopLag
 from service.errors import STORE_DOWN, ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.metrics import Metrics
@@ -299,7 +299,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(500, "internal_error", "the server failed on this request; it has been logged")
 
 
-def capacity(settings: Settings, app: FastAPI) -> Capacity:
+def capacity(settings: Settings, app: FastAPI, lag: LoopLag | None = None) -> Capacity:
     """The CPU budget shared by the games' tables and the bot rooms (:mod:`service.capacity`)."""
 
     def open_count(kind: str) -> int:
@@ -311,7 +311,7 @@ def capacity(settings: Settings, app: FastAPI) -> Capacity:
     rooms = ClientRooms(lambda: app.state.bots.live)
     workers = app.state.workers
     budget = Capacity.from_settings(settings, open_count, share=1 / workers.count if workers else 1.0,
-                                    held_by=held_by, rooms=rooms)
+                                    held_by=held_by, rooms=rooms, lag=lag.p99 if lag is not None else None)
     app.state.play.capacity = budget
     return budget
 
@@ -436,7 +436,12 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
                 ownership.room_lost = app.state.bots.stand_down
                 for what in Ownership.FIGURES:
                     metrics.watch(metrics.replica, functools.partial(ownership.figure, what), what=what)
-            app.state.capacity = capacity(settings, app)
+            lag = LoopLag()  # the event loop's lag, measured: admission on a busy host (service/capacity.py)
+            lagging = asyncio.create_task(lag.run(), name="loop-lag")
+            release.callback(lagging.cancel)
+            worker = str(workers.index if workers is not None else 0)
+            metrics.watch(metrics.loop_lag, lambda: lag.p99() or 0.0, worker=worker)
+            app.state.capacity = capacity(settings, app, lag)
             if workers is not None and settings.worker_placement:  # new tables on the least-loaded worker
                 placement = Placement(workers, functools.partial(worker_load, app), lobbies=lambda: Counter(
                     room.client for room in app.state.play.rooms.lobbies.values()))

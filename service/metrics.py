@@ -17,6 +17,9 @@ One :class:`Metrics` per app, on its own registry (several apps in one process s
   after the database could not write), ``failed`` (refused for good), ``dropped`` (queue full);
 - ``griffon_refusals_total{reason}``: requests, games, rooms and frames refused (the error code:
   ``rate_limited``, ``overloaded``, ``server_full``, ``server_busy``, ``bad_key``...);
+- ``griffon_event_loop_lag_p99_seconds{worker}``: how late each worker's event loop ran its
+  callbacks lately (p99 over 10 s; admission refuses new tables above ``capacity_lag_ms``:
+  service/capacity.py);
 - on a replica (service/replicas.py), ``griffon_replica{what}``: the ``tables`` and bot ``rooms``
   whose leases it holds now, the tables it ``taken_over`` and ``stood_down`` since it started, and
   the times it woke ``frozen`` past its leases (`griffon replicas status` shows every replica's);
@@ -76,6 +79,8 @@ class Metrics:
                                 registry=r)
         self.refusals = Counter("griffon_refusals", "Requests, games, rooms and frames refused",
                                 ["reason"], registry=r)
+        self.loop_lag = Gauge("griffon_event_loop_lag_p99_seconds", "The event loop's lag, p99 over the "
+                              "last 10 s, per worker", ["worker"], registry=r)
         self.replica = Gauge("griffon_replica", "This replica: tables and bot rooms held, tables taken over "
                              "and stood down, wakes past its leases", ["what"], registry=r)
         self.key_rooms_open = Gauge("griffon_bot_key_rooms_open", "Bot rooms open per API key", ["key"],

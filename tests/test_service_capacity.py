@@ -119,3 +119,46 @@ def test_an_idle_flood_of_bot_rooms_from_one_address_leaves_room_for_the_others(
         assert kind == "welcome"
         for ws in (other, third, *(ws for ws, _ in again)):
             ws.close()
+
+
+def test_a_lagging_event_loop_admits_nothing_new_but_a_first_table() -> None:
+    lag: list[float | None] = [None]
+    open_now: Counter[str] = Counter()
+    capacity = Capacity(Costs(pictomania=0.1, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
+                        lag=lambda: lag[0], lag_limit_s=0.05)
+    assert capacity.admits("pictomania")  # no figure yet
+    lag[0] = 0.2
+    assert capacity.admits("pictomania")  # nothing open: the first is admitted, however busy the host
+    open_now["pictomania"] = 1
+    with pytest.raises(Unavailable, match="lagged 200 ms at p99 lately, more than 50 ms") as refused:
+        capacity.admit("bot")
+    assert refused.value.code == "server_busy" and refused.value.retry_after
+    lag[0] = 0.03
+    assert capacity.admits("bot")  # the loop keeps up again
+    off = Capacity(Costs(pictomania=0.1, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
+                   lag=lambda: 0.2, lag_limit_s=0.0)
+    assert off.admits("bot")  # capacity_lag_ms 0: the measured costs only
+
+
+def test_the_loop_lag_is_measured_over_a_recent_window() -> None:
+    import asyncio
+    import time
+
+    from service.capacity import LoopLag
+
+    async def run() -> tuple[float | None, float | None]:
+        lag = LoopLag(period_s=0.01, window_s=60.0)
+        sampler = asyncio.create_task(lag.run())
+        while len(lag.samples) < 30:
+            await asyncio.sleep(0.01)
+        time.sleep(0.3)  # a stall of the loop: the sampler wakes at least this late
+        await asyncio.sleep(0.05)
+        sampler.cancel()
+        stalled = lag.p99()
+        late = lag.clock() + 120  # two windows later, every sample is out of it
+        lag.clock = lambda: late
+        return stalled, lag.p99()
+
+    stalled, later = asyncio.run(run())
+    assert stalled is not None and stalled >= 0.25
+    assert later is None
