@@ -15,7 +15,7 @@ ARGS   ?=
 # waiting, not CPU. WORKERS=0 runs it in one process.
 WORKERS ?= 4
 
-.PHONY: setup run test test-replicas lint bench train distilled eval system-deps
+.PHONY: setup run test test-replicas lint bench train eval system-deps
 
 $(STAMP): pyproject.toml
 	@echo "griffon: setting up $(VENV) with Griffon and its libraries (first run only, a few minutes)..."
@@ -45,62 +45,61 @@ test-replicas: setup system-deps
 bench: setup
 	$(PY) -m bench $(ARGS)
 
-# The shipped model, from data to model/weights/ (docs/TRAINING.md, "The recipe"). Each network
-# trains from a preset of training/presets/ through `griffon train`, into a file of its own, and
-# make runs two steps at a time (one per core) as soon as their inputs exist: on one core the public
-# teachers' answers, cached once (read from $GRIFFON_TEACHERS, default ../shared/models/; a few
-# minutes), then the teachers' student, from scratch (a 125-minute budget); on the other the untaught
-# stroke-sequence member (50 epochs), then the one taught lightly by the same cache (40 epochs). Then
-# softmax temperatures, each into a new file: the student's fitted on the dev band with its labels (a
-# student of soft targets is under-confident even on drawings it trained on; validation untouched),
-# the two members attached to it (a two-view model) and the pool's temperature matched on dev to the
-# student alone. Last, `griffon model ship` copies it to model/weights/ with its model card (the
-# model measured beside its raster network alone and the teachers), int8 copy and categories.txt,
-# and checks them.
+# The shipped model, from data to model/weights/ (docs/TRAINING.md, "The recipe"). It starts from
+# the two public Quick, Draw! models committed in model/public/ (their own weights, MIT) and teaches
+# them our games. Each network trains from a preset of training/presets/ through `griffon train`,
+# into a file of its own, and make runs two steps at a time (one per core) as soon as their inputs
+# exist: the public models' answers on every training drawing, cached once (a few minutes); the
+# public ResNet fine-tuned on our views toward the labels and its own untouched answer (a 50-minute
+# budget), the public DoodleNet the same way (30 minutes); the untaught stroke-sequence member (50
+# epochs), then the one taught lightly by the cache (40 epochs). Then the committee of the raster
+# networks — both fine-tuned models and the untouched ResNet, pooled by their geometric mean — its
+# temperature fitted on the dev band with its labels, the two members attached (a two-view model)
+# and the pool's temperature matched on dev to the committee alone. Last, `griffon model ship` copies
+# it to model/weights/ with its model card (the model measured beside its raster view alone and the
+# public models), int8 copy and categories.txt, and checks them.
 # A step whose file exists is not run again: an interrupted `make train` goes on from the last
 # finished step (`rm -r runs/` to start over).
 GRIFFON := $(VENV)/bin/griffon
 DATA_FLAG := $(if $(DATA),--data $(DATA))
 # SEED=N trains every network of the chain with seed N instead of its preset's (another run of the
-# recipe: `make runs/distilled/two-view.pt SEED=1`, which ships nothing).
+# recipe: `make runs/committee/two-view.pt SEED=1`, which ships nothing).
 TRAIN := $(GRIFFON) train $(DATA_FLAG) $(if $(SEED),--seed $(SEED))
 MODEL := $(GRIFFON) model
 TEACHERS_CACHE := runs/teachers/answers.npz
-TEACHERS_DIR := $(or $(GRIFFON_TEACHERS),../shared/models)
-MEMBER_A := runs/member-a/model.pt
+TEACHERS_DIR := $(or $(GRIFFON_TEACHERS),model/public)
 UNTAUGHT := runs/sequence-untaught/sequence.pt
 TAUGHT := runs/sequence-taught/sequence.pt
-STUDENT := runs/distilled/model.pt
-CALIBRATED := runs/distilled/calibrated.pt
-ATTACHED := runs/distilled/attached.pt
-TWO_VIEW := runs/distilled/two-view.pt
+RESNET := runs/public-resnet/model.pt
+DOODLENET := runs/public-doodlenet/model.pt
+COMMITTEE := runs/committee/model.pt
+CALIBRATED := runs/committee/calibrated.pt
+ATTACHED := runs/committee/attached.pt
+TWO_VIEW := runs/committee/two-view.pt
 .DELETE_ON_ERROR:
 
 train: setup
 	$(MAKE) -j2 $(TWO_VIEW)
 	$(MODEL) ship $(DATA_FLAG) --teachers $(TEACHERS_DIR) $(TWO_VIEW)
 
-# Member A: an experiment (training/presets/member-a.yaml), not a step of train.
-$(MEMBER_A):
-	$(TRAIN) --preset member-a
 $(TEACHERS_CACHE):
 	$(PY) -m training.teachers cache $(DATA_FLAG) --out $@ --top-k 32
 $(UNTAUGHT):
 	$(TRAIN) --preset sequence-untaught
 $(TAUGHT): $(TEACHERS_CACHE) | $(UNTAUGHT)
 	$(TRAIN) --preset sequence-taught
-$(STUDENT): $(TEACHERS_CACHE)
-	$(TRAIN) --preset distilled $(ARGS)
-$(CALIBRATED): $(STUDENT)
-	$(MODEL) calibrate $(DATA_FLAG) --model $(STUDENT) --split dev --trained-on --out $@
+$(RESNET): $(TEACHERS_CACHE)
+	$(TRAIN) --preset public-resnet $(ARGS)
+$(DOODLENET): $(TEACHERS_CACHE)
+	$(TRAIN) --preset public-doodlenet $(ARGS)
+$(COMMITTEE): $(RESNET) $(DOODLENET)
+	$(MODEL) committee $(RESNET) $(DOODLENET) public:quickdraw-resnet --out $@
+$(CALIBRATED): $(COMMITTEE)
+	$(MODEL) calibrate $(DATA_FLAG) --model $(COMMITTEE) --split dev --trained-on --out $@
 $(ATTACHED): $(CALIBRATED) $(UNTAUGHT) $(TAUGHT)
 	$(MODEL) attach --model $(CALIBRATED) --out $@ --member $(UNTAUGHT) $(TAUGHT)
 $(TWO_VIEW): $(ATTACHED)
 	$(MODEL) calibrate $(DATA_FLAG) --model $(ATTACHED) --match $(CALIBRATED) --out $@
-
-# The public teachers' student alone (its step of `make train`; the cache first when missing).
-distilled: setup
-	$(MAKE) $(STUDENT)
 
 eval: setup
 	$(VENV)/bin/griffon eval $(if $(DATA),--data $(DATA)) --out reports/eval $(ARGS)

@@ -6,10 +6,13 @@ built from keyword arguments alone, so a checkpoint can store ``(name, kwargs)``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+from model.tfjs import PublicNetwork
 
 REGISTRY: dict[str, Callable[..., nn.Module]] = {}
 
@@ -119,3 +122,46 @@ class SketchResNet(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Class logits for a batch of rasters."""
         return self.head(self.stages(self.stem(images)))
+
+
+register("public")(PublicNetwork)  # a public model's own graph and weights, our class order (model.tfjs)
+
+
+@register("committee")
+class Committee(nn.Module):
+    """Several networks reading the same raster, pooled: their normalised geometric mean.
+
+    ``members`` are ``{"name", "kwargs"}`` of registered architectures (each gets ``in_channels`` and
+    ``num_classes``); ``temperatures`` divide each member's logits first (1 by default). The output,
+    the mean of the members' log-probabilities, is a logit vector whose softmax is the pool."""
+
+    def __init__(
+        self,
+        in_channels: int = 1,
+        num_classes: int = 345,
+        members: Sequence[dict] = (),
+        temperatures: Sequence[float] | None = None,
+    ) -> None:
+        super().__init__()
+        if not members:
+            raise ValueError("a committee needs at least one member")
+        if any(member.get("name") == "committee" for member in members):
+            raise ValueError("a committee's members cannot be committees")
+        self.members = nn.ModuleList(
+            create_model(m["name"], in_channels=in_channels, num_classes=num_classes, **m.get("kwargs", {}))
+            for m in members
+        )
+        temperatures = list(temperatures) if temperatures is not None else [1.0] * len(members)
+        if len(temperatures) != len(members) or min(temperatures) <= 0:
+            raise ValueError("a committee needs one positive temperature per member")
+        self.register_buffer(
+            "inverse_temperatures", torch.tensor([1.0 / t for t in temperatures]), persistent=False
+        )
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """The members' mean log-probabilities (pooled logits) for a batch of rasters."""
+        logs = [
+            F.log_softmax(member(images).float() * self.inverse_temperatures[index], dim=1)
+            for index, member in enumerate(self.members)
+        ]
+        return torch.stack(logs).mean(dim=0)

@@ -23,17 +23,26 @@ from dataclasses import asdict, dataclass, field
 import cv2
 import numpy as np
 
+from model.bitmap import BitmapSpec, in_box, render
+
 CHANNELS = ("ink", "order")
+STYLES = ("fit", "bitmap")
 
 
 @dataclass(frozen=True)
 class RasterSpec:
-    """How strokes become an image: part of every checkpoint's input contract."""
+    """How strokes become an image: part of every checkpoint's input contract.
+
+    ``style`` ``fit`` (the default) fits the drawing in ``size`` pixels less ``margin``, lines
+    ``line_width`` pixels wide; ``bitmap`` is the dataset's ``numpy_bitmap`` render that the public
+    models read (:mod:`model.bitmap`: ``line_width`` and ``margin`` in units of the 256 box, one
+    ``ink`` channel)."""
 
     size: int = 48
     line_width: float = 1.6
     margin: float = 2.0
     channels: tuple[str, ...] = field(default=("ink",))
+    style: str = "fit"
 
     def __post_init__(self) -> None:
         unknown = set(self.channels) - set(CHANNELS)
@@ -41,11 +50,24 @@ class RasterSpec:
             raise ValueError(f"unknown raster channels {sorted(unknown)}; known: {CHANNELS}")
         if not 8 <= self.size <= 256:
             raise ValueError("raster size must be between 8 and 256 pixels")
+        if self.style not in STYLES:
+            raise ValueError(f"unknown raster style {self.style!r}; known: {', '.join(STYLES)}")
+        if self.style == "bitmap" and self.channels != ("ink",):
+            raise ValueError("the bitmap style has one channel, ink")
+
+    @classmethod
+    def bitmap(cls) -> RasterSpec:
+        """The ``numpy_bitmap`` render of the public models: 28 × 28, 16-unit lines, 16-unit margins."""
+        defaults = BitmapSpec()
+        return cls(defaults.size, defaults.line_width, defaults.padding, ("ink",), "bitmap")
 
     def to_dict(self) -> dict:
-        """Plain-JSON form, as stored in checkpoints."""
+        """Plain-JSON form, as stored in checkpoints (``style`` only when it is not ``fit``, so the
+        fingerprints of files written before styles existed still hold)."""
         data = asdict(self)
         data["channels"] = list(self.channels)
+        if self.style == "fit":
+            del data["style"]
         return data
 
     @classmethod
@@ -90,6 +112,9 @@ def _stroke_weights(count: int) -> np.ndarray:
 
 def rasterize(strokes: Sequence[np.ndarray], spec: RasterSpec = RasterSpec()) -> np.ndarray:
     """Render strokes (``(n, 2)`` arrays, any coordinates) to a ``(channels, size, size)`` float32 image."""
+    if spec.style == "bitmap":
+        bitmap = BitmapSpec(spec.size, spec.line_width, spec.margin)
+        return render(in_box(strokes), bitmap)[None]
     scale, offset = _placement(strokes, spec)
     big = spec.size * SUPERSAMPLE
     # pixel centres sit at +0.5 in the reference; OpenCV's integer coordinates are pixel centres

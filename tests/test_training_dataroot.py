@@ -42,8 +42,8 @@ def test_the_rule_in_order(elsewhere: Path, tmp_path: Path, monkeypatch: pytest.
     [
         ["training.train", "--preset", "tiny"],
         ["training.train", "--preset", "sequence-tiny"],
-        ["training.export"],
-        ["training.model_card", "--model", "model/weights/griffon-default.pt"],
+        ["training.export", "--checkpoint", "MISSING.pt"],
+        ["training.model_card", "--model", "MISSING.pt"],
         ["training.calibrate", "--model", "MISSING.pt"],
     ],
 )

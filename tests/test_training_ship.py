@@ -13,6 +13,8 @@ import typer
 from typer.testing import CliRunner
 
 from model import Guesser
+from model.checkpoint import CheckpointError
+from model.guesser import DEFAULT_WEIGHTS
 from tests.test_training_teachers import flat_teacher
 from training import ship as shipping
 from training.cli import register
@@ -122,3 +124,19 @@ def test_a_tampered_checkpoint_or_a_failed_check_leaves_the_shipped_files_as_the
     code, output = ship(cli, tiny_checkpoint, dest, fixture_data, cache)
     assert code == 1 and "the int8 copy of" in output and "not shipped" in output
     assert digests(dest) == before and not list(dest.glob(".ship-*"))
+
+
+def test_only_ship_writes_into_model_weights(tmp_path: Path) -> None:
+    """The int8 export and the model card refuse the shipped folder: `griffon model ship` is its one door."""
+    from training.export import main as export_main
+    from training.model_card import main as card_main
+
+    shipped = DEFAULT_WEIGHTS
+    before = {path.name: path.stat().st_mtime_ns for path in shipped.parent.iterdir()}
+    with pytest.raises(CheckpointError, match="griffon model ship"):
+        export_main(["--checkpoint", str(shipped)])
+    with pytest.raises(CheckpointError, match="griffon model ship"):
+        export_main(["--checkpoint", str(tmp_path / "x.pt"), "--out", str(shipped.parent / "x.int8.onnx")])
+    with pytest.raises(CheckpointError, match="griffon model ship"):
+        card_main(["--model", str(shipped), "--store"])
+    assert {path.name: path.stat().st_mtime_ns for path in shipped.parent.iterdir()} == before

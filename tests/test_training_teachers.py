@@ -1,6 +1,6 @@
 """The teachers' reader (`training.teachers`): the TensorFlow.js layers format on tiny models built
-here, the class mapping, the numpy_bitmap render, the answers' cache, and — when ../shared/models is
-there — the two real teachers on a few training drawings."""
+here, the class mapping, the numpy_bitmap render, the answers' cache, and — when ../shared/data is
+there — the two real teachers (committed in model/public/) on a few training drawings."""
 
 from __future__ import annotations
 
@@ -11,24 +11,19 @@ import numpy as np
 import pytest
 import torch
 
+from model.bitmap import BitmapSpec, render, render_many
 from model.strokes import DrawingError
+from model.tfjs import PUBLIC_DIR, class_columns, read_class_names, read_layers_model
 from training.data import SHARED_DATA, holds_quickdraw, load_dataset
 from training.teachers import (
-    SHARED_MODELS,
     TEACHER_NAMES,
-    BitmapSpec,
     Teacher,
     TeacherError,
-    class_columns,
     geometric_mean,
     load_teachers,
     main,
     read_cache,
-    read_class_names,
-    read_layers_model,
     read_our_classes,
-    render,
-    render_many,
     view_of,
     write_cache,
 )
@@ -346,18 +341,18 @@ def test_views_of_a_drawing() -> None:
 
 
 # -- the real teachers ------------------------------------------------------------------------------
-REAL = SHARED_MODELS.is_dir() and holds_quickdraw(SHARED_DATA)
+REAL = holds_quickdraw(SHARED_DATA)
 WORDS = (
     "apple bicycle butterfly cactus car clock envelope eyeglasses fish house key ladder mushroom pants "
     "scissors snowman star sun tree umbrella"
 ).split()
 
 
-@pytest.mark.skipif(not REAL, reason="needs ../shared/models (the teachers) and ../shared/data/quickdraw")
+@pytest.mark.skipif(not REAL, reason="needs ../shared/data/quickdraw")
 def test_real_teachers_read_training_drawings() -> None:
     """Both teachers name most of 60 recognized training drawings of 20 clear categories (they read
     about 70–75 % of all training drawings); the same drawings in black on white they do not."""
-    teachers = load_teachers(SHARED_MODELS)
+    teachers = load_teachers(PUBLIC_DIR)
     records = [r for r in load_dataset(SHARED_DATA, "train", categories=WORDS) if r.recognized]
     chosen = [r for word in WORDS for r in [r for r in records if r.word == word][:3]]
     labels = np.array([teachers[0].classes.index(r.word) for r in chosen])

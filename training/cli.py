@@ -66,6 +66,18 @@ def attach_command(ctx: typer.Context) -> None:
     run_command(lambda: attach_main(list(ctx.args)))
 
 
+@model_app.command(
+    "committee", help="Pool raster networks reading the same raster into one checkpoint (--help).",
+    **FORWARDED,
+)
+def committee_command(ctx: typer.Context) -> None:
+    """Forward every argument to ``training.committee.main``."""
+    from training.committee import main
+    from training.entry import run_command
+
+    run_command(lambda: main(list(ctx.args)))
+
+
 @model_app.command("ship")
 def ship_command(
     source: Path = typer.Argument(..., help="a checkpoint, or a run folder (its two-view.pt, calibrated.pt "

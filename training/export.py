@@ -1,5 +1,6 @@
 """Make the int8 ONNX copy of a checkpoint and its serving bundle:
-``python -m training.export [--checkpoint PATH] [--bundle-only]``.
+``python -m training.export --checkpoint PATH [--bundle-only]`` (``griffon model ship`` makes the
+shipped model's).
 
 The float network is exported to ONNX, then statically quantized with ONNX Runtime's tools
 (int8 weights per output channel, uint8 activations, QDQ format; activation ranges at the 99.999th
@@ -30,9 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from model.bundle import write_bundle
-from model.guesser import DEFAULT_WEIGHTS, Guesser
+from model.guesser import Guesser
 from model.runtime import INPUT, SOURCE_KEY, export_onnx, int8_path, weights_sha256
 from model.strokes import DrawingError
+from training.outputs import refuse_shipped
 
 CALIBRATION_DRAWINGS = 1024
 CALIBRATION_BATCH = 64
@@ -128,9 +130,10 @@ def quantize(
 
 
 def main(argv: list[str] | None = None) -> Path:
-    """Command line: export and quantize a checkpoint (default: the shipped weights)."""
+    """Command line: export and quantize a checkpoint (never one of ``model/weights/``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", type=Path, default=DEFAULT_WEIGHTS)
+    parser.add_argument("--checkpoint", type=Path, required=True,
+                        help="a checkpoint outside model/weights/ (`griffon model ship` writes those)")
     parser.add_argument("--data", type=Path, default=None, help="Quick, Draw! folder (training split)")
     parser.add_argument("--out", type=Path, default=None, help="default: <checkpoint>.int8.onnx beside it")
     parser.add_argument("--drawings", type=int, default=CALIBRATION_DRAWINGS)
@@ -138,6 +141,7 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--bundle-only", action="store_true",
                         help="write the serving bundle alone, beside the int8 copy already there")
     args = parser.parse_args(argv)
+    refuse_shipped(args.out or args.checkpoint, "python -m training.export")
     if args.bundle_only:
         for path in write_bundle(args.checkpoint):
             print(f"{path}: {path.stat().st_size / 1e6:.2f} MB")

@@ -10,6 +10,7 @@ from typing import Any
 
 from torch import nn
 
+from training.outputs import refuse_shipped
 from training.settings import TrainConfig
 
 CARD = """# Griffon sketch recognizer — model card
@@ -25,9 +26,7 @@ split by a hash of `key_id` — train {train} (of which dev {dev}), validation {
 model's training: **{holdout}** ({held} drawings). Every drawing goes through the dataset's own
 simplification (align, scale to 255, resample 1 px, RDP ε = 2) before rasterizing.
 
-**Training.** `{command}` — {epochs} epochs, {per_class} drawings per class per epoch (class-balanced),
-AdamW lr {lr}, cosine schedule, label smoothing {smoothing}{averaging}, augmentation {augment}.{distillation}
-{seconds:.0f} s on this machine ({sps:.0f} samples/s).
+{training}
 
 **Metrics on the held-out {holdout} split** ({held} drawings, never trained on):
 
@@ -45,11 +44,29 @@ the game conditions use fixed seeds, so a rerun gives the same numbers.
 
 **Calibration.** Softmax temperature {temperature} ({temperature_source}).{pair_calibration}
 
-{sources}**Limits.** Trained on ~25 drawings per category, mostly the first lines of Google's public files
-(not a random sample): expect errors on unusual styles and on categories that look alike (see the evaluation
-report's confusion pairs). Check the calibration section of `griffon eval` before relying on the
-probabilities as exact.
+{sources}**Limits.** {limits} Expect errors on unusual styles and on categories that look alike (see the
+evaluation report's confusion pairs). Check the calibration section of `griffon eval` before relying on
+the probabilities as exact.
 """
+
+PUBLIC_CREDITS = (
+    "The public models: DoodleNet (ml5.js, github.com/ml5js/ml5-data-and-models, MIT licence, Copyright (c) "
+    "2018 ml5) and a small ResNet, quickdraw-prediction-model (github.com/jinnyday0719/quickdraw-prediction-"
+    "model, MIT licence, Copyright (c) 2024 안서진), both trained by their authors on the full Quick, Draw! "
+    "dataset (about 70,000 drawings a category); their weights and licences are in `model/public/`, read "
+    "by our own code (`model/tfjs.py`)."
+)
+SCRATCH_LIMITS = (
+    "Trained on ~25 drawings per category, mostly the first lines of Google's public files (not a random "
+    "sample)."
+)
+PUBLIC_LIMITS = (
+    "Its raster networks start from public models trained on the full dataset; our training adds ~25 "
+    "drawings per category and 23,450 more of 33 categories. The public models most likely saw the "
+    "validation drawings in their own training, so the absolute figures above are optimistic (more for "
+    "whole drawings than for Kontour lines or halves, which they never saw); the comparisons with them, "
+    "on the same drawings, are fair."
+)
 
 
 SOURCE_COLUMNS = (("top-1", "full_top1"), ("top-3", "full_top3"), ("Kontour", "kontour_top1"),
@@ -137,7 +154,15 @@ def _distillation(config: Any) -> str:
         )
         if sequence:
             parts.append(f"{len(sequence)} of them read stroke sequences (`training/sequence.py`).")
-    if getattr(config, "teacher_cache", ""):
+    if getattr(config, "teacher_cache", "") and getattr(config, "cache_teachers", ""):
+        parts.append(
+            f"Learns, with weight {config.distill_weight}, the answers of `{config.cache_teachers}` as "
+            f"published on each whole drawing (cached in `{config.teacher_cache}`), softened at temperature "
+            f"{config.distill_temperature}, for every view of that drawing, and the labels with the rest, "
+            "so that what it knew of whole drawings stays; the extra Quick, Draw! drawings of the cache (33 "
+            "categories; © Google, CC BY 4.0) are training drawings too."
+        )
+    elif getattr(config, "teacher_cache", ""):
         parts.append(
             f"Distilled from two public Quick, Draw! classifiers through their answers cached in "
             f"`{config.teacher_cache}` (`training/taught.py`): weight {config.distill_weight} on the "
@@ -219,6 +244,44 @@ def _member_recipe(training: dict) -> str:
     return text
 
 
+def _training_line(config: Any, metrics: dict) -> str:
+    """The card's Training paragraph for one trained network (its settings and what the run measured)."""
+    command = config.command or f"griffon train --preset {Path(config.out).name}"
+    averaging = f", weights averaged (EMA decay {config.ema})" if config.ema else ""
+    start = ""
+    if getattr(config, "architecture", "") == "public":
+        start = (f" Starts from the public `{config.public}`'s own weights and reads its render (the "
+                 "dataset's 28 × 28 `numpy_bitmap`); its batch normalisation keeps its learned statistics.")
+    return (
+        f"**Training.** `{command}` — {metrics.get('epochs_run')} epochs, {config.per_class} drawings "
+        f"per class per epoch (class-balanced), AdamW lr {config.lr}, cosine schedule, label smoothing "
+        f"{config.label_smoothing}{averaging}, augmentation {config.augment}.{start}{_distillation(config)}\n"
+        f"{metrics.get('train_seconds', 0.0):.0f} s on this machine "
+        f"({metrics.get('train_samples_per_second', 0.0):.0f} samples/s)."
+    )
+
+
+def committee_training(records: Sequence[dict], temperatures: Sequence[float]) -> str:
+    """The card's Training paragraph for a committee: each member, how it was made, its temperature."""
+    known = set(TrainConfig.__dataclass_fields__)
+    lines = [
+        f"**Training.** A committee of {len(records)} networks reading the same raster, pooled by their "
+        "normalised geometric mean, each at its own temperature (`griffon model committee`):",
+        "",
+    ]
+    for index, (record, temperature) in enumerate(zip(records, temperatures, strict=True)):
+        if record.get("fine_tuned") is False:
+            lines.append(f"{index + 1}. the public `{record.get('public')}` as published (temperature "
+                         f"{temperature:g}): what it knew of whole drawings, untouched.")
+            continue
+        config = TrainConfig(**{k: v for k, v in record.items() if k in known})
+        what = f"the public `{config.public}` fine-tuned" if config.architecture == "public" else "a network"
+        text = _training_line(config, record.get("metrics", {})).removeprefix("**Training.** ")
+        lines.append(f"{index + 1}. {what} (`{record.get('checkpoint', '?')}`, temperature {temperature:g}): "
+                     + text.replace("\n", " "))
+    return "\n".join(lines) + "\n\n" + PUBLIC_CREDITS
+
+
 def write_model_card(
     path: Path,
     config: Any,
@@ -231,17 +294,23 @@ def write_model_card(
     members_training: Sequence[dict] = (),
     view_pool: str = "log",
     sources: str = "",
+    committee: str = "",
 ) -> None:
     """Fill the card template from a run's settings, data metadata and metrics (``members``: the
     stroke-sequence members of a two-view model, whose metrics these are with the network's;
-    ``members_training``: how each was trained; ``sources``: :func:`sources_section`)."""
+    ``members_training``: how each was trained; ``sources``: :func:`sources_section`; ``committee``:
+    :func:`committee_training`, for a committee of raster networks)."""
     split = meta["per_split"]
+    spec = config.raster_spec()
+    public = committee or getattr(config, "architecture", "") == "public"
     text = CARD.format(
         classes=len(meta["classes"]),
-        size=config.size,
-        channels=config.channels,
-        architecture=config.architecture,
-        kwargs=config.architecture_kwargs(),
+        size=spec.size,
+        channels=",".join(spec.channels) + (" — the dataset's own numpy_bitmap render" * public),
+        architecture="committee" if committee else config.architecture,
+        kwargs="" if committee else config.architecture_kwargs(),
+        training=committee or _training_line(config, metrics),
+        limits=PUBLIC_LIMITS if public else SCRATCH_LIMITS,
         params=sum(p.numel() for p in network.parameters()),
         member=_member(members, members_training, view_pool),
         source=Path(meta["source"]).name,
@@ -251,16 +320,6 @@ def write_model_card(
         val=split["val"],
         holdout=metrics.get("held_out", config.holdout),
         held=int(metrics.get("held_out_drawings", metrics.get("count", 0))),
-        command=config.command or f"griffon train --preset {Path(config.out).name}",
-        epochs=metrics.get("epochs_run"),
-        per_class=config.per_class,
-        lr=config.lr,
-        smoothing=config.label_smoothing,
-        averaging=f", weights averaged (EMA decay {config.ema})" if config.ema else "",
-        distillation=_distillation(config),
-        augment=config.augment,
-        seconds=metrics.get("train_seconds", 0.0),
-        sps=metrics.get("train_samples_per_second", 0.0),
         temperature=temperature,
         temperature_source=metrics.get("temperature_source", "not fitted"),
         sources=sources,
@@ -310,7 +369,14 @@ def refresh(
     guesser = Guesser.load(model_path, backend="torch")  # the checkpoint's own float weights
     payload = torch.load(model_path, map_location="cpu", weights_only=True)
     known = set(TrainConfig.__dataclass_fields__)
-    config = TrainConfig(**{k: v for k, v in payload["training"].items() if k in known})
+    committee = ""
+    record = payload["training"]
+    if payload["architecture"]["name"] == "committee":  # the settings of its first trained member
+        records = list(record.get("committee", []))
+        committee = committee_training(records, payload["architecture"]["kwargs"]["temperatures"])
+        record = next((r for r in records if r.get("fine_tuned") is not False), {})
+        record = {**record, "style": "bitmap"} if payload["input_contract"]["raster"].get("style") else record
+    config = TrainConfig(**{k: v for k, v in record.items() if k in known})
     prepared = prepare_cached(default_data_root(data), cache, guesser.labels)
     held_out = prepared.indices(config.holdout)
     drawings = [prepared.strokes(int(i)) for i in held_out]
@@ -349,6 +415,7 @@ def refresh(
         guesser.view_pool,
         sources_section(payload["metrics"], raster, read_by_teachers,
                         len(guesser.member.networks) if guesser.member is not None else 0),
+        committee,
     )
     return payload["metrics"]
 
@@ -368,6 +435,7 @@ def main(argv: list[str] | None = None) -> dict:
         help="the public teachers' folder (e.g. ../shared/models): their rows in the card's table",
     )
     args = parser.parse_args(argv)
+    refuse_shipped(args.model, "python -m training.model_card")
     metrics = refresh(args.model, args.data, store=args.store, teachers=args.teachers)
     print(json.dumps(metrics, indent=1))
     return metrics

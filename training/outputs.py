@@ -1,5 +1,6 @@
 """Steps that derive a checkpoint from others (calibration, attaching members) write a new file and
-never write over one they read: a run's ``model.pt`` stays what its training wrote."""
+never write over one they read: a run's ``model.pt`` stays what its training wrote. Only
+``griffon model ship`` writes into ``model/weights/`` (:func:`refuse_shipped`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from model.checkpoint import CheckpointError
+from model.guesser import WEIGHTS_DIR
 
 
 def same_file(a: Path | str, b: Path | str) -> bool:
@@ -29,3 +31,12 @@ def new_output(out: Path | str, inputs: Iterable[Path | str], step: str) -> Path
                 "never rewritten in place)"
             )
     return out
+
+
+def refuse_shipped(path: Path | str, step: str) -> None:
+    """Raise :class:`CheckpointError` when ``step`` would write beside the shipped model: the files of
+    ``model/weights/`` are written by ``griffon model ship`` alone (checked together)."""
+    if Path(path).resolve().parent == WEIGHTS_DIR.resolve():
+        raise CheckpointError(
+            f"{step} does not write into {WEIGHTS_DIR}: run it on a copy, then `griffon model ship` it"
+        )

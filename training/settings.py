@@ -40,7 +40,9 @@ class TrainConfig:
     cache: str = "runs/prepared"  # prepared-data cache
     holdout: str = "val"  # what to leave out and report on: "val" (shipped) or "dev" (experiments)
     categories: str = ""  # comma-separated subset of classes (empty = all)
-    architecture: str = "resnet"
+    architecture: str = "resnet"  # resnet | plain | public (a public model's own graph and weights)
+    public: str = "quickdraw-resnet"  # with architecture public: which one (model/public/)
+    style: str = "fit"  # raster style: fit (size, line_width, channels) | bitmap (the public models' render)
     widths: str = "32,64,128,256"
     blocks: str = "1,1,1,1"
     dropout: float = 0.3
@@ -64,6 +66,7 @@ class TrainConfig:
     teacher_backend: str = "torch"  # the teachers' back-end: torch (float reference) or onnx-int8 (faster)
     sequence_teacher: list[str] = field(default_factory=list)  # stroke-sequence members to distil from
     teacher_cache: str = ""  # the teachers' cached answers (training.teachers cache): distil from them
+    cache_teachers: str = ""  # which cached teachers the targets pool, e.g. quickdraw-resnet (empty = all)
     stroke_mix: float = 0.0  # chance a view adds another drawing's first strokes (--teacher-cache)
     init: str = ""  # a checkpoint whose weights start the run (same classes, raster, architecture)
     distill_temperature: float = 2.0  # softens teacher and student distributions in the distillation loss
@@ -79,11 +82,15 @@ class TrainConfig:
 
     def raster_spec(self) -> RasterSpec:
         """The raster spec of this run (the checkpoint's input contract)."""
+        if self.style == "bitmap":
+            return RasterSpec.bitmap()
         channels = tuple(c for c in self.channels.split(",") if c)
         return RasterSpec(size=self.size, line_width=self.line_width, channels=channels)
 
     def architecture_kwargs(self) -> dict:
         """Keyword arguments for :func:`model.network.create_model` (besides channels and classes)."""
+        if self.architecture == "public":
+            return {"source": self.public}
         kwargs: dict = {"widths": [int(w) for w in self.widths.split(",")], "dropout": self.dropout}
         if self.architecture == "resnet":
             kwargs["blocks"] = [int(b) for b in self.blocks.split(",")]

@@ -38,12 +38,13 @@ def soften(probabilities: np.ndarray, temperature: float, floor: float = 1e-8) -
 
 
 def with_cached_targets(
-    data: PreparedData, cache_path: Path | str, temperature: float
+    data: PreparedData, cache_path: Path | str, temperature: float, teachers: Sequence[str] = ()
 ) -> tuple[PreparedData, np.ndarray, np.ndarray]:
     """The prepared data with the cache's extra drawings added, each drawing's softened target
     ``(n, classes)`` and whether it has one (``has_target``; the others learn their label alone).
 
-    A run on a subset of the classes learns the teachers' answers restricted to those classes.
+    A run on a subset of the classes learns the teachers' answers restricted to those classes;
+    ``teachers`` names the cached teachers whose geometric mean is the target (default: all).
     Raises ``TeacherError`` when the cache lacks one of the data's classes, or when a drawing of the
     training split (dev included) is not in it: the cache was made from another data folder."""
     cache = read_cache(cache_path)
@@ -82,7 +83,7 @@ def with_cached_targets(
         )
     has_target = rows >= 0
     targets = np.zeros((len(data), len(data.classes)), dtype=np.float32)
-    committee = cache.committee()[rows[has_target]][:, columns]
+    committee = cache.committee(teachers)[rows[has_target]][:, columns]
     committee /= np.maximum(committee.sum(axis=1, keepdims=True), 1e-12)
     targets[has_target] = soften(committee, temperature)
     return data, targets, has_target

@@ -236,12 +236,15 @@ def train(config: TrainConfig) -> dict:
     cached = has_target = None
     if config.teacher_cache:
         data, cached, has_target = with_cached_targets(
-            data, config.teacher_cache, config.distill_temperature
+            data, config.teacher_cache, config.distill_temperature,
+            [name for name in config.cache_teachers.split(",") if name],
         )
     spec = config.raster_spec()
     held_out = data.indices(config.holdout)
     pool = np.setdiff1d(data.indices("train"), held_out)
     arch_kwargs = config.architecture_kwargs()
+    if config.architecture == "public":  # its outputs are mapped onto the run's classes by name
+        arch_kwargs["classes"] = list(data.classes)
     turns = ROTATIONS if config.rotation_labels else 1
     outputs = len(data.classes) * turns
     network = create_model(
