@@ -8,11 +8,12 @@ Each open table or bot room holds a share of a core, measured by ``python -m ben
 instead of slowing every table already playing.
 
 The costs are measured on a quiet host; on a busy one (other processes on its cores) the same
-tables take longer. So admission also reads the event loop's measured lag (:class:`LoopLag`, its
-p99 over the last ``LAG_WINDOW_S``): while it is above ``capacity_lag_ms``, no new table or room is
-admitted (those open play on; a server with nothing open admits its first), as adaptive concurrency
-limiters do. The lag is what every table's frames wait for: past it, their stroke acknowledgements
-would miss their promise.
+tables take longer. So admission also reads what is measured over the last ``LAG_WINDOW_S``: the
+event loop's lag (:class:`LoopLag`, what every table's frames wait for) and the stroke
+acknowledgements (``griffon_stroke_ack_seconds``, the promise itself). While the lag's p99 is above
+``capacity_lag_ms`` or the acknowledgements' above twice it (100 ms by default), no new table or
+room is admitted; those open play on, and a server with nothing open admits its first (as
+adaptive concurrency limiters do, by what is measured rather than by fixed costs alone).
 
 No one client (an address) may hold more than ``client_capacity_share`` of that budget (but its
 first table or room, whatever its share), nor more
@@ -23,52 +24,35 @@ from one address takes its share, never the house.
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Container
 from dataclasses import dataclass
 
 from service.errors import Unavailable
+from service.metrics import Recent
 from service.settings import Settings
 
 RETRY_AFTER_S = 30.0
 LAG_PERIOD_S = 0.05  # how often the loop's lag is sampled
 LAG_WINDOW_S = 10.0  # the recent past its p99 is read over
-LAG_MIN_SAMPLES = 20  # fewer samples than this (a loop just started): no figure yet
 
 
-class LoopLag:
+class LoopLag(Recent):
     """The event loop's lag: a task sleeps ``period_s`` again and again and records how late it
     woke (what any callback waited then); `p99` over the last ``window_s``."""
 
     def __init__(self, period_s: float = LAG_PERIOD_S, window_s: float = LAG_WINDOW_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.period_s, self.window_s, self.clock = period_s, window_s, clock
-        self.samples: deque[tuple[float, float]] = deque()  # (when, lag in seconds)
-
-    def add(self, lag_s: float, at: float | None = None) -> None:
-        """Record one sample (its time: now), forgetting those out of the window."""
-        now = self.clock() if at is None else at
-        self.samples.append((now, max(0.0, lag_s)))
-        while self.samples and self.samples[0][0] < now - self.window_s:
-            self.samples.popleft()
-
-    def p99(self) -> float | None:
-        """The 99th percentile of the lag over the window, in seconds (None: too few samples)."""
-        now = self.clock()
-        lags = sorted(lag for at, lag in self.samples if at >= now - self.window_s)
-        if len(lags) < LAG_MIN_SAMPLES:
-            return None
-        return lags[min(len(lags) - 1, math.ceil(0.99 * len(lags)) - 1)]
+        super().__init__(window_s, clock)
+        self.period_s = period_s
 
     async def run(self) -> None:
         """Sample until cancelled."""
         while True:
             started = self.clock()
             await asyncio.sleep(self.period_s)
-            self.add(self.clock() - started - self.period_s)
+            self.add(max(0.0, self.clock() - started - self.period_s))
 
 
 def usable_cores() -> int:
@@ -120,7 +104,7 @@ class Capacity:
                  open_count: Callable[[str], int], client_share: float = 1.0,
                  held_by: Callable[[str], float] | None = None, rooms: ClientRooms | None = None,
                  rooms_per_client: int | None = None, lag: Callable[[], float | None] | None = None,
-                 lag_limit_s: float = 0.0) -> None:
+                 lag_limit_s: float = 0.0, acks: Callable[[], float | None] | None = None) -> None:
         """``open_count(kind)``: how many tables or rooms of that kind are open now;
         ``held_by(client)``: the cores that client's tables and rooms hold; ``client_share``: the
         share of the budget one client may hold; ``rooms``: who opened each bot room, of which one
@@ -129,20 +113,20 @@ class Capacity:
         self.costs, self.cores, self.utilisation, self.open_count = costs, cores, utilisation, open_count
         self.client_share, self.held_by = client_share, held_by
         self.rooms, self.rooms_per_client = rooms, rooms_per_client
-        self.lag, self.lag_limit_s = lag, lag_limit_s
+        self.lag, self.lag_limit_s, self.acks = lag, lag_limit_s, acks
 
     @classmethod
     def from_settings(
         cls, settings: Settings, open_count: Callable[[str], int], share: float = 1.0,
         held_by: Callable[[str], float] | None = None, rooms: ClientRooms | None = None,
-        lag: Callable[[], float | None] | None = None,
+        lag: Callable[[], float | None] | None = None, acks: Callable[[], float | None] | None = None,
     ) -> Capacity:
         """The budget the settings describe (``capacity_cores`` 0: the usable cores), of which this
         process has ``share`` (one worker of several: 1 / their count)."""
         costs = Costs(settings.pictomania_table_cost, settings.kontour_table_cost, settings.bot_room_cost)
         cores = (settings.capacity_cores or usable_cores()) * share
         return cls(costs, cores, settings.capacity_utilisation, open_count, settings.client_capacity_share,
-                   held_by, rooms, settings.bot_rooms_per_client, lag, settings.capacity_lag_ms / 1000)
+                   held_by, rooms, settings.bot_rooms_per_client, lag, settings.capacity_lag_ms / 1000, acks)
 
     @property
     def budget(self) -> float:
@@ -166,11 +150,15 @@ class Capacity:
         if held - freed + cost > self.budget + 1e-9:
             return (f"the server is at capacity ({held:.2f} of {self.budget:.2f} cores held by open "
                     f"tables and rooms); retry in a while")
-        if self.lag is not None and self.lag_limit_s > 0 and held - freed > 1e-9:
-            lag = self.lag()
+        if self.lag_limit_s > 0 and held - freed > 1e-9:
+            lag = self.lag() if self.lag is not None else None
             if lag is not None and lag > self.lag_limit_s:
                 return (f"the server is slow now (its event loop lagged {lag * 1000:.0f} ms at p99 lately, "
                         f"more than {self.lag_limit_s * 1000:.0f} ms); retry in a while")
+            acks = self.acks() if self.acks is not None else None
+            if acks is not None and acks > 2 * self.lag_limit_s:
+                return (f"the server is slow now (its strokes were acknowledged in {acks * 1000:.0f} ms at "
+                        f"p99 lately, more than {2 * self.lag_limit_s * 1000:.0f} ms); retry in a while")
         if client is None:
             return None
         if kind == "bot" and self.rooms is not None and self.rooms_per_client is not None:

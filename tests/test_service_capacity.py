@@ -121,7 +121,7 @@ def test_an_idle_flood_of_bot_rooms_from_one_address_leaves_room_for_the_others(
             ws.close()
 
 
-def test_a_lagging_event_loop_admits_nothing_new_but_a_first_table() -> None:
+def test_a_lagging_event_loop_or_slow_acks_admit_nothing_new_but_a_first_table() -> None:
     lag: list[float | None] = [None]
     open_now: Counter[str] = Counter()
     capacity = Capacity(Costs(pictomania=0.1, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
@@ -135,8 +135,15 @@ def test_a_lagging_event_loop_admits_nothing_new_but_a_first_table() -> None:
     assert refused.value.code == "server_busy" and refused.value.retry_after
     lag[0] = 0.03
     assert capacity.admits("bot")  # the loop keeps up again
+    acks: list[float | None] = [0.15]
+    slow = Capacity(Costs(pictomania=0.1, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
+                    lag=lambda: 0.01, lag_limit_s=0.05, acks=lambda: acks[0])
+    assert slow.refusal("bot") == ("the server is slow now (its strokes were acknowledged in 150 ms at p99 "
+                                   "lately, more than 100 ms); retry in a while")
+    acks[0] = 0.08
+    assert slow.admits("bot")
     off = Capacity(Costs(pictomania=0.1, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
-                   lag=lambda: 0.2, lag_limit_s=0.0)
+                   lag=lambda: 0.2, lag_limit_s=0.0, acks=lambda: 1.0)
     assert off.admits("bot")  # capacity_lag_ms 0: the measured costs only
 
 
@@ -162,3 +169,14 @@ def test_the_loop_lag_is_measured_over_a_recent_window() -> None:
     stalled, later = asyncio.run(run())
     assert stalled is not None and stalled >= 0.25
     assert later is None
+
+
+def test_the_stroke_acknowledgements_of_the_last_seconds_are_kept_for_admission() -> None:
+    from service.metrics import Metrics
+
+    metrics = Metrics()
+    assert metrics.recent_acks.p99() is None
+    for n in range(30):
+        metrics.stroke_ack.labels(source="play").observe(0.2 if n == 29 else 0.01)
+    assert metrics.recent_acks.p99() == 0.2  # of 30 samples, the 99th percentile is the largest
+    assert b'griffon_stroke_ack_seconds_count{source="play"} 30.0' in metrics.render()
