@@ -10,10 +10,10 @@ instead of slowing every table already playing.
 The costs are measured on a quiet host; on a busy one (other processes on its cores) the same
 tables take longer. So admission also reads what is measured over the last ``LAG_WINDOW_S``: the
 event loop's lag (:class:`LoopLag`, what every table's frames wait for) and the stroke
-acknowledgements (``griffon_stroke_ack_seconds``, the promise itself). While the lag's p99 is above
-``capacity_lag_ms`` or the acknowledgements' above twice it (100 ms by default), no new table or
-room is admitted; those open play on, and a server with nothing open admits its first (as
-adaptive concurrency limiters do, by what is measured rather than by fixed costs alone).
+acknowledgements (``griffon_stroke_ack_seconds``, the promise itself). While either's p99 is above
+``capacity_lag_ms`` (100 ms: the promise), no new table or room is admitted; those open play on,
+and a server with nothing open admits its first (as adaptive concurrency limiters do, by what is
+measured rather than by fixed costs alone).
 
 No one client (an address) may hold more than ``client_capacity_share`` of that budget (but its
 first table or room, whatever its share), nor more
@@ -156,9 +156,9 @@ class Capacity:
                 return (f"the server is slow now (its event loop lagged {lag * 1000:.0f} ms at p99 lately, "
                         f"more than {self.lag_limit_s * 1000:.0f} ms); retry in a while")
             acks = self.acks() if self.acks is not None else None
-            if acks is not None and acks > 2 * self.lag_limit_s:
+            if acks is not None and acks > self.lag_limit_s:
                 return (f"the server is slow now (its strokes were acknowledged in {acks * 1000:.0f} ms at "
-                        f"p99 lately, more than {2 * self.lag_limit_s * 1000:.0f} ms); retry in a while")
+                        f"p99 lately, more than {self.lag_limit_s * 1000:.0f} ms); retry in a while")
         if client is None:
             return None
         if kind == "bot" and self.rooms is not None and self.rooms_per_client is not None:

@@ -142,10 +142,9 @@ class Settings(BaseModel):
         default=0.8, gt=0, le=1, description="share of those cores that open tables and rooms may hold",
     )
     capacity_lag_ms: float = Field(
-        default=50.0, ge=0, le=10_000,
-        description="the event loop's recent lag (p99 over 10 s) above which no new table or bot room is "
-        "admitted (a busy host), nor above twice it for the stroke acknowledgements' p99; 0: the measured "
-        "costs only",
+        default=100.0, ge=0, le=10_000,
+        description="the event loop's recent lag, and the stroke acknowledgements' (p99 over 10 s), "
+        "above which no new table or bot room is admitted (a busy host); 0: the measured costs only",
     )
     client_capacity_share: float = Field(
         default=0.25, gt=0, le=1,

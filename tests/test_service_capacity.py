@@ -137,7 +137,7 @@ def test_a_lagging_event_loop_or_slow_acks_admit_nothing_new_but_a_first_table()
     assert capacity.admits("bot")  # the loop keeps up again
     acks: list[float | None] = [0.15]
     slow = Capacity(Costs(pictomania=0.1, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
-                    lag=lambda: 0.01, lag_limit_s=0.05, acks=lambda: acks[0])
+                    lag=lambda: 0.01, lag_limit_s=0.1, acks=lambda: acks[0])
     assert slow.refusal("bot") == ("the server is slow now (its strokes were acknowledged in 150 ms at p99 "
                                    "lately, more than 100 ms); retry in a while")
     acks[0] = 0.08
