@@ -107,9 +107,11 @@ def test_a_worker_that_cannot_start_stops_the_server_with_its_status(tmp_path: P
 
 
 def gone(pid: int) -> bool:
-    """Whether process ``pid`` has ended (exited, or a zombie nobody reaped yet)."""
+    """Whether process ``pid`` has ended, every thread of it (exited, or a zombie nobody reaped yet:
+    its main thread shows as a zombie while its other threads still exit, its files still open)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        zombie = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        return zombie and len(list(Path(f"/proc/{pid}/task").iterdir())) <= 1
     except (FileNotFoundError, ProcessLookupError):
         return True
 
