@@ -10,12 +10,18 @@ drawing) or none (all categories) — over ``WS /v1/bot`` protocol version 2, wi
 after the last stroke. ``--sessions`` rooms play at once (each its rounds one after another) to
 keep the run to a few minutes.
 
+``--paces`` chooses the paces, each optionally tuned as a room tunes it (``round_start.reaction_s``
+and ``hold_s``): ``instant:reaction_s=1.0:hold_s=5`` is the instant pace reading each stroke in
+1 s and silent for the round's first 5 s.
+
 Measured per condition: the share of drawings found (the answer said) within 3 s and within 8 s
-of the end of the last stroke (a find before it counts), the same for one-stroke drawings, and
+of the end of the last stroke (a find before it counts), the share found while the person was
+still drawing (before the last stroke ended), the same for one-stroke drawings, and
 the bot's reaction time: from the end of the stroke after which it found (the decisive stroke)
 to the right word (median and p90). Prints a Markdown table and the load average;
 ``--json OUT`` writes every figure. Bounded and local:
-``python -m bench.bench_bot_find [--drawings 320] [--sessions 40] [--difficulty normal]``.
+``python -m bench.bench_bot_find [--drawings 320] [--sessions 40] [--difficulty normal]
+[--paces instant human instant:hold_s=5]``.
 """
 
 from __future__ import annotations
@@ -90,12 +96,26 @@ async def replay(ws: Any, strokes: list, start: float, stroke_ends: list[float])
         stroke_ends.append(time.monotonic())
 
 
+def pace_fields(spec: str) -> dict[str, Any]:
+    """``round_start`` fields of a pace spec: ``instant``, ``human:reaction_s=0.8:hold_s=4``..."""
+    name, *tuning = spec.split(":")
+    if name not in PACES:
+        raise ValueError(f"unknown pace {name!r} in {spec!r} (known: {', '.join(PACES)})")
+    fields: dict[str, Any] = {"pace": name}
+    for item in tuning:
+        key, _, value = item.partition("=")
+        if key not in ("reaction_s", "hold_s"):
+            raise ValueError(f"unknown pace setting {key!r} in {spec!r} (known: reaction_s, hold_s)")
+        fields[key] = float(value)
+    return fields
+
+
 async def play_round(ws: Any, number: int, word: str, strokes: list, pace: str,
                      candidates: list[str] | None, linger_s: float, difficulty: str) -> Round:
     """One round: the drawing at its pace; ends at the bot's right word or ``linger_s`` after it."""
     result = Round(word, len(strokes), pace, None if candidates is None else len(candidates))
-    start_frame = {"type": "round_start", "round": number, "pace": pace, "difficulty": difficulty,
-                   "language": "en"} | ({"candidates": candidates} if candidates else {})
+    start_frame = {"type": "round_start", "round": number, "difficulty": difficulty,
+                   "language": "en"} | pace_fields(pace) | ({"candidates": candidates} if candidates else {})
     await ws.send(json.dumps(start_frame))
     while (ready := json.loads(await ws.recv()))["type"] != "round_ready":
         if ready["type"] == "error":
@@ -166,11 +186,13 @@ async def room(url: str, jobs: asyncio.Queue, labels: list[str], linger_s: float
             results.append(played)
 
 
-def summarise(results: list[Round]) -> list[dict[str, Any]]:
-    """One row per condition: find rates within 3 s and 8 s, one-stroke drawings, reaction times."""
+def summarise(results: list[Round], paces: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per condition: find rates within 3 s and 8 s and while drawing, one-stroke
+    drawings, reaction times (``paces``: their order; default: as they come in ``results``)."""
     rows = []
-    for pace in PACES:
-        for count in CANDIDATE_COUNTS:
+    for pace in paces or list(dict.fromkeys(r.pace for r in results)):
+        counts = {r.candidates for r in results if r.pace == pace}
+        for count in sorted(counts, key=lambda c: (c is None, c or 0)):
             rounds = [r for r in results if r.pace == pace and r.candidates == count]
             if not rounds:
                 continue
@@ -184,6 +206,8 @@ def summarise(results: list[Round]) -> list[dict[str, Any]]:
             rows.append({
                 "pace": pace, "candidates": count if count is not None else "none", "drawings": len(rounds),
                 **{f"found_{w:g}s": rate(rounds, w) for w in WITHIN_S},
+                "found_drawing": sum(1 for r in rounds if r.found_after_s is not None and r.found_after_s < 0)
+                / len(rounds),
                 "one_stroke": len(single), "one_stroke_found_8s": rate(single, 8.0),
                 "reaction_median_s": statistics.median(reactions) if reactions else float("nan"),
                 "reaction_p90_s": float(np.percentile(reactions, 90)) if reactions else float("nan"),
@@ -195,13 +219,13 @@ def summarise(results: list[Round]) -> list[dict[str, Any]]:
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The rows as a Markdown table."""
-    lines = ["| pace | candidates | drawings | found ≤ 3 s | found ≤ 8 s | one-stroke found ≤ 8 s "
-             "| reaction median | reaction p90 | words said per round |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| pace | candidates | drawings | found ≤ 3 s | found ≤ 8 s | found while drawing "
+             "| one-stroke found ≤ 8 s | reaction median | reaction p90 | words said per round |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
             f"| {r['pace']} | {r['candidates']} | {r['drawings']} | {r['found_3s']:.0%} "
-            f"| {r['found_8s']:.0%} "
+            f"| {r['found_8s']:.0%} | {r['found_drawing']:.0%} "
             f"| {r['one_stroke_found_8s']:.0%} of {r['one_stroke']} | {r['reaction_median_s']:.2f} s "
             f"| {r['reaction_p90_s']:.2f} s | {r['guesses_per_round']:.1f} |")
     return "\n".join(lines)
@@ -215,7 +239,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--difficulty", default="normal")
     parser.add_argument("--linger", type=float, default=8.0, help="seconds after the last stroke")
     parser.add_argument("--json", type=Path, help="write every figure there")
-    return parser.parse_args(argv)
+    parser.add_argument("--paces", nargs="+", default=list(PACES),
+                        help="paces to compare, each optionally tuned: instant:reaction_s=1:hold_s=5")
+    parser.add_argument("--candidates", nargs="+", default=["42", "none"],
+                        help="candidate counts to compare (none: every category)")
+    args = parser.parse_args(argv)
+    for spec in args.paces:
+        pace_fields(spec)  # a bad spec fails before the server starts
+    return args
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -226,7 +257,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     labels = read_categories()
     jobs: asyncio.Queue = asyncio.Queue()
-    conditions = [(pace, count) for pace in PACES for count in CANDIDATE_COUNTS]
+    counts = [None if c == "none" else int(c) for c in args.candidates]
+    conditions = [(pace, count) for pace in args.paces for count in counts]
     everything = [(word, strokes, pace, count, 1000 * n)
                   for n, (word, strokes) in enumerate(drawings) for pace, count in conditions]
     random.Random(1).shuffle(everything)  # every condition sees the same load
@@ -243,7 +275,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         outcomes = asyncio.run(run_all())
     failures = [repr(o) for o in outcomes if isinstance(o, BaseException)]
-    rows = summarise(results)
+    rows = summarise(results, args.paces)
     load_after = os.getloadavg()
     report = {"rows": rows, "rounds": len(results), "sessions": args.sessions, "difficulty": args.difficulty,
               "seconds": round(time.monotonic() - started, 1), "failed_rooms": failures,

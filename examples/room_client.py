@@ -268,11 +268,13 @@ class BotClient:
     async def start_round(self, round: str | int, candidates: list[str] | None = None, *,
                           game: str = "kontour", language: str = "fr", difficulty: str | None = None,
                           pace: str | None = None, duration_s: float | None = None,
-                          seed: int | None = None, timeout: float = 30.0) -> Frame:
-        """Start a round; the ``round_ready`` (BotError: unknown candidate, difficulty...)."""
+                          seed: int | None = None, reaction_s: float | None = None,
+                          hold_s: float | None = None, timeout: float = 30.0) -> Frame:
+        """Start a round; the ``round_ready`` (its ``unknown``: the candidates the bot cannot
+        guess, ignored; BotError: an unknown difficulty...)."""
         frame: Frame = {"type": "round_start", "round": round, "game": game, "language": language}
         optional = {"candidates": candidates, "difficulty": difficulty, "pace": pace,
-                    "duration_s": duration_s, "seed": seed}
+                    "duration_s": duration_s, "seed": seed, "reaction_s": reaction_s, "hold_s": hold_s}
         frame |= {k: v for k, v in optional.items() if v is not None}
         self._open_stroke, self._round_strokes = None, []
         return await self._request(frame, lambda f: f["type"] == "round_ready", timeout)
@@ -310,6 +312,36 @@ class BotClient:
             self._round_strokes.pop()
         self._open_stroke = None
 
+    async def erase(self, stroke: int | None = None, region: dict[str, float] | None = None) -> None:
+        """The drawer erased stroke number ``stroke`` or every point inside ``region`` ({x, y, w, h})."""
+        if (stroke is None) == (region is None):
+            raise ValueError("erase: give stroke or region")
+        where = {"stroke": stroke} if stroke is not None else {"region": region}
+        await self.send({"type": "erase"} | where)
+        if stroke is not None and 0 <= stroke < len(self._round_strokes):
+            del self._round_strokes[stroke]
+        elif region is not None:
+            self._round_strokes = erase_region(self._round_strokes, region)
+
+    async def fill(self, x: float | None = None, y: float | None = None, color: str | None = None) -> None:
+        """The drawer filled an area (the bot ignores it)."""
+        frame = {"type": "fill"} | {k: v for k, v in (("x", x), ("y", y), ("color", color)) if v is not None}
+        await self.send(frame)
+
+    async def draw_turn(self, turn: str | int, word: str, *, language: str = "fr", width: float = 255.0,
+                        height: float = 255.0, duration_s: float = 60.0, seed: int | None = None,
+                        timeout: float = 30.0) -> Frame:
+        """The bot's turn to draw ``word``: its ``draw_start`` (then ``draw_points``,
+        ``draw_stroke_end`` and ``draw_done`` events), or its ``draw_declined``."""
+        frame: Frame = {"type": "draw_turn", "turn": turn, "word": word, "language": language,
+                        "width": width, "height": height, "duration_s": duration_s}
+        frame |= {"seed": seed} if seed is not None else {}
+        return await self._request(frame, lambda f: f["type"] in ("draw_start", "draw_declined"), timeout)
+
+    async def draw_stop(self) -> None:
+        """End the bot's drawing turn early."""
+        await self.send({"type": "draw_stop"})
+
     async def clear(self) -> None:
         """The drawer cleared the canvas."""
         await self.send({"type": "clear"})
@@ -332,6 +364,38 @@ class BotClient:
         self._open_stroke = None
         return await self._request(
             frame, lambda f: f["type"] == "round_over" and f.get("why", "round_end") == "round_end", timeout)
+
+
+def erase_region(strokes: list[list[list[float]]], region: dict[str, float]) -> list[list[list[float]]]:
+    """The strokes without their points inside ``region`` (a crossing stroke is cut in two)."""
+    x0, y0 = region["x"], region["y"]
+    x1, y1 = x0 + region["w"], y0 + region["h"]
+    out: list[list[list[float]]] = []
+    for stroke in strokes:
+        run: list[int] = []
+        for i, (x, y) in enumerate(zip(stroke[0], stroke[1], strict=True)):
+            if x0 <= x <= x1 and y0 <= y <= y1:
+                if run:
+                    out.append([[axis[j] for j in run] for axis in stroke])
+                run = []
+            else:
+                run.append(i)
+        if run:
+            out.append([[axis[j] for j in run] for axis in stroke])
+    return out
+
+
+async def check_words(url: str, words: list[str], language: str = "fr") -> Frame:
+    """``POST /v1/words/check`` on the server of ``url`` (``ws://``... or ``http://``...): which
+    words the bot can guess, and under which categories."""
+    import httpx
+
+    base = url.replace("wss://", "https://", 1).replace("ws://", "http://", 1)
+    origin = base.split("/v1/", 1)[0]
+    async with httpx.AsyncClient() as http:
+        reply = await http.post(origin + "/v1/words/check", json={"words": words, "language": language})
+    reply.raise_for_status()
+    return reply.json()
 
 
 async def connect(url: str, *, key: str | None = None, room: str | None = None, name: str | None = None,

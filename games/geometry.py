@@ -31,6 +31,17 @@ class GeometryConfig(Model):
     merge_line_min_px: float
     merge_line_max_px: float
     merge_gap_px: float
+    merge_overlap_px: float | None = None  # a line over an earlier one, farther than this, is its own
+
+
+def overlap_share(old: Segment, new: Segment) -> float:
+    """How much of the shorter of the two lies over the other, along `old`'s line (0..1)."""
+    ux, uy = (old.x1 - old.x0) / old.length, (old.y1 - old.y0) / old.length
+    p0, p1 = sorted(_projection(p, old.start, ux, uy) for p in (new.start, new.end))
+    shorter = min(old.length, p1 - p0)
+    if shorter <= 0.0:
+        return 0.0
+    return max(0.0, min(p1, old.length) - max(p0, 0.0)) / shorter
 
 
 class Segment(Model):
@@ -124,14 +135,19 @@ def _projection(p: Point, a: Point, ux: float, uy: float) -> float:
 
 def extends(old: Segment, new: Segment, tol: GeometryConfig) -> bool:
     """True when `new` lies on `old`'s line (same direction within `merge_angle_deg`, both ends
-    close to the line) and touches or overlaps it along that line (gap ≤ `merge_gap_px`)."""
+    close to the line) and touches or overlaps it along that line (gap ≤ `merge_gap_px`). A line
+    laid over most of an earlier one (half of the shorter) merges only within `merge_overlap_px`
+    of it: farther, it is a line of its own beside it (a double line, a ladder's close rungs)."""
     if angle_between(old, new) > tol.merge_angle_deg:
         return False
     line_tol = min(
         tol.merge_line_max_px,
         max(tol.merge_line_min_px, tol.merge_line_rel_tol * max(old.length, new.length)),
     )
-    if any(point_line_distance(p, old.start, old.end) > line_tol for p in (new.start, new.end)):
+    off = max(point_line_distance(p, old.start, old.end) for p in (new.start, new.end))
+    if off > line_tol:
+        return False
+    if tol.merge_overlap_px is not None and off > tol.merge_overlap_px and overlap_share(old, new) > 0.5:
         return False
     ux, uy = (old.x1 - old.x0) / old.length, (old.y1 - old.y0) / old.length
     lo, hi = 0.0, old.length

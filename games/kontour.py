@@ -67,6 +67,7 @@ class KontourConfig(Model):
     """Kontour constants, from `games/data/kontour.yaml` (see the comments there)."""
 
     timer_s: float
+    draw_card_s: float | None = None  # the draw phase's clock for a person drawer (None: none)
     max_strokes: int
     tie_window_s: float
     target_score: int

@@ -52,14 +52,12 @@ class Shared:
             raise RateLimited(f"more than {rate:g} points per second from this client; retry in "
                               f"{wait:.1f} s", retry_after=wait)
 
-    def key_for(self, text: str, labels: Collection[str] | None = None) -> str | None:
-        """The model label a word stands for: the label itself, or its vocabulary category."""
-        if text in (labels if labels is not None else self.guesser.labels):
-            return text
-        try:
-            return self.vocabulary.category_for(text)
-        except (KeyError, ValueError):
-            return None
+    def key_for(self, text: str, labels: Collection[str] | None = None, language: str = "fr") -> str | None:
+        """The model label a word stands for, by the one rule of ``vocab.lookup`` (a label as it
+        is, else any French or English name of it), or None (none, or several: ``phone``)."""
+        labels = labels if labels is not None else self.guesser.labels
+        found = [k for k in self.vocabulary.lookup.categories(text, language) if k in labels]
+        return found[0] if len(found) == 1 else None
 
     def resolve_candidates(self, candidates: Sequence[str] | None) -> list[str] | None:
         """Map candidate words (category keys or French words) to the model's labels.

@@ -11,9 +11,10 @@ the page and the bot client see one server. The relayed handshake or request car
 address and ``Origin`` and the workers' shared secret (:class:`RelayedClient` restores the address),
 so budgets and checks see the real client.
 
-Bot rooms live where their socket lands (with several workers, a room resumes on its own worker
-only: rooms' memory is stored for a single process or for replicas); stateless HTTP calls are
-served by any worker. The workers share the database: each resumes the stored games it owns at start.
+Bot rooms live where their socket lands, on ids their worker owns: a room's resuming ``hello``
+that lands on another worker is relayed to the owner like a game's socket (rooms' memory is
+stored for a single process or for replicas); stateless HTTP calls are served by any worker.
+The workers share the database: each resumes the stored games it owns at start.
 
 Replicas (`service.replicas`: several servers on one PostgreSQL database) relay a game's socket,
 or a bot room's resuming ``hello``, to the replica that holds its lease the same way, over TCP
@@ -147,9 +148,11 @@ class RelayedClient:
         await self.app(scope, receive, send)
 
 
-async def relay(websocket: WebSocket, workers: Workers, owner: int, client: str) -> None:
+async def relay(websocket: WebSocket, workers: Workers, owner: int, client: str,
+                first: str | None = None) -> None:
     """Carry an accepted socket's frames to and from the same path on worker ``owner``, until
-    either side closes; the owner's close code and reason reach the client."""
+    either side closes; the owner's close code and reason reach the client. ``first``: a frame
+    this worker already read (a bot room's resuming ``hello``), sent upstream before the others."""
     path, headers = _relayed(websocket, workers.secret, client)
     try:
         upstream = await unix_connect(
@@ -159,7 +162,7 @@ async def relay(websocket: WebSocket, workers: Workers, owner: int, client: str)
     except (OSError, websockets.exceptions.WebSocketException):
         await websocket.close(RELAY_CLOSE, "the game's worker cannot be reached; retry")
         return
-    await _carry(websocket, upstream)
+    await _carry(websocket, upstream, first)
 
 
 async def relay_to(websocket: WebSocket, address: str, secret: str, client: str,

@@ -4,9 +4,11 @@ Node by clients/js/tools/drive.mjs, and the Python room client.
 
 Operations are the contract's (docs/BOT_PROTOCOL.md) in snake_case: ``start_round``, ``stroke``,
 ``stroke_start``, ``points``, ``stroke_end``, ``undo``, ``clear``, ``player_guess``, ``verdict``,
-``end_round``, ``ping``, ``raw``, ``drop``, ``close``. What the clients send back is one ordered
-log of events (``welcome``, ``round_ready``, ``guess``, ``analysis``, ``round_over``, ``error``,
-``resumed``, ``reconnecting``, ``close``) and replies; a refused operation raises `ClientError`.
+``end_round``, ``ping``, ``raw``, ``drop``, ``close``; version 2: ``erase``, ``fill``, ``draw_turn``,
+``draw_stop``. What the clients send back is one ordered log of events (``welcome``, ``round_ready``,
+``guess``, ``analysis``, ``round_over``, ``error``, ``resumed``, ``reconnecting``, ``close``, and the
+drawing turn's ``draw_start``, ``draw_points``, ``draw_stroke_end``, ``draw_done``, ``draw_declined``)
+and replies; a refused operation raises `ClientError`.
 
 `PythonClient` adapts the Python client class of ``examples/room_client.py`` when it has one
 (`PY_CLIENT_NAMES`); until then it drives `StandInClient`, a minimal client kept here (no
@@ -107,9 +109,13 @@ def node_command() -> list[str] | None:
 
 
 JS_OPS = {"start_round": "startRound", "stroke_start": "strokeStart", "stroke_end": "strokeEnd",
-          "player_guess": "playerGuess", "end_round": "endRound"}
-JS_FIELDS = {"duration_s": "durationS", "drawing_consent": "drawingConsent"}
-JS_EVENTS = {"roundReady": "round_ready", "roundOver": "round_over"}
+          "player_guess": "playerGuess", "end_round": "endRound", "draw_turn": "drawTurn",
+          "draw_stop": "drawStop"}
+JS_FIELDS = {"duration_s": "durationS", "drawing_consent": "drawingConsent", "reaction_s": "reactionS",
+             "hold_s": "holdS"}
+JS_EVENTS = {"roundReady": "round_ready", "roundOver": "round_over", "drawStart": "draw_start",
+             "drawPoints": "draw_points", "drawStrokeEnd": "draw_stroke_end", "drawDone": "draw_done",
+             "drawDeclined": "draw_declined"}
 
 
 class JsClient(BotClient):

@@ -24,4 +24,16 @@ def test_find_rates_count_finds_within_each_limit_and_one_stroke_drawings() -> N
     assert instant["reaction_median_s"] == pytest.approx(0.2)
     human = rows["human", "none"]
     assert human["found_3s"] == 0 and human["found_8s"] == 1
-    assert "| instant | 42 | 4 | 50% | 75% | 50% of 2 |" in table(summarise(rounds))
+    assert instant["found_drawing"] == pytest.approx(0.25)
+    assert "| instant | 42 | 4 | 50% | 75% | 25% | 50% of 2 |" in table(summarise(rounds))
+
+
+def test_a_pace_spec_is_the_round_start_fields_a_room_would_send() -> None:
+    from bench.bench_bot_find import pace_fields
+
+    assert pace_fields("instant") == {"pace": "instant"}
+    assert pace_fields("human:reaction_s=0.8:hold_s=4") == {"pace": "human", "reaction_s": 0.8, "hold_s": 4.0}
+    with pytest.raises(ValueError):
+        pace_fields("slow")
+    with pytest.raises(ValueError):
+        pace_fields("instant:speed=2")

@@ -18,7 +18,8 @@ import pytest
 from service.app import start_shared
 from service.bot.memory import BadMemory, restore, seal, snapshot, unseal
 from service.bot.protocol import Hello, PlayerGuess, RoundStart, Verdict
-from service.bot.session import BotSession, stroke_text
+from service.bot.session import BotSession
+from service.bot.strokes import stroke_text
 from service.settings import Settings
 from store import BadRecord, BotRoomRecord, hash_token, open_store
 from store.background import BackgroundWriter
@@ -190,8 +191,10 @@ def test_a_room_rebuilt_from_its_memory_goes_on_with_its_round(tiny_checkpoint: 
             clock = Clock()
             first = BotSession(shared, "room-1", clock=clock)
             welcome = first.on_hello(Hello(type="hello", versions=[2], room="salon", analysis=True))[0]
-            first.on_round_start(RoundStart(type="round_start", round="r1", candidates=WORDS,
-                                            difficulty="hard", pace="instant", seed=5, duration_s=60))
+            spelt = [w.upper() for w in WORDS] + ["licornx"]  # the room's spelling, a word it cannot guess
+            first.on_round_start(RoundStart(type="round_start", round="r1", candidates=spelt,
+                                            difficulty="hard", pace="instant", seed=5, duration_s=60,
+                                            hold_s=0.5, reaction_s=0.0))
             said = []
             for stroke in strokes():
                 await first.add_stroke(stroke, None)
@@ -218,6 +221,8 @@ def test_a_room_rebuilt_from_its_memory_goes_on_with_its_round(tiny_checkpoint: 
             assert (rnd.round_id, rnd.session.stroke_count, rnd.strokes) == ("r1", 2, old.strokes)
             assert [s.text for s in rnd.said] == [g["text"] for g in said]
             assert rnd.heard == {"triangle"} and rnd.gestures == old.gestures
+            assert rnd.spelling == old.spelling and rnd.spelling["square"] == "SQUARE"
+            assert (rnd.hold_s, rnd.reaction_s) == (0.5, 0.0)
             assert again.transcript.key == welcome["transcript_key"]  # the room's link still opens it
             assert again._now() >= 4.0  # the round's clock goes on (stored 4 s in, plus its age)
             assert [e["kind"] for e in again.transcript.events][-2:] == ["verdict", "taken_over"]
@@ -226,7 +231,8 @@ def test_a_room_rebuilt_from_its_memory_goes_on_with_its_round(tiny_checkpoint: 
                 if (guess := again.tick()) is not None:
                     said.append(guess)
             texts = [g["text"] for g in said]
-            assert len(texts) == len(set(texts)) and "triangle" not in texts
+            assert len(texts) == len(set(texts)) and "TRIANGLE" not in texts
+            assert set(texts) <= set(spelt)  # as the room spelt them, before and after the takeover
             guess_ids = [g["guess_id"] for g in said]
             assert guess_ids == sorted(set(guess_ids))  # new guesses get new ids
             again.on_verdict(Verdict(type="verdict", guess_id=said[0]["guess_id"], correct=True))

@@ -61,6 +61,10 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     expect(page.locator(".opponent[data-player=ia2] .pick[data-number='3']")).to_be_disabled()
     expect(page.locator("canvas.mini").first).to_be_visible()
     shot(page, "pictomania-round")
+    page.click("#done")  # no bet on Fusain yet: « J'ai fini » asks first (it ends the betting too)
+    expect(page.locator("#done")).to_contain_text("Sans miser sur 1 dessin")
+    expect(page.locator(".opponent[data-player=ia2] .pick").first).to_be_enabled()
+    shot(page, "pictomania-done-asks")
     page.click("#done")
     # The recap: every drawing with its word, and every bet on it, right or wrong.
     expect(page.locator(".results-box")).to_be_visible(timeout=ms(15))
@@ -94,7 +98,18 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     page.set_viewport_size(LANDSCAPE)  # a phone on its side: the recap and its button without scrolling
     in_view(page, ".results-box .recap-item canvas.mini")
     in_view(page, "#next-round")
+    in_view(page, "#replay")  # « Revoir les dessins » and the PNG on a phone held sideways too
+    in_view(page, "#picture")
     shot(page, "pictomania-results-landscape")
+    page.set_viewport_size({"width": 1280, "height": 800})  # a laptop: the points open, the button in sight
+    in_view(page, "#next-round")
+    whole = page.evaluate("""() => { const button = document.getElementById("next-round");
+        const b = button.getBoundingClientRect();
+        const [x, y] = [(b.left + b.right) / 2, (b.top + b.bottom) / 2]; // its edges, inside its corners
+        return [[b.left + 10, y], [b.right - 10, y], [x, b.top + 3], [x, b.bottom - 3]]
+          .every(([px, py]) => button.contains(document.elementFromPoint(px, py))); }""")
+    assert whole, "« Manche suivante » is partly hidden (under the recap's edge)"
+    shot(page, "pictomania-results-1280x800")
     page.set_viewport_size({"width": 1280, "height": 900})
     # The round's end was heard (a bet of mine right: « found », else « end »); « Son » mutes.
     expect(page.locator("html")).to_have_attribute("data-sound", re.compile("^(found|end)$"))
@@ -103,6 +118,7 @@ def test_pictomania_a_whole_game_with_its_recap(page, server) -> None:  # noqa: 
     page.evaluate("document.documentElement.dataset.sound = 'none'")
     page.click("#next-round")
     expect(page.locator(".status")).to_have_text("Manche 2 / 2")
+    page.click("#done")  # no bet this round: asked first
     page.click("#done")  # the round ends when the AIs have taken the other bonus tokens
     # The end of the game: the winner, every round's score, and each round's drawings again.
     expect(page.locator(".results-box h2").first).to_have_text(

@@ -452,7 +452,7 @@ def test_kontour_on_a_phone_both_ways_up_to_the_last_word(phone, fast) -> None:
     expect(page.get_by_test_id("game-over")).to_be_visible(timeout=ms(20))
     expect(page.get_by_test_id("last-word")).to_have_text("Grande Muraille de Chine")
     expect(page.get_by_test_id("game-over")).to_contain_text("Trouvé par vous")
-    expect(page.get_by_test_id("game-over")).to_contain_text("Gagnant : Plume")
+    expect(page.get_by_test_id("game-over")).to_contain_text("La victoire revient à Plume.")
     in_view(page, "[data-testid=last-word]")
     shot(page, "phone-kontour-game-over")
 

@@ -66,7 +66,7 @@ def open_room(host, friend, server, game: str) -> str:
     friend.click("#join-room button[type=submit]")
     expect(friend.get_by_test_id("lobby")).to_contain_text("Léa (vous)")
     expect(friend.locator("#start-room")).to_have_count(0)  # only the host starts
-    expect(host.locator(".seat[data-seat=ami1]")).to_contain_text("connecté")
+    expect(host.locator(".seat[data-seat=ami1]")).to_contain_text("en ligne")
     host.click("#add-ai")
     expect(host.locator(".seat.ai")).to_have_count(1)
     expect(friend.locator(".seat.ai")).to_have_count(1)
@@ -128,8 +128,10 @@ def test_pictomania_two_people_and_an_ai_two_rounds_with_a_reload(host, friend, 
     host.locator(".opponent[data-player=ami1] .pick[data-number='2']").click()
     expect(host.locator(".opponent[data-player=ami1] .bet")).to_contain_text("2")
     for round_number in (1, 2):
-        host.click("#done")
-        friend.click("#done")  # the two people's tokens: the last bonus token ends the round
+        for page in (host, friend):  # a drawing without their bet: « J'ai fini » asks first
+            page.click("#done")
+            expect(page.locator("#done")).to_contain_text("Confirmer")
+            page.click("#done")  # the two people's tokens: the last bonus token ends the round
         for page in (host, friend):
             expect(page.locator(".results-box")).to_be_visible(timeout=ms(20))
         if round_number == 1:

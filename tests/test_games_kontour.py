@@ -546,3 +546,47 @@ def test_replay_of_a_logged_game_reproduces_it_exactly():
 def test_exact_judge_ignores_case_accents_and_spaces():
     assert exact_judge("château", "  CHATEAU ")
     assert not exact_judge("cat", "chat")
+
+
+# --------------------------------------------------------------------------------------------
+# The draw phase's clock of a room (the AI driver's, with the injected time)
+
+
+def test_a_person_drawer_who_never_takes_the_card_has_it_taken_for_them() -> None:
+    from games.ai import AIKit, KontourDriver, default_source, load_level
+    from games.kontour import DrawCard
+    from model.strokes import straight_lines
+
+    r = rules(draw_card_s=20.0, timer_s=30.0)
+    kit = AIKit(default_source(), straight_lines)
+
+    class Table:  # what the driver acts on: the state, and `apply` at the table's time
+        def __init__(self, driver: KontourDriver) -> None:
+            self.state, self.now, self.moves, self.driver = table(r, players=("ana", "ia1")), 0.0, [], driver
+
+        def apply(self, move: object) -> list:
+            self.state, events = r.apply(self.state, move, self.now)
+            self.moves.append((self.now, move))
+            self.driver.on_events(self.state, events, self.now)
+            return events
+
+    def run(draw_card_s: float | None, until: float) -> Table:
+        driver = KontourDriver(r, ["ia1"], load_level("normal"), kit, 1, ["cat", "house"], card_s=1.0,
+                               between_turns_s=1.0, draw_card_s=draw_card_s)
+        seen = Table(driver)
+        while seen.now < until - 1e-9:
+            seen.now = round(seen.now + 0.1, 6)
+            driver.step(seen, seen.now)
+        return seen
+
+    patient = run(None, 200.0)  # a person alone: the table waits for them
+    assert patient.moves == [] and patient.state.phase == "draw"
+    room = run(20.0, 19.9)
+    assert room.moves == [] and room.driver.draw_deadline(room.state) == 20.0
+    room = run(20.0, 80.0)
+    (at, first), *rest = room.moves
+    assert (at, first) == (20.0, DrawCard(player="ana"))  # taken for her, at 20 s
+    ended = next(e for e in rest if e[1].kind == "tick")  # her sand timer ran out: « Temps écoulé »
+    assert ended[0] == pytest.approx(50.0, abs=0.11)
+    assert room.state.history[0].word is None and room.state.history[0].drawer == "ana"
+    assert room.state.turn is not None and room.state.turn.drawer == "ia1"  # the AI drew its card after

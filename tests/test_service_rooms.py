@@ -40,7 +40,7 @@ def until(ws, kind: str) -> dict:
         frame = ws.receive_json()
         if frame["type"] == kind:
             return frame
-        assert frame["type"] in ("lobby", "presence", "update", "state"), frame
+        assert frame["type"] in ("room", "lobby", "presence", "update", "state"), frame
 
 
 def test_a_room_from_lobby_to_each_persons_own_view(app) -> None:
@@ -51,10 +51,15 @@ def test_a_room_from_lobby_to_each_persons_own_view(app) -> None:
         lobby = until(host, "lobby")
         assert [s["seat"] for s in lobby["seats"]] == [HUMAN] and lobby["min"] == 3
         with app.websocket_connect(f"/v1/rooms/{room['code'].lower()}") as friend:
+            preview = friend.receive_json()  # the room first, before any name
+            assert preview == {"type": "room", "code": room["code"], "game": "pictomania", "host": "Ana",
+                               "names": ["Ana"], "max": lobby["max"], "full": False}
             friend.send_json({"type": "start"})
             assert friend.receive_json()["code"] == "not_joined"
             friend.send_json({"type": "join", "name": "<b>"})
             assert friend.receive_json()["code"] == "bad_name"
+            friend.send_json({"type": "join", "name": " ANA "})  # the host's name, as said aloud
+            assert friend.receive_json()["code"] == "name_taken"
             friend.send_json({"type": "join", "name": "Léa"})
             joined = friend.receive_json()
             assert joined["type"] == "joined" and joined["seat"] == "ami1"
@@ -120,7 +125,7 @@ def test_an_ai_plays_the_seat_of_a_person_away_until_they_return(app) -> None:
     with app.websocket_connect(room["ws"]) as host:
         with app.websocket_connect(f"/v1/rooms/{room['code']}") as friend:
             friend.send_json({"type": "join", "name": "Léa"})
-            joined = friend.receive_json()
+            joined = until(friend, "joined")
             host.send_json({"type": "start"})
             started = until(host, "started")
     game = manager(app).games[started["game_id"]]
@@ -147,7 +152,7 @@ def test_the_host_plays_again_with_the_same_seats_and_every_page_follows(app) ->
     with app.websocket_connect(room["ws"]) as host:
         with app.websocket_connect(f"/v1/rooms/{room['code']}") as friend:
             friend.send_json({"type": "join", "name": "Léa"})
-            joined = friend.receive_json()
+            joined = until(friend, "joined")
             host.send_json({"type": "level", "seat": "ia1", "level": "hard"})
             host.send_json({"type": "start"})
             started = until(host, "started")
@@ -190,13 +195,15 @@ def test_rooms_are_bounded_and_refusals_say_why(app) -> None:
     assert app.post("/v1/rooms", json={"game": "kontour", "name": "A", "ai": 9}).status_code == 422
     full = new_room(app, game="kontour", ai=manager(app).play.room_seats - 1)
     with app.websocket_connect(f"/v1/rooms/{full['code']}") as late:
+        assert late.receive_json()["full"] is True  # said before any name is asked
         late.send_json({"type": "join", "name": "Léa"})
         assert late.receive_json()["code"] == "room_full"
     limit = manager(app).play.rooms_per_client
     codes = [full["code"], *(new_room(app, game="kontour")["code"] for _ in range(limit - 1))]
     refused = app.post("/v1/rooms", json={"game": "kontour", "name": "A"})
     assert refused.status_code == 429 and refused.json()["error"] == "too_many_rooms"
-    assert app.get("/r/AB1").status_code == 404
+    mistyped = app.get("/r/AB1")  # the page, which says so in French: never a JSON answer
+    assert mistyped.status_code == 404 and mistyped.headers["content-type"].startswith("text/html")
     with app.websocket_connect("/v1/rooms/ZZZZ") as ws:
         assert ws.receive_json()["code"] == "unknown_room"
         with pytest.raises(WebSocketDisconnect) as closed:
@@ -205,6 +212,69 @@ def test_rooms_are_bounded_and_refusals_say_why(app) -> None:
     room = manager(app).rooms.lobbies[codes[0]]
     room.last_activity -= manager(app).play.lobby_expiry_s + 1
     assert manager(app).rooms.sweep() == [codes[0]]
+
+
+def lobby_refusal(app, code: str) -> str:
+    """The error code a lobby socket of `code` is answered with (then closed 4410)."""
+    with app.websocket_connect(f"/v1/rooms/{code}") as ws:
+        refused = ws.receive_json()
+        with pytest.raises(WebSocketDisconnect) as closed:
+            ws.receive_json()
+        assert closed.value.code == 4410
+    return refused["code"]
+
+
+def test_a_room_that_was_is_gone_and_a_code_that_never_was_is_unknown(app) -> None:
+    room = new_room(app, game="kontour")
+    code = room["code"]
+    rooms = manager(app).rooms
+    never = next(c for c in ("ZZZZ", "ZZZY", "ZZZX") if c not in rooms.lobbies and c not in rooms.gone)
+    assert lobby_refusal(app, never) == "unknown_room"
+    with app.websocket_connect(room["ws"]) as host:
+        until(host, "lobby")
+        host.send_json({"type": "leave"})  # the host closes the room
+        assert until(host, "error")["code"] == "room_closed"
+    assert lobby_refusal(app, code) == "room_gone"
+    assert lobby_refusal(app, code.lower()) == "room_gone"
+    assert rooms.new_code() != code  # a code that was a room is not dealt again while remembered
+
+
+def test_a_host_away_before_the_start_hands_the_room_to_the_next_person_here(app) -> None:
+    rooms = manager(app).rooms
+    room = new_room(app, game="kontour", ai=1)
+    with app.websocket_connect(room["ws"]) as host:
+        until(host, "lobby")
+        friend_ws = app.websocket_connect(f"/v1/rooms/{room['code']}")
+        friend = friend_ws.__enter__()
+        friend.send_json({"type": "join", "name": "Léa"})
+        joined = until(friend, "joined")
+    lobby = until(friend, "lobby")
+    while next(s for s in lobby["seats"] if s["seat"] == HUMAN)["here"]:
+        lobby = until(friend, "lobby")  # the host's page is gone: « hors ligne »
+    assert lobby["you"] == "ami1"
+    held = rooms.lobbies[room["code"]]
+    assert not rooms.check_host(held)  # within the grace period: the host may come back
+    held.host_away -= manager(app).play.room_grace_s
+    assert rooms.check_host(held)
+    told = until(friend, "host_changed")
+    assert told == {"type": "host_changed", "was": "Ana", "host": "Léa", "you": True}
+    lobby = until(friend, "lobby")
+    assert lobby["you"] == HUMAN == lobby["host"]
+    # She takes the host's seat (first: she draws first), Ana hers.
+    seats = [(s["seat"], s["name"]) for s in lobby["seats"]]
+    assert seats == [(HUMAN, "Léa"), ("ia1", "Plume"), ("ami1", "Ana")]
+    friend.send_json({"type": "add_ai"})  # the host's requests are hers now
+    while len(until(friend, "lobby")["seats"]) != 4:
+        pass
+    with app.websocket_connect(f"/v1/rooms/{room['code']}?token={room['token']}") as ana:
+        assert until(ana, "lobby")["you"] == "ami1"  # Ana's token opens her seat, a friend's now
+        ana.send_json({"type": "start"})
+        assert until(ana, "error")["code"] == "not_host"
+    friend.send_json({"type": "start"})
+    started = until(friend, "started")
+    friend_ws.__exit__(None, None, None)
+    game = manager(app).games[started["game_id"]]
+    assert game.seat_of(joined["token"]) == HUMAN and game.seat_of(room["token"]) == "ami1"
 
 
 def test_a_kontour_room_survives_a_restart_and_an_ai_draws_for_a_person_away(tmp_path: Path) -> None:

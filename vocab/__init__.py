@@ -19,6 +19,7 @@ from vocab.normalize import normalize
 _EXPORTS = {
     "decks": ("DeckError", "KontourDeckCard", "PictomaniaDeckCard", "PictomaniaSide", "deal_table",
               "kontour_deck", "pictomania_deck"),
+    "lookup": ("WordLookup", "word_lookup"),
     "matcher": ("ACCEPT_REASONS", "REASONS", "AmbiguousAnswerError", "AnswerKind", "Match",
                 "edit_budget", "match", "warm_up"),
     "vocabulary": ("UnknownCategoryError", "UnknownWordError", "Vocabulary", "VocabularyError",
@@ -40,6 +41,7 @@ __all__ = [
     "Vocabulary",
     "VocabularyError",
     "Word",
+    "WordLookup",
     "category_for",
     "deal_table",
     "edit_budget",
@@ -50,6 +52,7 @@ __all__ = [
     "normalize",
     "pictomania_deck",
     "warm_up",
+    "word_lookup",
 ]
 
 if TYPE_CHECKING:
@@ -62,6 +65,7 @@ if TYPE_CHECKING:
         kontour_deck,
         pictomania_deck,
     )
+    from vocab.lookup import WordLookup, word_lookup
     from vocab.matcher import (
         ACCEPT_REASONS,
         REASONS,

@@ -10,12 +10,15 @@ import csv
 import functools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vocab.normalize import normalize
+
+if TYPE_CHECKING:
+    from vocab.lookup import WordLookup
 
 __all__ = [
     "DATA_DIR",
@@ -160,28 +163,33 @@ class Vocabulary:
         return self[category].word
 
     def category_for(self, text: str) -> str:
-        """Category key of a French word, synonym or variant (else of a category key itself).
+        """Category key of a French word, synonym or variant, else of an English name or a
+        category key, by the one rule of ``vocab.lookup`` (plurals, aliases, spacing).
 
         French forms win: ``category_for("crayon") == "pencil"`` although "crayon" is also the
         key of the wax crayon (« crayon de couleur »); see ``key_form_clashes``.
         """
-        key = self._by_form.get(normalize(text)) if isinstance(text, str) else None
-        if key is None and text in self.words:
-            key = text
+        key = self.lookup.category(text, "fr", keys_first=False)
         if key is None:
             raise UnknownWordError(f"no vocabulary word matches {text!r}")
         return key
+
+    @property
+    def lookup(self) -> WordLookup:
+        """The one word → categories rule over these categories (``vocab.lookup``)."""
+        from vocab.lookup import word_lookup
+
+        return word_lookup(self)
 
     def key_form_clashes(self) -> dict[str, str]:
         """Category keys that are also a French form of another category: key → that category."""
         return {k: self._by_form[normalize(k)] for k in self.words if self._by_form.get(normalize(k), k) != k}
 
     def resolve(self, text: str) -> Word | None:
-        """The Word for a category key (keys win, as games pass keys) or a French form, or None."""
-        if text in self.words:
-            return self.words[text]
-        key = self._by_form.get(normalize(text))
-        return self.words[key] if key else None
+        """The Word for a category key (keys win, as games pass keys) or any name of one
+        (``vocab.lookup``'s rule), or None."""
+        key = self.lookup.category(text, "fr", keys_first=True)
+        return self.words[key] if key is not None else None
 
     def drawable(self) -> list[Word]:
         """Words that may appear on cards."""

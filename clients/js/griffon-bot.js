@@ -83,7 +83,8 @@ export class GriffonBot {
 
   // -- events ---------------------------------------------------------------------------------
   /** Listen to `type` (welcome, roundReady, guess, analysis, roundOver, error, close, resumed,
-   * reconnecting, frame); returns a function that removes the listener. */
+   * reconnecting, frame; the bot's drawing turn: drawStart, drawPoints, drawStrokeEnd, drawDone,
+   * drawDeclined); returns a function that removes the listener. */
   on(type, listener) {
     if (!this.listeners.has(type)) this.listeners.set(type, new Set());
     this.listeners.get(type).add(listener);
@@ -235,6 +236,20 @@ export class GriffonBot {
       case "pong":
         this.settle(frame.ref, frame);
         break;
+      case "draw_start":
+      case "draw_declined":
+        this.settleFirst(frame.type, frame);
+        this.emit(frame.type === "draw_start" ? "drawStart" : "drawDeclined", frame);
+        break;
+      case "draw_points":
+        this.emit("drawPoints", frame);
+        break;
+      case "draw_stroke_end":
+        this.emit("drawStrokeEnd", frame);
+        break;
+      case "draw_done":
+        this.emit("drawDone", frame);
+        break;
       case "error": {
         const error = this.toError(frame);
         if (waiting) {
@@ -258,7 +273,7 @@ export class GriffonBot {
   /** Resolve the oldest request waiting for `until` (the server echoes no `ref` on replies). */
   settleFirst(until, frame) {
     for (const [id, entry] of this.pending) {
-      if (entry.until === until) {
+      if (entry.until === until || (Array.isArray(entry.until) && entry.until.includes(until))) {
         this.settle(id, frame);
         return;
       }
@@ -416,8 +431,9 @@ export class GriffonBot {
     }
   }
 
-  /** A round begins; resolves with `round_ready`. `pace` is sent to servers of version 2 only. */
-  startRound({ round, candidates, game, language, difficulty, pace, durationS, seed } = {}) {
+  /** A round begins; resolves with `round_ready` (its `unknown`: the candidates the bot cannot
+   * guess, ignored). `pace`, `reactionS` and `holdS` are sent to servers of version 2 only. */
+  startRound({ round, candidates, game, language, difficulty, pace, durationS, seed, reactionS, holdS } = {}) {
     if (round === undefined || round === null || round === "") throw fail("invalid_frame", "round is required");
     const frame = { type: "round_start", round };
     if (candidates !== undefined) frame.candidates = candidates;
@@ -427,6 +443,8 @@ export class GriffonBot {
     if (durationS !== undefined) frame.duration_s = durationS;
     if (seed !== undefined) frame.seed = seed;
     if (pace !== undefined && this.version >= 2) frame.pace = pace;
+    if (reactionS !== undefined && this.version >= 2) frame.reaction_s = reactionS;
+    if (holdS !== undefined && this.version >= 2) frame.hold_s = holdS;
     this.round = { start: frame, strokes: [], open: null, points: 0 };
     return this.request(frame, "round_ready");
   }
@@ -519,6 +537,60 @@ export class GriffonBot {
     this.send({ type: "undo" });
   }
 
+  /** The drawer erased stroke number `stroke` (from 0, among the strokes on the canvas) or every
+   * point inside `region` ({x, y, w, h}, the room's units); version 2 (ignored by version 1). */
+  erase({ stroke, region } = {}) {
+    this.needRound();
+    if ((stroke === undefined) === (region === undefined)) throw fail("invalid_frame", "erase: give stroke or region");
+    if (this.round.open) throw fail("stroke_open", "a stroke is open: strokeEnd first");
+    if (this.version < 2) return;
+    const strokes = this.round.strokes;
+    if (stroke !== undefined) {
+      if (!Number.isInteger(stroke) || stroke < 0 || stroke >= strokes.length) {
+        throw fail("no_stroke", `no stroke ${stroke} on the canvas (${strokes.length} strokes)`);
+      }
+      strokes.splice(stroke, 1);
+    } else {
+      checkNumbers("region", [region.x, region.y, region.w, region.h]);
+      this.round.strokes = eraseRegion(strokes, region);
+    }
+    this.round.points = this.round.strokes.reduce((n, s) => n + s[0].length, 0);
+    const frame = { type: "erase" };
+    if (stroke !== undefined) frame.stroke = stroke;
+    else frame.region = { x: region.x, y: region.y, w: region.w, h: region.h };
+    this.send(frame);
+  }
+
+  /** The drawer filled an area: sent (the bot ignores it: fills change no line); version 2 only. */
+  fill({ x, y, color } = {}) {
+    if (this.version < 2) return;
+    const frame = { type: "fill" };
+    if (x !== undefined) frame.x = x;
+    if (y !== undefined) frame.y = y;
+    if (color !== undefined) frame.color = color;
+    this.send(frame);
+  }
+
+  /** The bot's turn to draw `word` (version 2): resolves with `draw_start` — then the drawing comes
+   * as drawPoints / drawStrokeEnd events and a drawDone — or with `draw_declined` at once when the
+   * bot cannot draw it (the room skips its turn). */
+  drawTurn({ turn, word, language, width, height, durationS, seed } = {}) {
+    if (this.version < 2) return Promise.reject(fail("invalid_frame", "draw_turn needs protocol version 2"));
+    if (typeof word !== "string" || !word) return Promise.reject(fail("invalid_frame", "word is required"));
+    const frame = { type: "draw_turn", turn: turn ?? 1, word };
+    if (language !== undefined) frame.language = language;
+    if (width !== undefined) frame.width = width;
+    if (height !== undefined) frame.height = height;
+    if (durationS !== undefined) frame.duration_s = durationS;
+    if (seed !== undefined) frame.seed = seed;
+    return this.request(frame, ["draw_start", "draw_declined"]);
+  }
+
+  /** End the bot's drawing turn early (its drawDone says `stopped: true`). */
+  drawStop() {
+    this.send({ type: "draw_stop" });
+  }
+
   /** Empty canvas: the bot forgets what it saw, but never repeats a word of this round. */
   clear() {
     this.needRound();
@@ -583,6 +655,37 @@ export class GriffonBot {
     ws.close(4000, "dropped by the room");
     this.dropped({ code: 4000, reason: "dropped by the room" });
   }
+}
+
+/** The strokes without their points inside `region` ({x, y, w, h}): a stroke crossing it is cut
+ * in two (as the server does with an `erase` frame). */
+export function eraseRegion(strokes, { x, y, w, h }) {
+  const out = [];
+  const inside = (px, py) => px >= x && px <= x + w && py >= y && py <= y + h;
+  for (const [xs, ys, ts] of strokes) {
+    let run = [];
+    const flush = () => {
+      if (run.length) out.push(ts ? [run.map((i) => xs[i]), run.map((i) => ys[i]), run.map((i) => ts[i])]
+        : [run.map((i) => xs[i]), run.map((i) => ys[i])]);
+      run = [];
+    };
+    xs.forEach((px, i) => (inside(px, ys[i]) ? flush() : run.push(i)));
+    flush();
+  }
+  return out;
+}
+
+/** Which words of a room's list the bot can guess, and under which categories: `POST
+ * /v1/words/check` on the server of `url` (the bot's `ws://` URL or the server's `http://` one). */
+export async function checkWords(url, words, { language = "fr", fetch: fetcher = globalThis.fetch } = {}) {
+  const base = new URL(url);
+  base.protocol = base.protocol === "wss:" ? "https:" : base.protocol === "ws:" ? "http:" : base.protocol;
+  const reply = await fetcher(new URL("/v1/words/check", base), {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ words, language }),
+  });
+  const body = await reply.json();
+  if (!reply.ok) throw new GriffonBotError(body.code ?? "bad_request", body.message ?? JSON.stringify(body));
+  return body;
 }
 
 /** Connect to `url` (`ws://HOST:PORT/v1/bot`) and greet; resolves with a GriffonBot once welcomed. */

@@ -12,7 +12,7 @@ export type Gesture = "proche" | "hors_sujet";
 export type ErrorCode =
   | "bad_json" | "bad_frame" | "unknown_type" | "invalid_frame" | "binary_not_supported" | "frame_too_large"
   | "hello_first" | "already_greeted" | "unsupported_version" | "no_round" | "no_stroke" | "stroke_open"
-  | "unknown_candidate" | "unknown_difficulty" | "unknown_guess" | "bad_drawing" | "too_many_points"
+  | "unknown_difficulty" | "unknown_guess" | "bad_drawing" | "too_many_points"
   | "too_many_strokes" | "overloaded" | "rate_limited" | "internal_error" | "flooding" | "idle_timeout"
   | "server_full" | "key_required" | "bad_key" | "key_revoked" | "quota_exceeded" | "resume_failed"
   // this client's
@@ -81,6 +81,8 @@ export interface Welcome {
   y?: YDirection;
   paces?: Pace[];
   round?: OpenRound;
+  /** The bot can take a drawing turn (`drawTurn`). */
+  draws?: boolean;
 }
 
 export interface RoundReady {
@@ -89,13 +91,21 @@ export interface RoundReady {
   difficulty: string;
   candidates: number | null;
   seed: number;
+  /** v2 */
+  pace?: Pace;
+  /** v2: the candidates the bot cannot guess, as sent (ignored for guessing). */
+  unknown?: string[];
+  reaction_s?: number;
+  hold_s?: number;
 }
 
 export interface Guess {
   type: "guess";
   round: string | number;
   guess_id: number;
+  /** The candidate exactly as the room sent it (without candidates: the word in the round's language). */
   text: string;
+  /** The category guessed. */
   label: string;
   word: string;
   prob: number;
@@ -119,6 +129,79 @@ export interface RoundOver {
   /** v2: "round_end" after endRound, "replaced" when a new round started over it. */
   why?: "round_end" | "replaced";
   drawing_kept?: boolean;
+}
+
+/** The bot's drawing turn (v2): the answer to `drawTurn`, then its events. */
+export interface DrawStart {
+  type: "draw_start";
+  turn: string | number;
+  word: string;
+  /** The category drawn. */
+  label: string;
+  strokes: number;
+  width: number;
+  height: number;
+  /** Seconds from draw_start to draw_done. */
+  duration_s: number;
+}
+
+export interface DrawDeclined {
+  type: "draw_declined";
+  turn: string | number;
+  word: string;
+  reason: "unknown_word" | "no_drawing";
+  message: string;
+}
+
+export interface DrawPoints {
+  type: "draw_points";
+  turn: string | number;
+  /** The stroke's index from 0: its first draw_points puts the pen down. */
+  stroke: number;
+  x: number[];
+  y: number[];
+  /** ms since draw_start. */
+  t: number[];
+}
+
+export interface DrawStrokeEnd {
+  type: "draw_stroke_end";
+  turn: string | number;
+  stroke: number;
+}
+
+export interface DrawDone {
+  type: "draw_done";
+  turn: string | number;
+  strokes: number;
+  /** true: drawStop (or a new drawTurn) ended it before the last stroke. */
+  stopped: boolean;
+}
+
+export interface DrawTurnOptions {
+  turn?: string | number;
+  word: string;
+  language?: "fr" | "en";
+  /** The room's canvas (default 255 × 255); the drawing is fitted and centred in it. */
+  width?: number;
+  height?: number;
+  /** The turn's length: the drawing is done within about 0.7 of it (default 60). */
+  durationS?: number;
+  seed?: number;
+}
+
+export interface Region {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+export interface WordsChecked {
+  language: "fr" | "en";
+  known: number;
+  unknown: string[];
+  words: { word: string; categories: string[]; french: string[] }[];
 }
 
 export interface Resumed {
@@ -163,6 +246,11 @@ export interface EventMap {
   close: Closed;
   resumed: Resumed;
   reconnecting: Reconnecting;
+  drawStart: DrawStart;
+  drawDeclined: DrawDeclined;
+  drawPoints: DrawPoints;
+  drawStrokeEnd: DrawStrokeEnd;
+  drawDone: DrawDone;
   frame: { type: string; [field: string]: unknown };
 }
 
@@ -176,6 +264,10 @@ export interface RoundOptions {
   pace?: Pace;
   durationS?: number;
   seed?: number;
+  /** v2: seconds the bot takes to read each stroke (either pace). */
+  reactionS?: number;
+  /** v2: the bot says nothing during the round's first holdS seconds. */
+  holdS?: number;
 }
 
 export declare class GriffonBot {
@@ -197,6 +289,14 @@ export declare class GriffonBot {
   strokeEnd(): void;
   stroke(xs: number[], ys: number[], ts?: number[]): void;
   undo(): void;
+  /** v2: erase stroke number `stroke`, or every point inside `region` (no-op on a v1 server). */
+  erase(options: { stroke: number } | { region: Region }): void;
+  /** v2: a fill (the bot ignores it; no-op on a v1 server). */
+  fill(options?: { x?: number; y?: number; color?: string }): void;
+  /** v2: the bot's turn to draw; resolves with draw_start (then drawPoints… events) or draw_declined. */
+  drawTurn(options: DrawTurnOptions): Promise<DrawStart | DrawDeclined>;
+  /** v2: end the bot's drawing turn early. */
+  drawStop(): void;
   clear(): void;
   playerGuess(text: string, options?: { player?: string; correct?: boolean }): void;
   verdict(guessId: number, options?: { correct?: boolean; gesture?: Gesture }): void;
@@ -211,3 +311,11 @@ export declare class GriffonBot {
 }
 
 export declare function connect(url: string, options?: ConnectOptions): Promise<GriffonBot>;
+
+/** `POST /v1/words/check` on the server of `url` (ws:// or http://): which words the bot can guess. */
+export declare function checkWords(
+  url: string, words: string[], options?: { language?: "fr" | "en"; fetch?: typeof fetch },
+): Promise<WordsChecked>;
+
+/** The strokes without their points inside `region` (a crossing stroke is cut in two). */
+export declare function eraseRegion(strokes: number[][][], region: Region): number[][][];

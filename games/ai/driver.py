@@ -164,13 +164,17 @@ class KontourDriver:
         between_turns_s: float = 3.0,
         card_s: float | None = None,
         levels: Mapping[str, AILevel] | None = None,
+        draw_card_s: float | None = None,
     ) -> None:
-        """`level`: every AI player's, but those `levels` names (AI seat -> its own level)."""
+        """`level`: every AI player's, but those `levels` names (AI seat -> its own level);
+        `draw_card_s`: a person drawer's clock to take their card (None: they may take all their
+        time; a room passes its rules' ``draw_card_s``)."""
         self.rules, self.ais, self.level, self.kit, self.seed = rules, list(ais), level, kit, seed
         self.levels = dict(levels or {})
         self.candidates = tuple(candidates)
         self.between_turns_s = between_turns_s
         self.card_s = card_s  # None: each drawer's level's pace
+        self.draw_card_s = draw_card_s
         self.guessers = {p: self._guesser(p) for p in self.ais}
         self.used: dict[str, set[int]] = {}  # drawings met this game, shared by every AI drawer
         self.drawers = {p: self._drawer(p) for p in [*self.ais, rules.config.neutral_drawer]}
@@ -182,6 +186,7 @@ class KontourDriver:
         self.planned = 0
         self.delay = 0.0  # the plan's lateness after a resume (the next line keeps its duration)
         self.wait_until: float | None = None  # when the AI drawer acts next (draw / choose)
+        self.draw_since: float = 0.0  # when the current draw phase began (a person drawer's card clock)
         self.gestures: list[tuple[float, str, str]] = []  # (at, kind, about) by the AI drawer
         self.turn_number = 0
         self.seq = 0  # looks asked this turn
@@ -256,6 +261,9 @@ class KontourDriver:
         if drawer not in self.drawers:  # a person draws
             if st.phase == "drawing":
                 self._guess(table, now)
+            deadline = self.draw_deadline(st)
+            if deadline is not None and now >= deadline:  # they never took the card: taken for them
+                table.apply(DrawCard(player=drawer))
             return
         pacing = self.level_of(drawer).drawer
         if self.wait_until is None:
@@ -270,6 +278,14 @@ class KontourDriver:
         elif st.phase == "drawing":
             self._draw(table, drawer, now)
             self._guess(table, now)
+
+    def draw_deadline(self, state: KontourState) -> float | None:
+        """When a person drawer's card is taken for them (``draw_card_s`` after the draw phase
+        began; the turn's sand timer then runs as usual), or None: not a person's draw phase."""
+        limit = self.draw_card_s
+        if limit is None or state.phase != "draw" or state.drawer in self.drawers:
+            return None
+        return self.draw_since + limit
 
     def _draw(self, table: Table, drawer: str, now: float) -> None:
         while self.planned < len(self.plan) and self.plan[self.planned].end + self.delay <= now:
@@ -322,13 +338,14 @@ class KontourDriver:
             elif e.kind == "turn_ended":
                 self.active, self.plan, self.gestures, self.pending = [], [], [], []
                 self.wait_until = now + self.between_turns_s + self.card_wait(state.drawer)
+                self.draw_since = now
 
     def resume(self, state: KontourState, now: float) -> None:
         """Pick up a game replayed from its log (events fed to `on_events`, which made the AI
         drawer's plan again, the same as live): the drawer goes on with it after the lines
         already drawn, the next one after its own duration (as `PictomaniaDriver.resume`); the
         guessers read the drawing anew."""
-        self.gestures, self.wait_until = [], None
+        self.gestures, self.wait_until, self.draw_since = [], None, now
         turn = state.turn
         if turn is None or state.phase == "game_over":
             return

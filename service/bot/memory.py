@@ -6,7 +6,8 @@ the session id, the SHA-256 of its resume token, its API key's id, and its state
 analysis, y axis, the transcript's counters and this round's transcript events, and the open
 round: round id, game, language, level, pace, candidates, its clock, the strokes kept (as the
 recognizer read them: y pointing down, with times), the words the bot said (with their guess ids),
-the players' wrong words heard, the drawer's gestures, who found the word. `restore` builds the
+the players' wrong words heard, the drawer's gestures, who found the word, the room's spelling of
+each candidate. `restore` builds the
 session back: the drawing is staged again and read once by the model, and a new AI policy is
 given every word already said or heard (it never says one again) and the gestures; the round's
 clock goes on from the stored one plus the time since the write (the database's clock).
@@ -27,7 +28,10 @@ from typing import Any
 
 from games.ai import AILevelError, KontourGuesser, load_level
 from model.strokes import DrawingError
-from service.bot.session import ANALYSIS_TOP, BotSession, Round, Transcript, _Said, instant, stroke_text
+from service.bot.pace import policy_level
+from service.bot.session import ANALYSIS_TOP, BotSession, Round, _Said
+from service.bot.strokes import stroke_text
+from service.bot.transcript import Transcript
 from service.errors import ServiceError
 from service.inference import Overloaded
 from store import BotRoomRecord, StoredBotRoom, hash_token
@@ -79,6 +83,8 @@ def snapshot(session: BotSession, key_id: str | None) -> BotRoomRecord:
             "heard": sorted(rnd.heard),
             "said": [[s.guess_id, s.key, s.text] for s in rnd.said],
             "gestures": [list(g) for g in rnd.gestures], "found_by": rnd.found_by, "events": len(events),
+            "spelling": dict(rnd.spelling), "siblings": {k: list(v) for k, v in rnd.siblings.items()},
+            "silent": rnd.silent, "reaction_s": rnd.reaction_s, "hold_s": rnd.hold_s,
         }
     state: Frame = {
         "format": FORMAT, "version": session.version, "analysis": session.analysis, "y": session.y,
@@ -185,12 +191,13 @@ async def _restore_round(session: BotSession, data: Frame, strokes: list[Any], a
         except (Overloaded, ServiceError):  # read with the next stroke
             probs = None
         recognizer.commit(probs)
-    human = pace == "human"
+    reaction = data.get("reaction_s")
+    reaction_s = float(reaction) if isinstance(reaction, int | float) and 0 <= reaction <= 10 else None
+    tuned = policy_level(level.kontour_guesser, pace, reaction_s)
     policy = KontourGuesser(
-        level=level.kontour_guesser if human else instant(level.kontour_guesser),
-        rng=random.Random(f"{seed}:{len(said)}:{len(strokes)}"), to_french=session._word,
+        level=tuned, rng=random.Random(f"{seed}:{len(said)}:{len(strokes)}"), to_french=session._word,
         related=session.related, candidates=candidates, turn_length=duration,
-        pause_s=level.kontour_guesser.reaction_s if human else None,
+        pause_s=tuned.reaction_s if pace == "human" else None,
     )
     policy.new_turn(0.0, candidates)
     policy.said = [s.key for s in said]  # never said again
@@ -205,6 +212,15 @@ async def _restore_round(session: BotSession, data: Frame, strokes: list[Any], a
     rnd.stroke_points = [len(s[0]) for s in strokes]
     rnd.heard, rnd.said, rnd.gestures = heard, said, gestures
     rnd.found_by = data.get("found_by") if isinstance(data.get("found_by"), str) else None
+    spelling, siblings = data.get("spelling") or {}, data.get("siblings") or {}
+    if not isinstance(spelling, dict) or not isinstance(siblings, dict):
+        raise BadMemory("stored bot room: 'spelling' or 'siblings' is not a mapping")
+    rnd.spelling = {str(k): str(v) for k, v in spelling.items()}
+    rnd.siblings = {str(k): tuple(str(w) for w in v) for k, v in siblings.items() if isinstance(v, list)}
+    rnd.silent = data.get("silent") is True
+    rnd.reaction_s = reaction_s
+    hold = data.get("hold_s")
+    rnd.hold_s = float(hold) if isinstance(hold, int | float) and 0 <= hold <= 600 else 0.0
     rnd.events_from = len(session.transcript.events)  # this round's events follow
     probs_now = recognizer.probabilities()
     if probs_now:

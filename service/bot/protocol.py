@@ -23,10 +23,12 @@ GAMES = ("kontour", "pictomania", "other")
 LANGUAGES = ("fr", "en")
 
 Number = Annotated[float, Field(allow_inf_nan=False)]
+Color = Annotated[str, Field(max_length=64)]  # the room's pen or fill colour, as it names it (ignored)
 Coords = Annotated[list[Number], Field(min_length=1, max_length=10_000)]
 Int53 = Annotated[int, Field(ge=-(2**53), le=2**53)]  # an integer any JSON client reads exactly
 FrameId = Annotated[str, Field(max_length=64)] | Int53 | None
 Text = Annotated[str, Field(min_length=1, max_length=200)]
+MAX_CANDIDATES = 1000  # words of a round's candidates, or of a POST /v1/words/check list
 
 
 class _Frame(BaseModel):
@@ -68,7 +70,7 @@ class RoundStart(_Frame):
     type: Literal["round_start"]
     round: Annotated[str, Field(min_length=1, max_length=64)] | Int53
     game: Literal["kontour", "pictomania", "other"] = "other"
-    candidates: list[Text] | None = Field(default=None, min_length=1, max_length=345)
+    candidates: list[Text] | None = Field(default=None, min_length=1, max_length=MAX_CANDIDATES)
     language: Literal["fr", "en"] = "fr"
     difficulty: Annotated[str, Field(max_length=32)] | None = None
     duration_s: float = Field(default=30.0, gt=0, le=600)
@@ -76,15 +78,24 @@ class RoundStart(_Frame):
     pace: Literal["instant", "human"] | None = Field(
         default=None, description="(v2) instant: answers right after each stroke; human (the default): "
         "reads and types like a person")
+    reaction_s: float | None = Field(
+        default=None, ge=0, le=10, description="(v2) seconds the bot takes to read each stroke, in either "
+        "pace (± the level's jitter): instant's judgement with a person's reading time")
+    hold_s: float | None = Field(
+        default=None, ge=0, le=600, description="(v2) the bot says nothing during the round's first hold_s "
+        "seconds: the people at the table have a go first")
 
 
 class StrokeStart(_Frame):
-    """A stroke begins at one point (``t`` in ms, optional, as in Quick, Draw!)."""
+    """A stroke begins at one point (``t`` in ms, optional, as in Quick, Draw!). ``color`` and
+    ``width``: the room's pen, accepted and ignored (the recognizer reads lines)."""
 
     type: Literal["stroke_start"]
     x: Number
     y: Number
     t: Number | None = None
+    color: Color | None = None
+    width: Annotated[float, Field(ge=0, le=10_000, allow_inf_nan=False)] | None = None
 
 
 class Points(_Frame):
@@ -107,6 +118,58 @@ class WholeStroke(_Frame):
 
     type: Literal["stroke"]
     stroke: Annotated[list[Coords], Field(min_length=2, max_length=3)]
+    color: Color | None = None
+    width: Annotated[float, Field(ge=0, le=10_000, allow_inf_nan=False)] | None = None
+
+
+class Region(BaseModel):
+    """A rectangle of the canvas: ``x``, ``y`` its corner, ``w``, ``h`` its size (room units)."""
+
+    model_config = ConfigDict(extra="forbid")
+    x: Number
+    y: Number
+    w: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    h: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Erase(_Frame):
+    """(v2) The drawer erased: one stroke (``stroke``: its index among the strokes on the canvas,
+    from 0), or every point inside ``region`` (the strokes crossing it are cut there)."""
+
+    type: Literal["erase"]
+    stroke: Annotated[int, Field(ge=0, le=100_000)] | None = None
+    region: Region | None = None
+
+
+class Fill(_Frame):
+    """(v2) The drawer filled an area with a colour: accepted and ignored (the recognizer reads
+    lines; a fill does not change them)."""
+
+    type: Literal["fill"]
+    x: Number | None = None
+    y: Number | None = None
+    color: Color | None = None
+
+
+class DrawTurn(_Frame):
+    """(v2) The bot's turn to draw ``word`` (read by the word rule, in ``language``): it streams a
+    drawing at a person's pace (``draw_start``, ``draw_points``, ``draw_stroke_end``, ``draw_done``)
+    on a ``width`` × ``height`` canvas, within ``duration_s``; or it answers ``draw_declined`` at once."""
+
+    type: Literal["draw_turn"]
+    turn: Annotated[str, Field(min_length=1, max_length=64)] | Int53
+    word: Text
+    language: Literal["fr", "en"] = "fr"
+    width: float = Field(default=255.0, gt=0, le=100_000)
+    height: float = Field(default=255.0, gt=0, le=100_000)
+    duration_s: float = Field(default=60.0, gt=0, le=600)
+    seed: Annotated[int, Field(ge=0, le=2**31)] | None = None
+
+
+class DrawStop(_Frame):
+    """(v2) The room ends the bot's drawing turn early (the word was found, the time ran out)."""
+
+    type: Literal["draw_stop"]
 
 
 class Undo(_Frame):
@@ -164,13 +227,14 @@ class Bye(_Frame):
 
 ClientFrame = Annotated[
     Hello | RoundStart | StrokeStart | Points | StrokeEnd | WholeStroke | Undo | Clear
-    | PlayerGuess | Verdict | RoundEnd | Ping | Bye,
+    | PlayerGuess | Verdict | RoundEnd | Ping | Bye | Erase | Fill | DrawTurn | DrawStop,
     Field(discriminator="type"),
 ]
 CLIENT_TYPES = (
     "hello", "round_start", "stroke_start", "points", "stroke_end", "stroke", "undo", "clear",
-    "player_guess", "verdict", "round_end", "ping", "bye",
+    "player_guess", "verdict", "round_end", "ping", "bye", "erase", "fill", "draw_turn", "draw_stop",
 )
+V2_TYPES = ("erase", "fill", "draw_turn", "draw_stop")  # frames a version 1 room may not send
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(ClientFrame)
 
 
@@ -200,7 +264,7 @@ def parse_frame(text: str | bytes | None, max_bytes: int) -> Any:
 
 def version_2_fields(frame: Hello | RoundStart) -> list[str]:
     """The version 2 fields ``frame`` carries (a version 1 room may not send them)."""
-    names = ("y", "resume") if isinstance(frame, Hello) else ("pace",)
+    names = ("y", "resume") if isinstance(frame, Hello) else ("pace", "reaction_s", "hold_s")
     return [name for name in names if getattr(frame, name) is not None]
 
 
@@ -210,3 +274,15 @@ def _describe(error: ValidationError) -> str:
         where = ".".join(str(p) for p in item["loc"][1:])  # drop the union tag
         parts.append(f"{where}: {item['msg']}" if where else item["msg"])
     return "; ".join(parts)
+
+
+def negotiate(frame: Hello) -> int:
+    """The highest version both the room and this server speak; ``unsupported_version`` otherwise.
+    A room that can only speak version 1 may not send version 2 fields."""
+    common = sorted(set(frame.versions) & set(SUPPORTED_VERSIONS))
+    if not common:
+        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+        raise FrameError("unsupported_version", f"this server speaks versions {supported}", frame.id)
+    if common[-1] == 1 and (fields := version_2_fields(frame)):
+        raise FrameError("invalid_frame", f"hello: {', '.join(fields)} needs protocol version 2", frame.id)
+    return common[-1]

@@ -6,17 +6,14 @@ asks it, on every tick of a real clock (injected, so tests may drive it), whethe
 Inference goes through the app's shared :class:`service.inference.BatchInference`, with the
 session's id as the key of its fair share of the preprocessing threads and of its point budget.
 
-Paces (protocol version 2, ``round_start.pace``): ``human`` keeps the level's pacing (a line is
-read ``reaction_s`` after it is drawn, a word is typed before it is said; a single line is enough
-once the drawer paused for ``reaction_s``); ``instant`` reads and types in no time, needs one
-line, and says at most ``INSTANT_WORDS_PER_S`` words a second. A session outlives its socket when
-the room may resume it (version 2): :meth:`BotSession.detach`, then ``on_hello(..., resumed=True)``.
+Paces: `service.bot.pace` (a single line is enough once the drawer paused for ``reaction_s``).
+A session outlives its socket when the room may resume it (version 2): :meth:`BotSession.detach`,
+then ``on_hello(..., resumed=True)``. The bot's drawing turn: `service.bot.drawing`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import secrets
 import time
@@ -26,20 +23,25 @@ from typing import Any
 
 from games.ai import AILevelError, KontourGuesser, load_level
 from games.ai.base import Related, no_relations
-from games.ai.levels import KontourGuesserLevel
 from model.strokes import DrawingError
+from service.bot import drawing
+from service.bot.pace import policy_level
 from service.bot.protocol import (
     PACES,
     PROTOCOL,
-    SUPPORTED_VERSIONS,
+    DrawTurn,
+    Erase,
     Hello,
     PlayerGuess,
     RoundEnd,
     RoundStart,
     Verdict,
+    negotiate,
     version_2_fields,
 )
-from service.bot.words import WordIndex
+from service.bot.strokes import erase_region, stroke_text
+from service.bot.transcript import Transcript
+from service.bot.words import CandidateList, WordIndex
 from service.errors import ServiceError
 from service.frames import FrameError
 from service.inference import Overloaded
@@ -48,86 +50,6 @@ from store import DrawingRecord
 
 Frame = dict[str, Any]
 ANALYSIS_TOP = 3
-INSTANT_WORDS_PER_S = 4.0  # the instant pace's most words a second (a word per stroke, no spam)
-
-
-def negotiate(frame: Hello) -> int:
-    """The highest version both the room and this server speak; ``unsupported_version`` otherwise.
-    A room that can only speak version 1 may not send version 2 fields."""
-    common = sorted(set(frame.versions) & set(SUPPORTED_VERSIONS))
-    if not common:
-        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
-        raise FrameError("unsupported_version", f"this server speaks versions {supported}", frame.id)
-    if common[-1] == 1 and (fields := version_2_fields(frame)):
-        raise FrameError("invalid_frame", f"hello: {', '.join(fields)} needs protocol version 2", frame.id)
-    return common[-1]
-
-
-def instant(level: KontourGuesserLevel) -> KontourGuesserLevel:
-    """The level's judgement (noise, thresholds, gestures) with no reading nor typing time."""
-    return level.model_copy(update={
-        "reaction_s": 0.0, "reaction_jitter": 0.0, "min_strokes": 1, "type_base_s": 0.0,
-        "type_char_s": 0.0, "max_guesses_per_s": max(level.max_guesses_per_s, INSTANT_WORDS_PER_S),
-    })
-
-
-class Transcript:
-    """What one bot session saw and said, turn by turn, bounded in bytes (later events are dropped).
-
-    Readable only with its ``key`` (given to the room in ``welcome``); ``limit`` counts the JSON
-    bytes of the events.
-    """
-
-    def __init__(self, session_id: str, room: str | None, name: str | None, limit: int) -> None:
-        self.session_id = session_id
-        self.key = secrets.token_urlsafe(18)
-        self.room = room
-        self.name = name
-        self.limit = limit
-        self.started_at = time.time()
-        self.ended_at: float | None = None
-        self.events: list[Frame] = []
-        self.bytes = 0
-        self.dropped = 0
-        self.rounds = 0
-        self.guesses = 0
-
-    def readable_with(self, key: str) -> bool:
-        """Whether ``key`` is this transcript's key (constant-time comparison)."""
-        return secrets.compare_digest(key.encode(), self.key.encode())
-
-    def add(self, kind: str, round_id: Any, t: float | None, **data: Any) -> None:
-        """Record one event (``t``: seconds since the round started), if it fits in ``limit`` bytes."""
-        self.add_event({"kind": kind, "round": round_id, "t": None if t is None else round(t, 3)} | data)
-
-    def add_event(self, event: Frame) -> None:
-        """Record one event as it is (a stored one), if it fits in ``limit`` bytes."""
-        size = len(json.dumps(event, ensure_ascii=False).encode("utf-8"))
-        if self.bytes + size > self.limit:
-            self.dropped += 1
-            return
-        self.bytes += size
-        self.events.append(event)
-
-    def summary(self) -> Frame:
-        """The transcript without its events."""
-        return {
-            "id": self.session_id,
-            "room": self.room,
-            "name": self.name,
-            "live": self.ended_at is None,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "rounds": self.rounds,
-            "guesses": self.guesses,
-            "events": len(self.events),
-            "bytes": self.bytes,
-            "dropped_events": self.dropped,
-        }
-
-    def to_dict(self) -> Frame:
-        """The whole transcript, JSON-ready."""
-        return self.summary() | {"events": self.events, "event_count": len(self.events)}
 
 
 @dataclass
@@ -160,6 +82,11 @@ class Round:
     said: list[_Said] = field(default_factory=list)
     gestures: list[tuple[str, str]] = field(default_factory=list)
     found_by: str | None = None
+    spelling: dict[str, str] = field(default_factory=dict)  # label → the candidate as the room sent it
+    siblings: dict[str, tuple[str, ...]] = field(default_factory=dict)  # label → its candidate's labels
+    silent: bool = False  # no candidate names a label: the bot watches and never speaks
+    reaction_s: float | None = None  # the room's reading time (round_start.reaction_s)
+    hold_s: float = 0.0  # the bot says nothing before this long after the round's start
     events_from: int = 0  # the transcript's events before this round's (service.bot.memory)
 
 
@@ -176,7 +103,7 @@ class BotSession:
         self.id = session_id
         self.clock = clock
         self.related = related
-        self.words = words or WordIndex(shared.guesser.labels, shared.vocabulary.form_index)
+        self.words = words or WordIndex(shared.guesser.labels, shared.vocabulary.lookup)
         self.version: int | None = None
         self.analysis = False
         self.y = "down"  # which way the room's y axis points ("up": flipped on the way in)
@@ -188,6 +115,7 @@ class BotSession:
         self.transcript = Transcript(session_id, None, None, self.settings.transcript_bytes)
         self.budget_key = f"bot:{session_id}"
         self._next_guess_id = 1
+        self.artist: Any = None  # the AI drawer of this session's drawing turns (made on the first)
 
     # -- handshake and rounds ------------------------------------------------------------------
     def on_hello(self, frame: Hello, resumed: bool = False) -> list[Frame]:
@@ -207,7 +135,8 @@ class BotSession:
         if self.version < 2:
             return [welcome]
         self.resume_token = secrets.token_urlsafe(24)  # a new one at every welcome
-        welcome |= {"resume_token": self.resume_token, "resumed": resumed, "y": self.y, "paces": list(PACES)}
+        welcome |= {"resume_token": self.resume_token, "resumed": resumed, "y": self.y, "paces": list(PACES),
+                    "draws": True}
         if resumed and self.round is not None:
             rnd = self.round
             welcome["round"] = {"round": rnd.round_id, "strokes": rnd.session.stroke_count,
@@ -248,9 +177,14 @@ class BotSession:
 
     def on_round_start(self, frame: RoundStart) -> list[Frame]:
         """Start a round (replacing any round still open: version 2 sends its ``round_over`` first)."""
-        if self.version == 1 and frame.pace is not None:
-            raise FrameError("invalid_frame", "round_start: pace needs protocol version 2", frame.id)
-        candidates = self.resolve_candidates(frame.candidates, frame.language, frame.id)
+        if self.version == 1 and (fields := version_2_fields(frame)):
+            raise FrameError("invalid_frame", f"round_start: {', '.join(fields)} needs protocol version 2",
+                             frame.id)
+        read = self.read_candidates(frame.candidates, frame.language)
+        candidates = read.labels if read is not None else None
+        silent = candidates == []  # not one word the model can guess: it watches, never speaks
+        if silent:
+            candidates = None
         try:
             level = load_level(frame.difficulty)
         except AILevelError as error:
@@ -263,41 +197,47 @@ class BotSession:
                 frames.append(self._round_over(old, "replaced"))
         pace = frame.pace or "human"
         seed = frame.seed if frame.seed is not None else secrets.randbelow(2**31)
-        human = pace == "human"
+        tuned = policy_level(level.kontour_guesser, pace, frame.reaction_s)
         policy = KontourGuesser(
-            level=level.kontour_guesser if human else instant(level.kontour_guesser),
-            rng=random.Random(seed), to_french=self._word, related=self.related, candidates=candidates,
-            turn_length=frame.duration_s, pause_s=level.kontour_guesser.reaction_s if human else None,
+            level=tuned, rng=random.Random(seed), to_french=self._word, related=self.related,
+            candidates=candidates, turn_length=frame.duration_s,
+            pause_s=tuned.reaction_s if pace == "human" else None,
         )
         policy.new_turn(0.0, candidates)
         self.round = Round(
             frame.round, frame.game, frame.language, level.name, candidates, frame.duration_s,
             seed, self.clock(), self.shared.guesser.session(candidates, top_k=ANALYSIS_TOP), policy, pace,
         )
+        if read is not None:
+            self.round.spelling, self.round.siblings, self.round.silent = read.spelling, read.siblings, silent
+        self.round.reaction_s, self.round.hold_s = frame.reaction_s, frame.hold_s or 0.0
         self.round.events_from = len(self.transcript.events)
         self.transcript.rounds += 1
         self.transcript.add(
             "round_start", frame.round, 0.0, game=frame.game, language=frame.language,
             difficulty=level.name, candidates=candidates, seed=seed, duration_s=frame.duration_s, pace=pace,
+            **({"unknown": read.unknown} if read is not None and read.unknown else {}),
+            **({"reaction_s": frame.reaction_s} if frame.reaction_s is not None else {}),
+            **({"hold_s": frame.hold_s} if frame.hold_s is not None else {}),
         )
-        count = None if candidates is None else len(candidates)
+        count = None if read is None else len(set(read.spelling.values()))
         ready: Frame = {"type": "round_ready", "round": frame.round, "difficulty": level.name,
                         "candidates": count, "seed": seed}
-        return [*frames, ready | ({"pace": pace} if self.version != 1 else {})]
+        if self.version != 1:
+            ready["pace"] = pace
+            if read is not None:
+                ready["unknown"] = read.unknown
+            for name in ("reaction_s", "hold_s"):
+                if getattr(frame, name) is not None:
+                    ready[name] = getattr(frame, name)
+        return [*frames, ready]
 
-    def resolve_candidates(
-        self, candidates: list[str] | None, language: str, ref: Any = None,
-    ) -> list[str] | None:
-        """The model labels of a round's candidates (``service.bot.words``' rule), without repeats;
-        ``unknown_candidate`` names the words the model cannot guess."""
+    def read_candidates(self, candidates: list[str] | None, language: str) -> CandidateList | None:
+        """A round's candidates read by the word rule (``service.bot.words``): the labels to guess
+        among, the room's spelling of each, and the words the model cannot guess (ignored)."""
         if candidates is None:
             return None
-        keys = {text: self.words.key(text, language) for text in candidates}
-        unknown = [text for text, key in keys.items() if key is None]
-        if unknown:
-            shown = ", ".join(repr(u) for u in unknown[:10])
-            raise FrameError("unknown_candidate", f"the model cannot guess these candidates: {shown}", ref)
-        return list(dict.fromkeys(key for key in keys.values() if key is not None))
+        return self.words.candidates(candidates, language)
 
     def round_drawing(self, answer: str | None) -> DrawingRecord | None:
         """The drawing of the round in progress, for the database, when the room said
@@ -438,6 +378,81 @@ class BotSession:
             return self.on_clear(ref)
         return self._after_change(rnd, "undo", time.perf_counter())
 
+    async def on_erase(self, frame: Erase) -> list[Frame]:
+        """The drawer erased one stroke or a region: the drawing is read again without it (the
+        bot keeps what it believed, as after an undo); nothing erased, nothing done."""
+        rnd = self._require_round(frame.id)
+        if (frame.stroke is None) == (frame.region is None):
+            raise FrameError("invalid_frame", "erase: give either stroke or region", frame.id)
+        if rnd.open_stroke is not None:
+            raise FrameError("stroke_open", "a stroke is open: send stroke_end before erasing", frame.id)
+        if frame.stroke is not None:
+            if frame.stroke >= len(rnd.strokes):
+                raise FrameError("no_stroke", f"no stroke {frame.stroke} on the canvas "
+                                 f"({len(rnd.strokes)} strokes)", frame.id)
+            kept = rnd.strokes[:frame.stroke] + rnd.strokes[frame.stroke + 1:]
+        else:
+            region = frame.region
+            assert region is not None
+            y0, y1 = (region.y, region.y + region.h)
+            if self.y == "up":  # the strokes are kept with y pointing down
+                y0, y1 = -y1, -y0
+            kept = erase_region(rnd.strokes, region.x, region.x + region.w, y0, y1)
+            if kept == rnd.strokes:
+                return []
+            if len(kept) > self.settings.max_strokes:
+                raise FrameError("too_many_strokes", "this erase would cut the drawing into more than "
+                                 f"{self.settings.max_strokes} strokes", frame.id)
+        if not kept:
+            return self.on_clear(frame.id)
+        started = time.perf_counter()
+        recognizer = rnd.session
+
+        def stage_all() -> Any:
+            """The drawing staged again from its first stroke (in the preprocessing threads)."""
+            recognizer.clear()
+            for stroke in kept[:-1]:
+                recognizer.stage(stroke)
+                recognizer.commit(None)
+            return recognizer.stage(kept[-1])
+
+        try:
+            self.shared.spend_points(self.budget_key, sum(len(s[0]) for s in kept))
+            probs = await self.shared.inference.recognize(stage_all, key=self.budget_key)
+        except Overloaded:
+            probs = None  # staged: read again with the next stroke
+        except DrawingError as error:
+            raise FrameError("bad_drawing", f"the erased drawing cannot be read: {error}",
+                             frame.id) from error
+        except ServiceError as error:  # over the session's budget, before any work: nothing erased
+            raise FrameError(error.code, error.message, frame.id) from error
+        rnd.stroke_points[:] = [len(stroke[0]) for stroke in kept]
+        rnd.strokes[:] = kept
+        rnd.stroke_texts[:] = [stroke_text(stroke) for stroke in kept]
+        if self.round is not rnd:
+            return []
+        recognizer.commit(probs)
+        return self._after_change(rnd, "erase", started)
+
+    def on_draw_turn(self, frame: DrawTurn) -> list[drawing.Step]:
+        """The bot's turn to draw ``frame.word``: the timed frames of a real drawing of it;
+        `drawing.Declined` when it names nothing the bot can draw."""
+        if self.artist is None:
+            self.artist = drawing.drawer(frame.seed if frame.seed is not None else secrets.randbelow(2**31))
+        elif frame.seed is not None:
+            self.artist.rng.seed(frame.seed)
+        categories = self.words.lookup.categories(frame.word, frame.language)
+        try:
+            key = drawing.choose(self.artist, categories, frame.word)
+            steps = drawing.plan(self.artist, key, frame.turn, frame.word, frame.width, frame.height,
+                                 frame.duration_s, y_up=self.y == "up")
+        except drawing.Declined as declined:
+            self.transcript.add("draw_declined", frame.turn, None, word=frame.word, reason=declined.reason)
+            raise
+        self.transcript.add("draw_turn", frame.turn, None, word=frame.word, label=key,
+                            strokes=steps[0].frame["strokes"], duration_s=steps[0].frame["duration_s"])
+        return steps
+
     def on_clear(self, ref: Any) -> list[Frame]:
         """Empty canvas: the policy forgets what it saw, but never repeats a word of this round."""
         rnd = self._require_round(ref)
@@ -478,15 +493,26 @@ class BotSession:
     def on_player_guess(self, frame: PlayerGuess) -> list[Frame]:
         """Another player's guess: a wrong word is never said; a right one ends the bot's turn."""
         rnd = self._require_round(frame.id)
-        key = self.words.key(frame.text, rnd.language)
+        keys = self.words.keys(frame.text, rnd.language)
+        key = keys[0] if len(keys) == 1 else None
         if frame.correct:
             rnd.found_by = rnd.found_by or frame.player
-        elif key is not None:
-            rnd.heard.add(key)
-            rnd.policy.heard(key)
+        else:
+            for word in self._wrong(rnd, keys):
+                rnd.heard.add(word)
+                rnd.policy.heard(word)
         self.transcript.add("player_guess", rnd.round_id, self._now(), player=frame.player,
                             text=frame.text, key=key, correct=frame.correct)
         return []
+
+    def _wrong(self, rnd: Round, keys: tuple[str, ...]) -> tuple[str, ...]:
+        """The labels a player's wrong word rules out: the one it names; a word naming several
+        (« phone ») rules out a candidate read the same way (the room's « phones »), not each
+        category (the answer may be the « telephone » candidate)."""
+        if len(keys) <= 1:
+            return keys
+        return tuple(k for k in keys if rnd.spelling.get(k) is not None
+                     and self.words.keys(rnd.spelling[k], rnd.language) == keys)
 
     def on_verdict(self, frame: Verdict) -> list[Frame]:
         """The room judged one of the bot's guesses (and the drawer may have gestured)."""
@@ -507,13 +533,19 @@ class BotSession:
     def tick(self) -> Frame | None:
         """Ask the policy whether to speak now; a ``guess`` frame if it does."""
         rnd = self.round
-        if rnd is None or rnd.found_by is not None or rnd.session.stroke_count == 0:
+        if rnd is None or rnd.found_by is not None or rnd.silent or rnd.session.stroke_count == 0:
             return None
         now = self._now()
+        if now < rnd.hold_s:  # the people at the table have a go first
+            return None
         say = rnd.policy.decide(now)
         if say is None:
             return None
-        text = say.word if rnd.language == "fr" else say.key
+        text = rnd.spelling.get(say.key) or (say.word if rnd.language == "fr" else say.key)
+        for sibling in rnd.siblings.get(say.key, ()):  # the candidate is said: its other labels too
+            if sibling != say.key:
+                rnd.heard.add(sibling)
+                rnd.policy.heard(sibling)
         said = _Said(self._next_guess_id, say.key, text)
         self._next_guess_id += 1
         rnd.said.append(said)
@@ -546,11 +578,6 @@ class BotSession:
     def _word(self, key: str) -> str:
         return self.shared.french_word(key)
 
-
-
-def stroke_text(stroke: list[list[float]]) -> str:
-    """A kept stroke as compact JSON, encoded once: a room's stored memory is made of them."""
-    return json.dumps(stroke, separators=(",", ":"), allow_nan=False)
 
 
 def _level_names() -> list[str]:

@@ -1,69 +1,68 @@
-"""The one rule by which the bot reads a word: a round's candidates and the other players' guesses.
+"""How the bot reads a word (a round's candidates, the other players' guesses, the answer): the
+one rule of ``vocab.lookup``, kept to the labels the model knows.
 
-``WordIndex.key(text, language)`` gives the model label a word stands for, or None:
-
-1. the text itself when it is a label (``"crayon"`` is the wax crayon's key);
-2. else its comparison form: ``vocab.normalize`` (Unicode NFKC, case folding, accents and
-   punctuation dropped, spaces trimmed and collapsed, a leading French article removed: le, la,
-   les, l', un, une, des, du, de la…), then a leading English article (the, a, an) removed;
-3. that form looked up among the labels (English) and the vocabulary's French forms (word,
-   variants, synonyms, everyday forms), the round's language first;
-4. else the singular, only where the vocabulary knows it: the last word without a final ``s`` or
-   ``x`` (``chats``, ``cats``, ``chapeaux`` → ``chapeau``) or, in English, ``es`` (``boxes``).
-
-So ``"Cat"``, ``" the  cats "``, ``"CHAT"``, ``"les chats"`` and ``"Chats"`` are all ``cat``.
+``WordIndex.keys(text, language)`` gives the labels a word stands for, best first (``phone`` →
+cell phone, telephone); ``WordIndex.key`` the one label a word names, or None (none, or
+several). See ``vocab/lookup.py`` for the rule (a category key as it is, then case, accents,
+articles, plurals, spacing and the aliases of ``vocab/data/aliases.yaml``, the round's language
+first).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
-from vocab.normalize import normalize
+from vocab.lookup import WordLookup, comparison_form
 
-ENGLISH_ARTICLES = ("the", "a", "an")
-
-
-def comparison_form(text: str) -> str:
-    """``text`` as the bot compares it: ``vocab.normalize``, then without a leading English article."""
-    words = normalize(text).split()
-    if len(words) > 1 and words[0] in ENGLISH_ARTICLES:
-        words = words[1:]
-    return " ".join(words)
+__all__ = ["CandidateList", "WordIndex", "comparison_form"]
 
 
-def _singulars(form: str, language: str) -> list[str]:
-    out = []
-    if form.endswith(("s", "x")) and len(form) > 2:
-        out.append(form[:-1])
-    if language == "en" and form.endswith("es") and len(form) > 3:
-        out.append(form[:-2])
-    return out
+@dataclass(frozen=True)
+class CandidateList:
+    """A round's candidates read: the labels to guess among, the room's spelling of each label
+    (the candidate that names it), the labels of each candidate, and the words no label names."""
+
+    labels: list[str]
+    spelling: dict[str, str]  # label → the candidate as the room sent it
+    siblings: dict[str, tuple[str, ...]]  # label → every label of its candidate (phone: both phones)
+    unknown: list[str]
 
 
 class WordIndex:
-    """Labels and French forms by comparison form, for one model's labels."""
+    """The word rule over one model's labels."""
 
-    def __init__(self, labels: Collection[str], french_forms: Mapping[str, str]) -> None:
-        """``french_forms``: the vocabulary's normalised form → category key (``form_index``)."""
+    def __init__(self, labels: Collection[str], lookup: WordLookup) -> None:
         self.labels = frozenset(labels)
-        self.english: dict[str, str] = {}
-        for label in sorted(self.labels):
-            self.english.setdefault(comparison_form(label), label)
-        self.french: dict[str, str] = {}
-        for form, key in french_forms.items():
-            if key in self.labels:
-                self.french.setdefault(comparison_form(form), key)
+        self.lookup = lookup
+
+    def keys(self, text: str, language: str = "fr") -> tuple[str, ...]:
+        """The labels ``text`` names, best first; () when none."""
+        return tuple(k for k in self.lookup.categories(text, language) if k in self.labels)
 
     def key(self, text: str, language: str = "fr") -> str | None:
-        """The label ``text`` stands for (see the module's rule), or None."""
-        if text in self.labels:
-            return text
-        form = comparison_form(text)
-        if not form:
-            return None
-        tables = (self.french, self.english) if language == "fr" else (self.english, self.french)
-        for candidate in (form, *_singulars(form, language)):
-            for table in tables:
-                if candidate in table:
-                    return table[candidate]
-        return None
+        """The one label ``text`` names; None when it names none or several (``phone``)."""
+        found = self.keys(text, language)
+        return found[0] if len(found) == 1 else None
+
+    def candidates(self, texts: Sequence[str], language: str = "fr") -> CandidateList:
+        """Read a round's candidates: each label goes to the candidate naming it most directly
+        (a word's first category before another's second; then the first sent), so ``canoe``
+        keeps the canoe and ``boat`` the other boats."""
+        owner: dict[str, tuple[int, int, str]] = {}  # label → (rank, order, candidate)
+        named: dict[str, tuple[str, ...]] = {}
+        unknown: list[str] = []
+        for order, text in enumerate(texts):
+            keys = self.keys(text, language)
+            if not keys:
+                if text not in unknown:
+                    unknown.append(text)
+                continue
+            named[text] = keys
+            for rank, key in enumerate(keys):
+                if key not in owner or (rank, order) < owner[key][:2]:
+                    owner[key] = (rank, order, text)
+        labels = sorted(owner, key=lambda k: owner[k][:2])
+        spelling = {k: owner[k][2] for k in labels}
+        siblings = {k: tuple(s for s in named[spelling[k]] if spelling.get(s) == spelling[k]) for k in labels}
+        return CandidateList(labels, spelling, siblings, unknown)

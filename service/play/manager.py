@@ -556,6 +556,8 @@ def game_configs(play: PlaySettings) -> tuple[KontourConfig, PictomaniaConfig]:
         kontour["timer_s"] = play.kontour_timer_s
     if play.kontour_target is not None:
         kontour["target_score"] = play.kontour_target
+    if play.kontour_draw_card_s is not None:
+        kontour["draw_card_s"] = play.kontour_draw_card_s
     pictomania: dict[str, Any] = {}
     if play.pictomania_round_s is not None:
         pictomania["round_timer_s"] = play.pictomania_round_s

@@ -24,6 +24,7 @@ import logging
 import re
 import secrets
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,8 +48,9 @@ CODE_LENGTH = 4
 CODE = re.compile(rf"^[{CODE_LETTERS}]{{{CODE_LENGTH}}}$")
 NAME = re.compile(r"^[^<>&\"]{1,24}$")
 LOBBY_QUEUE = 16
-JOIN_WAIT_S = 60.0  # a lobby socket that names nobody within this is closed
+JOIN_WAIT_S = 300.0  # a lobby socket that names nobody within this is closed (the name form is open)
 CLOSE_ROOM_GONE = 4410
+GONE_KEPT = 10_000  # codes of the rooms closed, expired or over remembered (« n'existe plus »)
 
 
 class RoomError(Exception):
@@ -86,6 +88,7 @@ class Room:
     last_activity: float
     game_id: str | None = None
     starting: bool = False  # its game is being created (`Rooms.start_async`)
+    host_away: float | None = None  # clock() since when no socket holds the host's seat
     listeners: dict[asyncio.Queue[dict[str, Any] | None], str] = field(default_factory=dict)
 
     def lobby(self) -> dict[str, Any]:
@@ -102,6 +105,10 @@ class Room:
         if lobby["game"] not in ("kontour", "pictomania") or not seats or seats[0].seat != HUMAN:
             raise ValueError("a lobby of an unknown game, or without its host first")
         return cls(code, lobby["game"], str(lobby["level"]), str(lobby["client"]), seats, last_activity)
+
+    def here(self) -> set[str]:
+        """The seats that a lobby socket holds now."""
+        return set(self.listeners.values())
 
     def seat_of(self, token: str) -> str | None:
         """The person seat whose token is `token`."""
@@ -125,6 +132,7 @@ class Rooms:
         self.manager = manager
         self.lobbies: dict[str, Room] = {}
         self.started: dict[str, str] = {}
+        self.gone: OrderedDict[str, None] = OrderedDict()  # codes that were rooms (closed, over): bounded
         self.opening: set[str] = set()  # the codes of the rooms whose next game is being created
         self.tasks: set[asyncio.Task[None]] = set()  # lobby writes and next games under way
         self.writing = asyncio.Lock()  # the lobby writes: one at a time, in order
@@ -221,7 +229,7 @@ class Rooms:
             raise RoomError("invalid_request", f"a {game} room takes 0-{most - 1} AI players, got {ai}")
         token = secrets.token_urlsafe(18)
         room = Room(self.new_code(), game, level, client,
-                    [Seat(HUMAN, name, True, hash_token(token))], manager.clock())
+                    [Seat(HUMAN, name, True, hash_token(token))], manager.clock(), host_away=manager.clock())
         for _ in range(ai):
             self._add_ai(room)
         self.lobbies[room.code] = room
@@ -234,7 +242,7 @@ class Rooms:
         workers = self.manager.workers
         while True:
             code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
-            taken = code in self.lobbies or code in self.started
+            taken = code in self.lobbies or code in self.started or code in self.gone
             if not taken and (workers is None or workers.owns(code)):
                 return code
 
@@ -246,6 +254,8 @@ class Rooms:
         _, most = player_limits(room.game, self.manager.play.room_seats)
         if len(room.seats) >= most:
             raise RoomError("room_full", f"this room has all its {most} seats taken")
+        if _folded(name) in {_folded(s.name) for s in room.seats}:
+            raise RoomError("name_taken", "another seat of this room has that name")
         taken = {s.seat for s in room.seats}
         seat = next(f"ami{i}" for i in range(1, most + 1) if f"ami{i}" not in taken)
         token = secrets.token_urlsafe(18)
@@ -258,8 +268,8 @@ class Rooms:
         taken = {s.seat for s in room.seats}
         number = next(i for i in range(1, 99) if f"ia{i}" not in taken)
         names = self.manager.play.ai_names
-        used = {s.name for s in room.seats}
-        name = next((n for n in names if n not in used), f"IA {number}")
+        used = {_folded(s.name) for s in room.seats}
+        name = next((n for n in names if _folded(n) not in used), f"IA {number}")
         room.seats.append(Seat(f"ia{number}", name, False, level=room.level))
 
     def request(self, room: Room, seat: str, frame: dict[str, Any]) -> GameSession | None:
@@ -350,6 +360,7 @@ class Rooms:
         """The lobby becomes its game: its sockets are sent on to it, its stored row deleted."""
         room.game_id = session.id
         self.started[room.code] = session.id
+        self.gone.pop(room.code, None)
         self.lobbies.pop(room.code, None)
         self.stored(room.code)
         log.info("room %s: game %s started (%d people, %d AI)", room.code, session.id,
@@ -406,13 +417,66 @@ class Rooms:
     def close(self, room: Room, why: str) -> None:
         """Close a lobby: its sockets are told and let go."""
         self.lobbies.pop(room.code, None)
+        self.forget(room.code)
         self.stored(room.code)
         for queue in list(room.listeners):
             _offer(queue, error_frame("room_closed", why))
             _offer(queue, None)
 
+    def forget(self, code: str) -> None:
+        """Remember that `code` was a room (closed, expired, its game over): a socket asking for it
+        is told it is gone (``room_gone``), not that it never was (``unknown_room``)."""
+        self.gone[code] = None
+        self.gone.move_to_end(code)
+        while len(self.gone) > GONE_KEPT:
+            self.gone.popitem(last=False)
+
     def touch(self, room: Room) -> None:
         room.last_activity = self.manager.clock()
+
+    # -- the host's seat ---------------------------------------------------------------------------
+    def seen(self, room: Room) -> None:
+        """A lobby socket came or went: note since when the host's seat has none, and hand the room
+        over once the host has been away ``room_grace_s`` (`check_host`)."""
+        if HUMAN in room.here():
+            room.host_away = None
+        elif room.host_away is None:
+            room.host_away = self.manager.clock()
+        grace = self.manager.play.room_grace_s
+        with contextlib.suppress(RuntimeError):  # no event loop (a test's own thread): the sweep checks
+            loop = asyncio.get_running_loop()
+            loop.call_later(grace + 0.05, self.check_host, room)
+        self.check_host(room)
+
+    def check_host(self, room: Room) -> bool:
+        """The host of a lobby away (no socket) for ``room_grace_s`` while another person is here:
+        that person (the first in seat order) becomes the host, seat ``joueur``, and the host who
+        left takes their seat (their token opens it when they come back). Every socket is told
+        (``{"type": "host_changed", "was", "host", "you"}``: whether it is them) and gets its new
+        lobby frame."""
+        if (room.code not in self.lobbies or room.starting or room.host_away is None
+                or self.manager.clock() - room.host_away < self.manager.play.room_grace_s - 1e-6):
+            return False
+        here = room.here()
+        heir = next((s for s in room.seats[1:] if s.person and s.seat in here), None)
+        if heir is None:
+            return False
+        old = room.seats[0]
+        index = room.seats.index(heir)
+        room.seats[index] = Seat(heir.seat, old.name, True, old.token_hash)
+        room.seats[0] = Seat(HUMAN, heir.name, True, heir.token_hash)
+        for queue, seat in list(room.listeners.items()):
+            if seat == heir.seat:
+                room.listeners[queue] = HUMAN
+        room.host_away = None
+        self.touch(room)
+        self.stored(room.code)
+        log.info("room %s: the host is away, %s hosts it now", room.code, heir.seat)
+        told = {"type": "host_changed", "was": old.name, "host": heir.name}
+        for queue, seat in list(room.listeners.items()):
+            _offer(queue, {**told, "you": seat == HUMAN})
+        self.broadcast(room)
+        return True
 
     def sweep(self) -> list[str]:
         """Close the lobbies nobody touched for ``lobby_expiry_s``; forget the codes of games gone."""
@@ -420,15 +484,18 @@ class Rooms:
         old = [code for code, room in self.lobbies.items() if room.last_activity < limit]
         for code in old:
             self.close(self.lobbies[code], "this room expired")
+        for room in list(self.lobbies.values()):
+            self.check_host(room)
         for code, game_id in list(self.started.items()):
             if game_id not in self.manager.games:
                 del self.started[code]
+                self.forget(code)
         return old
 
     # -- frames ------------------------------------------------------------------------------------
     def lobby_frame(self, room: Room, seat: str) -> dict[str, Any]:
         """What a lobby socket of `seat` shows: the seats (each AI's level), who is here, the limits."""
-        here = set(room.listeners.values())
+        here = room.here()
         fewest, most = player_limits(room.game, self.manager.play.room_seats)
         return {
             "type": "lobby", "code": room.code, "game": room.game, "level": room.level, "you": seat,
@@ -436,6 +503,13 @@ class Rooms:
             "seats": [{"seat": s.seat, "name": s.name, "person": s.person, "here": s.seat in here,
                        **({} if s.person else {"level": s.level or room.level})} for s in room.seats],
         }
+
+    def preview(self, room: Room) -> dict[str, Any]:
+        """What a newcomer (no seat yet) is shown before they give a name: the game, the host, the
+        names taken, whether a seat is left (``full``)."""
+        _, most = player_limits(room.game, self.manager.play.room_seats)
+        return {"type": "room", "code": room.code, "game": room.game, "host": room.seats[0].name,
+                "names": [s.name for s in room.seats], "max": most, "full": len(room.seats) >= most}
 
     def broadcast(self, room: Room) -> None:
         for queue, seat in list(room.listeners.items()):
@@ -445,6 +519,11 @@ class Rooms:
 def _check_name(name: str) -> None:
     if not isinstance(name, str) or not NAME.match(name.strip() or "<"):
         raise RoomError("bad_name", "a name holds 1 to 24 characters, none of < > & \"")
+
+
+def _folded(name: str) -> str:
+    """A name as two people would say it: « Camille » and « camille  » are one name."""
+    return " ".join(name.casefold().split())
 
 
 def _offer(queue: asyncio.Queue[dict[str, Any] | None], item: dict[str, Any] | None) -> None:
@@ -478,19 +557,25 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
         return
     room = rooms.lobbies.get(code)
     if room is None:
-        gone = f"no room '{code[:8]}' (started, over or expired)"
-        await websocket.send_json(error_frame("unknown_room", gone))
+        if code in rooms.gone or code in rooms.started:
+            over = "is over (closed, expired or its game ended)"
+            frame = error_frame("room_gone", f"the room '{code[:8]}' {over}")
+        else:
+            frame = error_frame("unknown_room", f"no room has the code '{code[:8]}'")
+        await websocket.send_json(frame)
         await websocket.close(CLOSE_ROOM_GONE, "unknown room")
         return
     settings = rooms.manager.settings
     limit = RateLimit(settings.max_message_rate, settings.max_message_burst)  # as on a game's socket
     seat = room.seat_of(token) if token else None
     if seat is None:
+        await websocket.send_json(rooms.preview(room))
         seat = await _join(websocket, rooms, room, limit)
         if seat is None:
             return
     queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(LOBBY_QUEUE)
     room.listeners[queue] = seat
+    rooms.seen(room)
     rooms.broadcast(room)
     sender = asyncio.create_task(_send_lobby(websocket, queue))
     try:
@@ -500,6 +585,7 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
                 break
             if not _within(limit, queue):
                 continue
+            seat = room.listeners.get(queue, seat)  # the host's seat when the room was handed over
             try:
                 rooms.touch(room)
                 frame = read_lobby_frame(message.get("text") or "")
@@ -522,6 +608,7 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
     finally:
         room.listeners.pop(queue, None)
         if room.code in rooms.lobbies:
+            rooms.seen(room)
             rooms.broadcast(room)
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
             await asyncio.wait_for(sender, 1.0)

@@ -246,10 +246,11 @@ async def withdraw_drawings(body: Withdrawal, games: GamesDep) -> Withdrawn:
 
 @router.get("/r/{code}", include_in_schema=False)
 async def room_page(code: str) -> FileResponse:
-    """A room's link: the game page, which reads the code from its address."""
-    if not CODE.match(code.upper()):
-        raise NotFound(f"no such room: {code[:8]}")
-    return FileResponse(STATIC / "index.html", media_type="text/html")
+    """A room's link: the game page, which reads the code from its address and says in French
+    whether the room is there; a code that cannot be one gets the page too, with status 404 (the
+    page says the code is mistyped: never a raw JSON answer to a person)."""
+    status = 200 if CODE.match(code.upper()) else 404
+    return FileResponse(STATIC / "index.html", status_code=status, media_type="text/html")
 
 
 @router.post("/v1/rooms", response_model=RoomCreated, status_code=201, tags=["rooms"])

@@ -691,18 +691,22 @@ class KontourSession(GameSession):
         self.ai: KontourDriver = KontourDriver(
             rules, self.ais, self.level, self.words.kit(), self.seed, candidates,
             between_turns_s=self.play.between_turns_s, card_s=self.play.ai_think_s, levels=self.levels,
+            draw_card_s=rules.config.draw_card_s if self.room else None,  # friends wait for nobody for ever
         )
 
     def time_left(self, state: Any = None) -> float:
-        turn = (self.state if state is None else state).turn
-        if turn is None:
-            return 0.0
+        state = self.state if state is None else state
+        turn = state.turn
+        if turn is None:  # a person's draw phase has its clock too (the card is taken for them)
+            deadline = self.ai.draw_deadline(state)
+            return 0.0 if deadline is None else max(0.0, deadline - self.now())
         return max(0.0, turn.ends_at(self.rules.config.tie_window_s) - self.now())
 
     def client_config(self) -> dict[str, Any]:
         cfg = self.rules.config
         return {
             "timer_s": cfg.timer_s,
+            "draw_card_s": cfg.draw_card_s,
             "max_strokes": cfg.max_strokes,
             "target_score": cfg.target_score,
             "gestures": list(cfg.gestures),

@@ -32,6 +32,11 @@ class PlaySettings(BaseModel):
     kontour_timer_s: float | None = Field(
         default=None, gt=0, le=600, description="Kontour sand timer, in seconds (unset: the rules')"
     )
+    kontour_draw_card_s: float | None = Field(
+        default=None, gt=0, le=600,
+        description="seconds a Kontour drawer in a room of friends has to take their card before it is "
+        "taken for them (unset: the rules')",
+    )
     kontour_target: int | None = Field(
         default=None, ge=1, le=50, description="points that win a Kontour game (unset: the rules')"
     )

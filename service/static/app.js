@@ -1,7 +1,7 @@
 // Entry point: the setup form, the game socket (with resume after a reload or a dropped
 // connection), and the game views. The server holds the game; this page renders what it is sent.
 
-import { el, toast, frenchError } from "./ui.js";
+import { el, toast, frenchError, listing, nameProblem } from "./ui.js";
 import { KontourView } from "./kontour.js";
 import { PictomaniaView } from "./pictomania.js";
 import { RulesPanel } from "./rules.js";
@@ -12,7 +12,8 @@ const STORE = "griffon.game";
 const ROOMS = "griffon.rooms";
 const LAST = "griffon.last"; // the last solo game's settings (« Rejouer »)
 const NAME = "griffon.name"; // the name last typed, offered again (setup form, a room's link) // room code -> this browser's seat token in it
-const ROOM_PATH = /^\/r\/([A-Za-z]{4})\/?$/;
+const ROOM_PATH = /^\/r\/([^/]{1,40})\/?$/; // a room's link; the code itself is checked by roomCode
+const CODE_LETTERS = "ABCDEFGHJKMNPQRSTUVWXYZ"; // the server's (service/play/rooms.py): no I, L, O
 const GONE = new Set([4403, 4404, 4410]); // bad token, unknown game, game closed: do not retry
 const SYNC_RETRY_MS = 2000; // a sync unanswered this long (dropped by the rate limit) is sent again
 
@@ -22,7 +23,6 @@ const LIMITS = "griffon.opponents";
 // config, both read from the rules files); the page keeps the last ones it was sent. Only if the
 // server cannot be asked: the rules' defaults.
 const FIRST_VISIT_OPPONENTS = { kontour: { min: 1, max: 5 }, pictomania: { min: 2, max: 5 } };
-const NAME_REFUSED = /[<>&"]/; // the server refuses these characters in a name
 // The withdrawal key: a secret made by this browser the first time the person gives their drawings,
 // sent with each game they give them in (the server keeps only its hash); with it, "Retirer mon
 // accord" deletes every drawing given from this browser (POST /v1/drawings/withdraw).
@@ -191,7 +191,9 @@ function pause(message) {
   if (view && view.timer) view.timer.pause(Boolean(message));
 }
 
-function showSetup(message) {
+// The setup form, with `message` under it (`codeMessage`: under the room code's form, for what
+// went wrong with a room: a mistyped code, a room gone, full or closed).
+function showSetup(message, codeMessage) {
   pause(null);
   closeLobby();
   $("quit").hidden = true;
@@ -207,27 +209,43 @@ function showSetup(message) {
   const error = $("setup-error");
   error.hidden = !message;
   error.textContent = message || "";
+  const codeError = $("code-error");
+  codeError.hidden = !codeMessage;
+  codeError.textContent = codeMessage || "";
 }
 
-// Who of a room is here: a toast when somebody leaves, comes back or is replaced by an AI, and
-// who the next round waits for.
+// Who of a room is here: a toast when somebody leaves, comes back or is replaced by an AI (« est
+// de retour » only for someone this page saw leave: never at a game's start or a new round), a
+// lasting badge on their name (the views' `seats`), and who the next round waits for. The
+// wording needs no agreement with the name.
 let seatsShown = null;
+let wentAway = new Set();
 function presence(frame) {
   const names = connection && connection.full ? connection.full.names : {};
   const you = connection && connection.full ? connection.full.you : null;
   for (const [seat, now] of Object.entries(frame.seats)) {
-    const before = seatsShown ? seatsShown[seat] : "here";
+    const before = seatsShown ? seatsShown[seat] : now;
     if (seat === you || now === before) continue;
     const who = names[seat] || seat;
-    if (now === "away") toast(`${who} s'est déconnecté…`);
-    else if (now === "ai") toast(`${who} est parti : une IA joue à sa place.`);
-    else toast(`${who} est de retour.`, "good");
+    if (now === "away" && before === "here") {
+      toast(`Connexion perdue avec ${who}\u00a0: sa place l'attend.`);
+      wentAway.add(seat);
+    } else if (now === "ai") {
+      toast(`${who} a quitté la partie\u00a0: une IA joue à sa place.`);
+      wentAway.add(seat);
+    } else if (now === "here" && wentAway.has(seat)) {
+      toast(`${who} est de retour.`, "good");
+      wentAway.delete(seat);
+    }
   }
   seatsShown = frame.seats;
+  // The merged frames (the last state + its updates) carry the seats of now, not of the connect.
+  if (connection && connection.full) connection.full = { ...connection.full, seats: frame.seats, ready: frame.ready };
+  if (view && view.setSeats) view.setSeats(frame.seats);
   if (frame.ready && frame.ready.includes(you)) {
     const waiting = Object.entries(frame.seats)
       .filter(([seat, state]) => state === "here" && !frame.ready.includes(seat)).map(([seat]) => names[seat] || seat);
-    if (waiting.length) toast(`En attente de ${waiting.join(", ")} pour la manche suivante…`);
+    if (waiting.length) toast(`En attente de ${listing(waiting)} pour la manche suivante…`);
   }
 }
 
@@ -245,6 +263,7 @@ function play(game) {
   remember(game);
   $("quit").hidden = false;
   seatsShown = null;
+  wentAway = new Set();
   $("setup").hidden = true;
   const root = $("game");
   root.hidden = false;
@@ -262,7 +281,11 @@ function play(game) {
           if (view) view.close();
           view = new View(root, (move) => connection.move(move), () => { forget(); showSetup(); }, rematch(game, frame));
         }
-        if (frame.type === "state" && frame.seats) seatsShown = frame.seats;
+        if (frame.type === "state" && frame.seats) {
+          for (const [seat, now] of Object.entries(frame.seats)) if (now === "ai") wentAway.add(seat); // replaced before this page came
+          seatsShown = frame.seats;
+        }
+        if (view.setSeats && seatsShown) view.setSeats(seatsShown);
         view.update(frame);
       } else if (frame.type === "paused" || frame.type === "resumed") {
         pause(frame.type === "paused" ? frame.message : null);
@@ -272,7 +295,7 @@ function play(game) {
         connection.close();
         if (view) view.close();
         view = null;
-        toast("Nouvelle partie, mêmes joueurs !", "good");
+        toast("Nouvelle partie, mêmes joueurs\u00a0!", "good");
         play({ game_id: frame.game_id, token: game.token, code: game.code });
       } else if (frame.type === "error") {
         if (frame.code === "unknown_game" || frame.code === "bad_token") return;
@@ -298,22 +321,48 @@ function closeLobby() {
   lobby = null;
 }
 
-// The lobby socket of room `code`: with this browser's token when it has one, else after the
-// person's name (`join`). The server answers `lobby` frames, then `started` with the game's id.
-function openLobby(code, name) {
+// Why a room cannot be entered, in French (the lobby socket's error codes, a full room).
+function roomRefusal(code, why) {
+  return {
+    unknown_room: `Aucun salon ne porte le code ${code}\u00a0: vérifiez ses quatre lettres.`,
+    room_gone: `Le salon ${code} n'existe plus\u00a0: sa partie est terminée, ou il a été fermé.`,
+    room_started: `La partie du salon ${code} a commencé sans vous.`,
+    room_closed: "L'hôte a fermé le salon.",
+    removed: "L'hôte vous a retiré du salon.",
+    room_full: `Le salon ${code} est complet\u00a0: toutes ses places sont prises.`,
+  }[why];
+}
+
+// The lobby socket of room `code`: with this browser's token when it has one; else the server
+// first shows the room (`room`: its game, its host, the names taken, whether it is full), then the
+// page asks for the person's name and sends `join`. The server answers `lobby` frames, then
+// `started` with the game's id.
+function openLobby(code) {
   closeLobby();
   const token = roomTokens()[code];
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const ws = new WebSocket(`${scheme}://${location.host}/v1/rooms/${code}${token ? `?token=${encodeURIComponent(token)}` : ""}`);
-  const current = { ws, closed: false, view: null, token };
+  const current = { ws, closed: false, view: null, token, form: null };
   lobby = current;
   const root = $("game");
   $("setup").hidden = true;
   root.hidden = false;
-  ws.onopen = () => { if (!token) ws.send(JSON.stringify({ type: "join", name })); };
+  const end = (message) => {
+    current.closed = true;
+    lobby = null;
+    forgetRoom(code);
+    history.replaceState(null, "", "/");
+    showSetup(null, message);
+    $("code-input").value = "";
+  };
   ws.onmessage = (m) => {
     const frame = JSON.parse(m.data);
-    if (frame.type === "joined") {
+    if (frame.type === "room") { // not seated yet: the room first, then the name
+      if (frame.full) end(roomRefusal(code, "room_full"));
+      else if (!current.form) {
+        current.form = joinForm(root, code, frame, (name) => ws.send(JSON.stringify({ type: "join", name })));
+      }
+    } else if (frame.type === "joined") {
       current.token = frame.token;
       keepRoom(code, frame.token);
     } else if (frame.type === "lobby") {
@@ -327,56 +376,78 @@ function openLobby(code, name) {
         });
       }
       current.view.update(frame);
+    } else if (frame.type === "host_changed") {
+      toast(frame.you ? `${frame.was} n'est plus en ligne\u00a0: c'est à vous de lancer la partie.`
+        : `${frame.was} n'est plus en ligne\u00a0: ${frame.host} lance désormais la partie.`, "good");
     } else if (frame.type === "started") {
       current.closed = true;
       lobby = null;
       play({ game_id: frame.game_id, token: current.token, code });
     } else if (frame.type === "error") {
-      if (["unknown_room", "room_started", "room_closed", "removed"].includes(frame.code)) {
-        current.closed = true;
-        forgetRoom(code);
-        history.replaceState(null, "", "/");
-        const why = { unknown_room: "Ce salon n'existe plus (partie lancée, terminée ou expirée).",
-          room_started: "La partie de ce salon a commencé sans vous.",
-          room_closed: "L'hôte a fermé le salon.", removed: "L'hôte vous a retiré du salon." }[frame.code];
-        lobby = null;
-        showSetup(why);
-      } else if (!current.token) {
-        toast(lobbyError(frame), "error");
-        current.closed = true;
-        joinForm(root, code, (n) => openLobby(code, n)); // a refused name: ask again
-      } else {
-        toast(lobbyError(frame), "error");
-      }
+      const refusal = roomRefusal(code, frame.code);
+      if (refusal && (frame.code !== "room_full" || !current.token)) end(refusal);
+      else if (!current.token && current.form) current.form.refused(lobbyError(frame)); // a name refused: ask again
+      else toast(lobbyError(frame), "error");
     }
   };
   ws.onclose = () => {
     if (current.closed || lobby !== current) return;
     $("conn").hidden = false;
     $("conn").textContent = "Reconnexion…";
-    setTimeout(() => { if (lobby === current) { $("conn").hidden = true; openLobby(code, name); } }, 1000);
+    setTimeout(() => { if (lobby === current) { $("conn").hidden = true; openLobby(code); } }, 1000);
   };
 }
 
-function enterRoom(code) {
-  code = code.toUpperCase();
+// The room's code as typed or read from a link: upper case, spaces and dashes dropped; null
+// when it cannot be a room's (4 letters, none of I, L, O).
+function roomCode(text) {
+  const code = String(text || "").toUpperCase().replace(/[\s-]/g, "");
+  return code.length === 4 && [...code].every((c) => CODE_LETTERS.includes(c)) ? code : null;
+}
+
+function badCode(text) {
+  const shown = String(text).slice(0, 12);
+  return `«\u00a0${shown}\u00a0» n'est pas un code de salon\u00a0: un code a quatre lettres, sans I, L ni O (par exemple RPUX).`;
+}
+
+function enterRoom(typed) {
+  const code = roomCode(typed);
+  if (!code) {
+    history.replaceState(null, "", "/");
+    showSetup(null, badCode(typed));
+    return;
+  }
   $("quit").hidden = false;
   $("setup").hidden = true;
   $("game").hidden = false;
-  if (roomTokens()[code]) openLobby(code);
-  else joinForm($("game"), code, (name) => openLobby(code, name));
+  $("game").replaceChildren(el("p", { class: "loading" }, `Salon ${code}…`));
+  openLobby(code);
+}
+
+// « Rejoindre » with the code a friend read aloud or sent (the home page's second form).
+function joinByCode(event) {
+  event.preventDefault();
+  const typed = $("code-input").value.trim();
+  const code = roomCode(typed);
+  if (!code) {
+    showSetup(null, badCode(typed));
+    $("code-input").focus();
+    return;
+  }
+  history.pushState(null, "", `/r/${code}`);
+  enterRoom(code);
 }
 
 async function createRoom() {
   const form = new FormData($("new-game"));
   const name = String(form.get("name")).trim();
   if (!name) {
-    showSetup("Choisissez un nom : vos amis le verront.");
+    showSetup("Choisissez un nom\u00a0: vos amis le verront.");
     $("new-game").elements.name.focus();
     return;
   }
-  if (NAME_REFUSED.test(name)) {
-    showSetup("Votre nom ne peut pas contenir les caractères < > & \".");
+  if (nameProblem(name)) {
+    showSetup(nameProblem(name));
     return;
   }
   const body = { game: form.get("game"), name, level: form.get("level"), ai: 0 };
@@ -394,7 +465,7 @@ async function createRoom() {
     enterRoom(data.code);
   } catch (error) {
     const why = error instanceof TypeError ? "le serveur ne répond pas." : error.message;
-    showSetup(`Impossible de créer le salon : ${why}`);
+    showSetup(`Impossible de créer le salon\u00a0: ${why}`);
   } finally {
     $("with-friends").disabled = false;
   }
@@ -411,8 +482,8 @@ async function create(event) {
     learn: form.get("learn") === "on", // the consent switch: off unless ticked
   };
   if (body.learn) body.withdraw_key = withdrawKey(true);
-  if (NAME_REFUSED.test(body.name)) {
-    showSetup("Votre nom ne peut pas contenir les caractères < > & \".");
+  if (nameProblem(body.name)) {
+    showSetup(nameProblem(body.name));
     return;
   }
   const seed = new URLSearchParams(location.search).get("seed"); // ?seed=N: the same deal again
@@ -435,7 +506,7 @@ async function startSolo(body) {
     play(data);
   } catch (error) {
     const why = error instanceof TypeError ? "le serveur ne répond pas." : error.message; // fetch failed
-    showSetup(`Impossible de créer la partie : ${why}`);
+    showSetup(`Impossible de créer la partie\u00a0: ${why}`);
   } finally {
     $("start").disabled = false;
   }
@@ -444,12 +515,12 @@ async function startSolo(body) {
 // The server's refusal in French (its messages are for developers).
 function refusal(status, data) {
   if (status === 429 && data.error === "too_many_games") {
-    return "vous avez déjà trop de parties ouvertes : terminez-en une ou fermez son onglet.";
+    return "vous avez déjà trop de parties ouvertes\u00a0: terminez-en une ou fermez son onglet.";
   }
   if (status === 429) return "trop de parties créées, patientez un peu avant d'en lancer une autre.";
   if (data.error === "too_many_games") return "le serveur est complet, réessayez dans un moment.";
-  if (data.error === "server_busy") return "le serveur est complet pour l'instant : réessayez dans une minute.";
-  if (data.error === "database_unavailable") return "les parties ne peuvent pas être enregistrées pour l'instant : réessayez dans un moment.";
+  if (data.error === "server_busy") return "le serveur est complet pour l'instant\u00a0: réessayez dans une minute.";
+  if (data.error === "database_unavailable") return "les parties ne peuvent pas être enregistrées pour l'instant\u00a0: réessayez dans un moment.";
   if (data.error === "no_deck") return "aucun paquet de cartes n'est disponible sur ce serveur.";
   if (status === 422) {
     const message = String(data.message || "");
@@ -471,8 +542,8 @@ function fitOpponents() {
   if (chosen < min || chosen > max) {
     select.value = String(chosen < min ? min : max);
     const name = game === "kontour" ? "Kontour" : "Pictomania";
-    toast(chosen < min ? `${name} se joue à ${min + 1} joueurs au moins : ${min} adversaires IA.`
-      : `${name} se joue à ${max + 1} joueurs au plus : ${max} adversaires IA.`);
+    toast(chosen < min ? `${name} se joue à ${min + 1} joueurs au moins\u00a0: ${min} adversaires IA.`
+      : `${name} se joue à ${max + 1} joueurs au plus\u00a0: ${max} adversaires IA.`);
   }
 }
 
@@ -515,7 +586,7 @@ function withdrawKey(make) {
 async function withdraw() {
   const key = withdrawKey(false);
   if (!key) return;
-  if (!confirm("Retirer votre accord et supprimer tous les dessins donnés depuis ce navigateur ?")) return;
+  if (!confirm("Retirer votre accord et supprimer tous les dessins donnés depuis ce navigateur\u00a0?")) return;
   $("withdraw").disabled = true;
   try {
     const response = await fetch("/v1/drawings/withdraw", {
@@ -527,10 +598,10 @@ async function withdraw() {
     if (!response.ok) throw new Error(String(response.status));
     $("learn").checked = false;
     const n = data.deleted;
-    toast(n === 0 ? "Accord retiré : aucun dessin n'était gardé."
-      : `Accord retiré : ${n} dessin${n > 1 ? "s" : ""} supprimé${n > 1 ? "s" : ""}.`);
+    toast(n === 0 ? "Accord retiré\u00a0: aucun dessin n'était gardé."
+      : `Accord retiré\u00a0: ${n} dessin${n > 1 ? "s" : ""} supprimé${n > 1 ? "s" : ""}.`);
   } catch {
-    toast("Impossible de supprimer vos dessins pour l'instant : réessayez dans un moment.", "error");
+    toast("Impossible de supprimer vos dessins pour l'instant\u00a0: réessayez dans un moment.", "error");
   } finally {
     $("withdraw").disabled = false;
   }
@@ -544,6 +615,12 @@ $("withdraw").hidden = !withdrawKey(false);
 fitOpponents();
 $("resume").addEventListener("click", () => { const g = saved(); if (g) play(g); });
 $("with-friends").addEventListener("click", createRoom);
+$("join-code").addEventListener("submit", joinByCode);
+$("code-input").addEventListener("input", (e) => { // typed on a phone: capitals, at most 4 letters
+  const field = e.target;
+  const cleaned = field.value.toUpperCase().replace(/[^A-Z]/g, "").slice(0, 4);
+  if (cleaned !== field.value) field.value = cleaned;
+});
 function showSound() {
   const on = !isMuted();
   $("sound").replaceChildren(el("span", { class: "note", "aria-hidden": "true" }, "♪"),
@@ -571,7 +648,7 @@ $("quit").addEventListener("click", () => {
     return;
   }
   quitAsked = performance.now();
-  button.textContent = "Quitter la partie ?";
+  button.textContent = "Quitter la partie\u00a0?";
   setTimeout(() => { if (performance.now() - quitAsked >= 3000) button.textContent = "Quitter"; }, 3050);
 });
 try { $("new-game").elements.name.value = localStorage.getItem(NAME) || ""; } catch { /* storage off */ }
@@ -581,7 +658,11 @@ $("new-game").addEventListener("change", (e) => {
 
 const params = new URLSearchParams(location.search);
 const roomPath = location.pathname.match(ROOM_PATH);
-if (roomPath) enterRoom(roomPath[1]);
+if (roomPath) {
+  let typed = roomPath[1];
+  try { typed = decodeURIComponent(typed); } catch { /* a stray %: shown as typed */ }
+  enterRoom(typed);
+}
 else if (params.get("game") && params.get("token")) play(saved());
 else showSetup();
 loadOptions();

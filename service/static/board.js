@@ -1,12 +1,10 @@
 // A drawing board on a 0-255 canvas: renders segments or polylines, takes mouse, pen and touch
 // input through pointer events. Modes: "line" (Kontour: press-drag-release = one straight line,
-// ends snapping to earlier ends and to horizontal/vertical), "free" (Pictomania), "view".
+// snapped by snap.js), "free" (Pictomania), "view".
+
+import { MIN_LINE, lineTo, snapEnd } from "./snap.js";
 
 export const SIZE = 255;
-const SNAP_END = 9;       // canvas units: an end this close to an earlier end joins it
-const SNAP_ANGLE = 5;     // degrees: nearly horizontal/vertical lines become exact
-const ALONG_ANGLE = 8;    // degrees: a line this close in direction to an earlier one, over it, lies along it
-const MIN_LINE = 6;       // shorter presses are ignored (the rules refuse dots)
 const MIN_STEP = 1.5;     // free drawing keeps points at least this far apart
 const ANIMATE_MS = 350;   // a new stroke by someone else is drawn over this long
 
@@ -133,60 +131,11 @@ export class Board {
     if (this.onStroke) this.onStroke(points);
   }
 
-  snapEnd(p) {
-    let best = p, bestD = SNAP_END;
-    for (const line of this.lines) {
-      for (const q of [line[0], line[line.length - 1]]) {
-        const d = Math.hypot(q[0] - p[0], q[1] - p[1]);
-        if (d < bestD) { best = [q[0], q[1]]; bestD = d; }
-      }
-    }
-    return best;
-  }
+  snapEnd(p) { return snapEnd(this.lines, p); }
 
-  // The line from the press to `p`, its ends snapped to earlier ends; but a line laid along an
-  // earlier one (close and parallel to it, over it) keeps its ends where they were drawn: snapped
-  // onto that line's ends it would be that same line again, a « prolongement » that vanishes.
-  lineTo(a, p) {
-    const snapped = [a, this.snapLine(a, p)];
-    if (!this.alongALine(...snapped)) return snapped;
-    return [this.rawStart, this.snapAngle(this.rawStart, p)];
-  }
-
-  alongALine(a, b) {
-    const length = Math.hypot(b[0] - a[0], b[1] - a[1]);
-    if (length < MIN_LINE) return false;
-    for (const line of this.lines) {
-      const p = line[0], q = line[line.length - 1];
-      const span = Math.hypot(q[0] - p[0], q[1] - p[1]);
-      if (line.length !== 2 || span < MIN_LINE) continue;
-      const cos = Math.abs(((b[0] - a[0]) * (q[0] - p[0]) + (b[1] - a[1]) * (q[1] - p[1])) / (length * span));
-      if (cos < Math.cos((ALONG_ANGLE * Math.PI) / 180)) continue;
-      const ux = (q[0] - p[0]) / span, uy = (q[1] - p[1]) / span;
-      const off = (r) => Math.abs((r[0] - p[0]) * uy - (r[1] - p[1]) * ux); // distance to its line
-      if (off(a) > SNAP_END || off(b) > SNAP_END) continue;
-      const ta = (a[0] - p[0]) * ux + (a[1] - p[1]) * uy, tb = (b[0] - p[0]) * ux + (b[1] - p[1]) * uy;
-      const overlap = Math.min(Math.max(ta, tb), span) - Math.max(Math.min(ta, tb), 0);
-      if (overlap > 0.5 * Math.min(length, span)) return true;
-    }
-    return false;
-  }
-
-  snapLine(a, p) {
-    const end = this.snapEnd(p);
-    if (end !== p) return end;
-    return this.snapAngle(a, p);
-  }
-
-  snapAngle(a, p) {
-    const angle = (Math.atan2(p[1] - a[1], p[0] - a[0]) * 180) / Math.PI;
-    const off = ((angle % 90) + 90) % 90;
-    if (off < SNAP_ANGLE || off > 90 - SNAP_ANGLE) {
-      const horizontal = Math.abs(p[0] - a[0]) >= Math.abs(p[1] - a[1]);
-      return horizontal ? [p[0], a[1]] : [a[0], p[1]];
-    }
-    return p;
-  }
+  // The line from the press to `p` (snap.js: ends joined, straightened, never pulled onto the
+  // ends of a line it lies along).
+  lineTo(a, p) { return lineTo(this.lines, this.rawStart || a, p); }
 
   render() {
     const { ctx, canvas } = this;

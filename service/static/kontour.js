@@ -1,11 +1,11 @@
 // Kontour: the person draws with a snapping straight-line tool (15 lines, 30 s) while the AI
 // players guess aloud, or guesses the AI's drawing by typing, with its « proche » / « hors sujet ».
 
-import { el, toast, once, Countdown, seconds, plural, winnersText, listing } from "./ui.js";
+import { el, toast, once, Countdown, seconds, plural, winnersText, listing, capital, seatBadge, againHint } from "./ui.js";
 import { Board, replay } from "./board.js";
 import { play } from "./sound.js";
 
-const GESTURE_TEXT = { proche: "proche !", hors_sujet: "hors sujet" };
+const GESTURE_TEXT = { proche: "proche\u00a0!", hors_sujet: "hors sujet" };
 // Focus the guess box when guessing starts, except on a phone: its keyboard would hide the drawing.
 const FINE_POINTER = window.matchMedia("(pointer: fine)");
 const autoFocus = () => FINE_POINTER.matches || window.innerWidth >= 700;
@@ -21,6 +21,9 @@ export class KontourView {
     this.turnNumber = null;
     this.lastDrawing = []; // the segments of the latest turn, kept to show with its word
     this.wasGuessing = false;
+    this.seats = {}; // a room's people: here, away or played by an AI (app.js's presence)
+    this.myTurn = false; // this page's drawer turn began (the « your turn » sound, once)
+    this.drawPressed = false; // « Piocher une carte » pressed here (else the card was taken for them)
     this.status = el("div", { class: "status" });
     this.clock = el("div", { class: "clock", "data-testid": "timer" });
     this.counter = el("div", { class: "counter", "data-testid": "lines" });
@@ -50,6 +53,11 @@ export class KontourView {
 
   close() { clearInterval(this.ticker); }
 
+  setSeats(seats) {
+    this.seats = seats || {};
+    if (this.frame) this.renderScores(this.frame.state, this.frame.state.turn ? this.frame.state.turn.drawer : this.frame.state.drawer);
+  }
+
   // « Vous » for this browser's seat everywhere (a sentence uses « vous »), the others by name.
   name(p) { return p === this.frame.you ? "Vous" : (this.frame.names[p] || p); }
   fr(key) { return (key && this.frame.fr[key]) || key || "?"; }
@@ -66,7 +74,12 @@ export class KontourView {
     // or another device shows it too).
     this.lastDrawing = turn ? turn.segments : (ended && ended.segments) || this.lastDrawing;
     for (const e of frame.events) this.event(e, frame.you);
-    this.timer.set(frame.time_left, frame.config.timer_s);
+    const drawPhase = frame.state.phase === "draw";
+    this.timer.set(frame.time_left, drawPhase ? frame.config.draw_card_s : frame.config.timer_s);
+    const mine = drawPhase && frame.state.drawer === frame.you;
+    if (mine && !this.myTurn) play("turn"); // « à vous de dessiner »
+    this.myTurn = mine;
+    if (frame.state.phase !== "draw" && frame.state.phase !== "choose") this.drawPressed = false;
     this.render();
   }
 
@@ -80,7 +93,7 @@ export class KontourView {
     // Between turns the last drawing stays under its word.
     this.board.setLines(turn ? turn.segments : this.lastDrawing, drawer !== me);
     this.board.setEnabled(drawing && drawer === me);
-    this.counter.textContent = turn ? `Traits : ${turn.segments.length} / ${frame.config.max_strokes}` : "";
+    this.counter.textContent = turn ? `Traits\u00a0: ${turn.segments.length} / ${frame.config.max_strokes}` : "";
     const guessing = drawing && drawer !== me && !(turn.finders || []).includes(me) &&
       (!st.tied.length || st.tied.includes(me));
     this.form.hidden = !guessing;
@@ -98,19 +111,21 @@ export class KontourView {
   event(e, me) {
     if (e.kind === "gesture_made") {
       if (e.about) this.gestures.set(e.about, e.gesture);
-      if (e.drawer !== me) toast(`${this.name(e.drawer)} : « ${GESTURE_TEXT[e.gesture] || e.gesture} »`);
+      if (e.drawer !== me) toast(`${this.name(e.drawer)}\u00a0: «\u00a0${GESTURE_TEXT[e.gesture] || e.gesture}\u00a0»`);
     } else if (e.kind === "points_scored" && e.player === me) {
-      toast(`+${plural(e.points, "point")} pour vous !`, "good");
+      toast(`+${plural(e.points, "point")} pour vous\u00a0!`, "good");
       play("found");
     } else if (e.kind === "guess_made" && e.player === me && !e.accepted) {
-      toast(`« ${e.text} » : non`, "error");
+      toast(`«\u00a0${e.text}\u00a0»\u00a0: non`, "error");
       play("wrong");
     } else if (e.kind === "game_ended") {
       play("end");
     } else if (e.kind === "tiebreak_started") {
-      toast("Égalité ! Tour décisif.", "good");
+      toast("Égalité\u00a0! Tour décisif.", "good");
+    } else if (e.kind === "turn_started" && e.drawer === me && !this.drawPressed) {
+      toast("Temps écoulé\u00a0: la carte a été piochée pour vous. Choisissez votre mot.");
     } else if (e.kind === "stroke_added" && e.merged_into !== null && e.drawer === me) {
-      toast("Prolongement : ce trait ne compte pas.");
+      toast("Prolongement\u00a0: ce trait ne compte pas.");
     }
   }
 
@@ -127,25 +142,28 @@ export class KontourView {
     this.input.focus();
   }
 
+  // The turn's sand timer; before it, the draw phase's clock (a person drawer's card is taken for
+  // them when it runs out: the table never waits for ever).
   tickClock() {
     if (!this.frame) return;
-    const turn = this.frame.state.turn;
-    const left = turn ? this.timer.left() : 0;
-    this.clock.textContent = turn ? seconds(left) : "";
+    const st = this.frame.state;
+    const timed = Boolean(st.turn) || (st.phase === "draw" && this.frame.time_left > 0);
+    const left = timed ? this.timer.left() : 0;
+    this.clock.textContent = timed ? seconds(left) : "";
     const whole = Math.ceil(left);
-    if (turn && this.frame.state.phase === "drawing" && whole <= 5 && whole > 0 && whole !== this.ticked) play("tick");
+    if (timed && st.phase === "drawing" && whole <= 5 && whole > 0 && whole !== this.ticked) play("tick");
     this.ticked = whole;
-    this.clock.classList.toggle("urgent", turn && left < 6);
-    this.bar.firstChild.style.width = `${turn ? this.timer.share() * 100 : 0}%`;
+    this.clock.classList.toggle("urgent", timed && left < 6);
+    this.bar.firstChild.style.width = `${timed ? this.timer.share() * 100 : 0}%`;
   }
 
   renderStatus(st, drawer, me) {
     const mine = drawer === me;
     const name = this.name(drawer);
     let text = "";
-    if (st.phase === "draw") text = mine ? "À vous de dessiner : piochez une carte." : `${name} pioche une carte…`;
+    if (st.phase === "draw") text = mine ? "À vous de dessiner\u00a0: piochez une carte." : `${name} pioche une carte…`;
     else if (st.phase === "choose") text = mine ? "Choisissez votre mot." : `${name} choisit son mot…`;
-    else if (st.phase === "drawing") text = mine ? `Faites deviner «\u00a0${this.fr(st.turn.word)}\u00a0»` : `${name} dessine : devinez !`;
+    else if (st.phase === "drawing") text = mine ? `Faites deviner «\u00a0${this.fr(st.turn.word)}\u00a0»` : `${name} dessine\u00a0: devinez\u00a0!`;
     else if (st.phase === "game_over") text = "Partie terminée";
     if (st.tied.length && st.phase !== "game_over") text = `Tour décisif · ${text}`;
     this.status.textContent = text;
@@ -154,8 +172,10 @@ export class KontourView {
   renderControls(st, drawer, me) {
     const parts = [];
     if (drawer === me && st.phase === "draw") {
-      parts.push(once({ class: "primary big", id: "draw-card" }, () => this.send({ kind: "draw_card" }),
-        "Piocher une carte"));
+      parts.push(once({ class: "primary big", id: "draw-card" }, () => {
+        this.drawPressed = true;
+        this.send({ kind: "draw_card" });
+      }, "Piocher une carte"));
     } else if (drawer === me && st.phase === "choose" && st.turn.card) {
       const card = st.turn.card;
       for (const color of ["blue", "orange"]) {
@@ -165,7 +185,7 @@ export class KontourView {
           el("b", {}, this.fr(card[color])), el("small", {}, plural(pts, "point"))));
       }
     } else if (drawer === me && st.phase === "drawing") {
-      parts.push(el("p", { class: "hint" }, "Appuyez, glissez, relâchez : un trait droit. " +
+      parts.push(el("p", { class: "hint" }, "Appuyez, glissez, relâchez\u00a0: un trait droit. " +
         "Prolonger un trait ne compte pas. Réagissez aux propositions\u00a0: «\u00a0proche\u00a0» ou «\u00a0hors sujet\u00a0»."));
     }
     this.controls.replaceChildren(...parts);
@@ -180,11 +200,21 @@ export class KontourView {
         el("h2", { class: last.color || "" }, this.fr(last.word)),
         el("p", {}, this.foundBy(last, me))]
         : [el("h2", { class: "no-word" }, "Temps écoulé"), el("p", {}, `${who} pas choisi de mot à temps.`)]),
-        el("p", { class: "small" }, drawer === me ? "À vous !" : `Au tour de ${this.name(drawer)}.`)];
+        el("p", { class: "small" }, drawer === me ? "À vous\u00a0!" : `Au tour de ${this.name(drawer)}.`)];
     }
     this.overlay.hidden = !content;
     if (content) this.overlay.replaceChildren(...content);
     this.renderFinal(st, me);
+  }
+
+  // « Égalité à 10 points : départagés au tour décisif. » (who won it is the line above).
+  tiebreakText(st, me) {
+    const top = Math.max(...st.players.map((p) => st.scores[p]));
+    const tied = st.players.filter((p) => st.scores[p] === top);
+    const names = tied.map((p) => (p === me ? "vous" : this.name(p)));
+    return tied.length > 1
+      ? `Égalité à ${plural(top, "point")} entre ${listing(names)}\u00a0: la victoire s'est jouée au tour décisif.`
+      : "La victoire s'est jouée au tour décisif.";
   }
 
   foundBy(turn, me) {
@@ -201,18 +231,22 @@ export class KontourView {
     this.final.dataset.shown = "1";
     const last = st.history[st.history.length - 1];
     const mini = el("canvas", { class: "mini", "aria-label": "le dernier dessin" });
-    const ranking = [...st.players].sort((a, b) => st.scores[b] - st.scores[a]);
-    const turns = st.history.map((t) => el("tr", {},
-      el("td", {}, t.number), el("td", {}, t.drawer === me ? "Vous" : this.name(t.drawer)),
+    // The winners first (a tie-break turn decides between equal scores), then by score.
+    const ranking = [...st.players].sort((a, b) => (st.winners.includes(b) - st.winners.includes(a)) ||
+      (st.scores[b] - st.scores[a]));
+    const tiebreak = st.history.some((t) => t.tiebreak);
+    const turns = st.history.map((t) => el("tr", { class: t.tiebreak ? "tiebreak" : "" },
+      el("td", {}, t.tiebreak ? `${t.number} (décisif)` : t.number), el("td", {}, this.name(t.drawer)),
       el("td", { class: t.color || "" }, t.word ? this.fr(t.word) : "—"),
-      el("td", {}, t.finders.map((p) => (p === me ? "vous" : this.name(p))).join(", ") || "personne")));
+      el("td", {}, capital(t.finders.map((p) => (p === me ? "vous" : this.name(p))).join(", ") || "personne"))));
     this.final.replaceChildren(el("div", { class: "results-box", "data-testid": "game-over" },
       last && last.word ? el("div", { class: "last-word" }, this.lastDrawing.length ? mini : null, el("div", {},
         el("p", { class: "small" }, "Le dernier mot était"),
         el("h2", { class: `word ${last.color || ""}`, "data-testid": "last-word" }, this.fr(last.word)),
         el("p", {}, this.foundBy(last, me)))) : null,
-      el("h2", {}, st.winners.includes(me) ? "Victoire !" : "Fin de partie"),
+      el("h2", {}, st.winners.includes(me) ? "Victoire\u00a0!" : "Fin de partie"),
       el("p", { class: "winners" }, winnersText(st.winners, me, (p) => this.name(p))),
+      tiebreak ? el("p", { class: "tiebreak-note", "data-testid": "tiebreak" }, this.tiebreakText(st, me)) : null,
       el("ol", { class: "ranking" }, ...ranking.map((p) => el("li", { class: p === me ? "me" : "" },
         el("span", {}, p === me ? "Vous" : this.name(p)), el("b", {}, plural(st.scores[p], "point"))))),
       el("details", { class: "turns" }, el("summary", {}, `Tous les tours (${st.history.length})`),
@@ -220,7 +254,8 @@ export class KontourView {
           .map((t) => el("th", {}, t)))), el("tbody", {}, ...turns))),
       el("div", { class: "end-actions" },
         this.rematch ? el("button", { class: "primary", id: "rematch", onclick: () => this.rematch() }, "Rejouer") : null,
-        el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie"))));
+        el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie")),
+      againHint(this.frame, this.rematch)));
     if (last && this.lastDrawing.length) {
       const board = new Board(mini, { mode: "view", width: 5 });
       const lines = this.lastDrawing;
@@ -231,10 +266,10 @@ export class KontourView {
   }
 
   renderScores(st, drawer) {
-    const rows = st.players.map((p) => el("li", { class: p === drawer ? "drawing" : "" },
-      el("span", { class: "who" }, p === drawer ? "✎ " : "", this.name(p)),
+    const rows = st.players.map((p) => el("li", { class: p === drawer ? "drawing" : "", "data-player": p },
+      el("span", { class: "who" }, p === drawer ? "✎ " : "", this.name(p), seatBadge(this.seats[p])),
       el("b", {}, st.scores[p])));
-    rows.push(el("li", { class: "small" }, `Objectif : ${plural(this.frame.config.target_score, "point")} · ` +
+    rows.push(el("li", { class: "small" }, `Objectif\u00a0: ${plural(this.frame.config.target_score, "point")} · ` +
       `${plural(st.hidden_deck ?? 0, "carte")} dans la pioche`));
     this.scores.replaceChildren(...rows);
   }
@@ -251,7 +286,7 @@ export class KontourView {
         : null;
       return el("li", { class: `guess ${g.accepted ? "ok" : "no"}`, "data-player": g.player },
         el("span", { class: "who" }, g.player === me ? "Vous" : this.name(g.player)),
-        el("span", { class: "text" }, `« ${g.text} »`, g.accepted ? " ✓" : ""),
+        el("span", { class: "text" }, `«\u00a0${g.text}\u00a0»`, g.accepted ? " ✓" : ""),
         gesture ? el("span", { class: `badge ${gesture}` }, GESTURE_TEXT[gesture]) : null,
         actions);
     });

@@ -1,7 +1,7 @@
 // Pictomania: six cards on the table, everybody draws a secret word and bets numbered guess
 // cards on the others' drawings at the same time; bonus tokens for finishing; 5 scored rounds.
 
-import { el, toast, once, Countdown, seconds, plural, winnersText } from "./ui.js";
+import { el, toast, once, Countdown, seconds, plural, winnersText, seatBadge, againHint } from "./ui.js";
 import { Board, replay, recapPicture, download } from "./board.js";
 import { play } from "./sound.js";
 
@@ -16,6 +16,7 @@ const SHAPES = [ // one symbol per card slot, drawn in a 20x20 box
 ];
 const SIDEWAYS_PHONE = window.matchMedia("(max-height: 500px) and (orientation: landscape)");
 const CONFIRM_MS = 3000; // « Effacer tout ? » waits this long for the second tap
+const DONE_CONFIRM_MS = 5000; // « J'ai fini » with bets not placed waits this long for the second tap
 const SYMBOL_NAMES = ["rond", "carré", "triangle", "losange", "étoile", "croix"];
 
 function signed(n) {
@@ -47,6 +48,8 @@ export class PictomaniaView {
     this.minis = new Map();
     this.roundNumber = null;
     this.clearAsked = -Infinity; // when « Effacer » was tapped once (it asks before clearing)
+    this.doneAsked = -Infinity; // when « J'ai fini » was tapped once with bets not placed yet
+    this.seats = {}; // a room's people: here, away or played by an AI (app.js's presence)
     this.shownRecap = null;  // which recap the results screen shows (its key)
     this.title = el("div", { class: "status" });
     this.secret = el("div", { class: "secret", "data-testid": "secret" });
@@ -69,7 +72,7 @@ export class PictomaniaView {
         el("section", { class: "panel cards-panel" }, el("h3", {}, "Les cartes"), this.cards),
         el("section", { class: "panel scores-panel" }, el("h3", {}, "Scores"), this.scores)),
       el("section", { class: "panel wide opponents-panel" },
-        el("h3", {}, "Adversaires : misez un numéro"), this.opponents),
+        el("h3", {}, "Adversaires\u00a0: misez un numéro"), this.opponents),
       this.overlay);
     root.replaceChildren(this.layout);
     this.board = new Board(canvas, { mode: "free", width: 3, onStroke: (points) => this.send({ kind: "stroke", points }) });
@@ -84,6 +87,11 @@ export class PictomaniaView {
   close() {
     clearInterval(this.ticker);
     SIDEWAYS_PHONE.removeEventListener("change", this.turned);
+  }
+
+  setSeats(seats) {
+    this.seats = seats || {};
+    if (this.frame) { this.renderScores(this.frame.state); this.renderOpponents(this.frame.state, this.frame.you, this.frame.state.phase === "playing", this.frame.state.round.done.includes(this.frame.you)); }
   }
 
   name(p) { return p === this.frame.you ? "Vous" : (this.frame.names[p] || p); }
@@ -114,7 +122,7 @@ export class PictomaniaView {
     this.title.textContent = `Manche ${rnd.number} / ${this.frame.config.rounds}`;
     const secret = rnd.secrets[me];
     this.secret.replaceChildren(...(secret
-      ? [el("span", { class: "label" }, "Votre mot : "), symbol(secret.symbol), el("b", {}, ` ${secret.number} · `),
+      ? [el("span", { class: "label" }, "Votre mot\u00a0: "), symbol(secret.symbol), el("b", {}, ` ${secret.number} · `),
         el("b", { class: "word" }, this.fr(rnd.cards[secret.symbol].words[secret.number - 1]))]
       : []));
     this.renderTools(rnd, playing, done);
@@ -128,7 +136,7 @@ export class PictomaniaView {
 
   event(e, me) {
     if (e.kind === "bonus_taken" && e.player !== me) toast(`${this.name(e.player)} a fini (jeton ${e.value}).`);
-    if (e.kind === "round_started" && e.number > 1) toast(`Manche ${e.number} !`, "good");
+    if (e.kind === "round_started" && e.number > 1) toast(`Manche ${e.number}\u00a0!`, "good");
     if (e.kind === "round_scored") { // a bet of mine that was right: found; else the round's end
       const right = Object.values(e.result.outcomes).some((list) => list.some((o) => o.guesser === me && o.correct));
       play(right ? "found" : "end");
@@ -181,18 +189,40 @@ export class PictomaniaView {
         this.clearAsked = performance.now();
         button.replaceWith(this.clearButton(off));
         setTimeout(() => { if (this.frame) this.render(); }, CONFIRM_MS + 50);
-      } }, asking ? "Effacer tout ?" : "Effacer");
+      } }, asking ? "Effacer tout\u00a0?" : "Effacer");
     return button;
   }
 
+  // « J'ai fini » ends the person's drawing *and* their bets (the rules: no further action). With
+  // drawings still without their bet, it asks first: « Sans miser sur 2 dessins ? Confirmer »,
+  // a second tap within DONE_CONFIRM_MS.
   renderControls(rnd, playing, done) {
+    const me = this.frame.you;
     const next = rnd.bonus_left[0];
     const tokens = rnd.bonus_left.map((v) => el("span", { class: "token" }, v));
-    const button = once({ class: "primary", id: "done", disabled: !playing || done || next === undefined },
-      () => this.send({ kind: "done" }),
-      done ? `Fini (jeton ${rnd.bonus[this.frame.you]})` : `J'ai fini${next !== undefined ? ` : jeton ${next}` : ""}`);
-    const onMine = (rnd.stacks[this.frame.you] || []).length;
-    this.controls.replaceChildren(button, el("span", { class: "tokens", title: "jetons bonus restants" }, el("span", { class: "label" }, "Bonus : "), ...tokens),
+    const unbet = this.frame.state.players.filter((p) => p !== me &&
+      !(rnd.stacks[p] || []).some((c) => c.guesser === me)).length;
+    const asking = performance.now() - this.doneAsked < DONE_CONFIRM_MS && !done;
+    const label = done ? `Fini (jeton\u00a0${rnd.bonus[me]})`
+      : asking ? `Sans miser sur ${plural(unbet, "dessin")}\u00a0? Confirmer`
+        : `J'ai fini${next !== undefined ? `\u00a0: jeton\u00a0${next}` : ""}`;
+    const button = el("button", { class: `primary${asking ? " confirm" : ""}`, id: "done",
+      disabled: !playing || done || next === undefined, title: "finir de dessiner et de miser",
+      onclick: (event) => {
+        if (event.detail > 1) return;
+        if (unbet > 0 && !(performance.now() - this.doneAsked < DONE_CONFIRM_MS)) {
+          this.doneAsked = performance.now();
+          toast(`Après «\u00a0J'ai fini\u00a0», vous ne pourrez plus miser\u00a0: ${plural(unbet, "dessin")} sans votre mise.`);
+          this.render();
+          setTimeout(() => { if (this.frame) this.render(); }, DONE_CONFIRM_MS + 50);
+          return;
+        }
+        this.doneAsked = -Infinity;
+        button.disabled = true;
+        this.send({ kind: "done" });
+      } }, label);
+    const onMine = (rnd.stacks[me] || []).length;
+    this.controls.replaceChildren(button, el("span", { class: "tokens", title: "jetons bonus restants" }, el("span", { class: "label" }, "Bonus\u00a0: "), ...tokens),
       el("span", { class: "small on-mine" }, `${plural(onMine, "mise")} sur votre dessin`));
   }
 
@@ -225,11 +255,11 @@ export class PictomaniaView {
       const stack = rnd.stacks[p] || [];
       const mine = stack.find((c) => c.guesser === me);
       const bonus = rnd.bonus[p];
-      mini.info.replaceChildren(el("b", {}, this.name(p)),
+      mini.info.replaceChildren(...[el("b", { class: "name" }, this.name(p)), seatBadge(this.seats[p])].filter(Boolean),
         el("span", { class: "small" }, ` · ${plural(stack.length, "mise")}`),
-        ...(bonus ? [el("span", { class: "badge fini" }, `fini · ${bonus}`)] : []));
+        ...(bonus ? [el("span", { class: "badge fini" }, `fini\u00a0·\u00a0${bonus}`)] : []));
       if (mine) {
-        mini.picks.replaceChildren(el("span", { class: "bet" }, "Votre mise : ", el("b", {}, mine.number ?? "?")));
+        mini.picks.replaceChildren(el("span", { class: "bet" }, "Votre mise\u00a0: ", el("b", {}, mine.number ?? "?")));
       } else if (playing && !done) {
         mini.picks.replaceChildren(...[1, 2, 3, 4, 5, 6, 7].map((n) => once({
           class: "pick", disabled: used.has(n), "data-number": n, "aria-label": `miser ${n} sur ${this.name(p)}`,
@@ -241,7 +271,7 @@ export class PictomaniaView {
   }
 
   renderScores(st) {
-    const rows = st.players.map((p) => el("li", {}, el("span", { class: "who" }, this.name(p)),
+    const rows = st.players.map((p) => el("li", { "data-player": p }, el("span", { class: "who" }, this.name(p), seatBadge(this.seats[p])),
       el("b", {}, number(st.totals[p]))));
     this.scores.replaceChildren(...rows);
   }
@@ -258,9 +288,9 @@ export class PictomaniaView {
     this.shownRecap = key;
     const shown = st.results.find((r) => r.number === chosen) || result;
     const parts = over ? this.summary(st, me) : [
-      el("h2", {}, `Manche ${result.number} : résultats`),
+      el("h2", {}, `Manche ${result.number}\u00a0: résultats`),
       el("p", { class: "small" }, result.reason === "time"
-        ? "Fin de manche : temps écoulé." : "Fin de manche : tous les jetons bonus sont pris."),
+        ? "Fin de manche\u00a0: temps écoulé." : "Fin de manche\u00a0: tous les jetons bonus sont pris."),
     ];
     if (over && st.results.length > 1) {
       parts.push(el("div", { class: "tabs round-tabs", role: "tablist" }, ...st.results.map((r) => el("button", {
@@ -272,8 +302,10 @@ export class PictomaniaView {
     parts.push(over
       ? el("div", { class: "end-actions" },
         this.rematch ? el("button", { class: "primary", id: "rematch", onclick: () => this.rematch() }, "Rejouer") : null,
-        el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie"))
-      : once({ class: "primary", id: "next-round" }, () => this.send({ kind: "next_round" }), "Manche suivante"));
+        el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie"),
+        againHint(this.frame, this.rematch))
+      : el("div", { class: "end-actions" },
+        once({ class: "primary", id: "next-round" }, () => this.send({ kind: "next_round" }), "Manche suivante")));
     this.overlay.replaceChildren(el("div", { class: "results-box", "data-testid": "results" }, ...parts));
   }
 
@@ -281,7 +313,7 @@ export class PictomaniaView {
   summary(st, me) {
     const ranking = [...st.players].sort((a, b) => st.totals[b] - st.totals[a]);
     return [
-      el("h2", {}, st.winners.includes(me) ? "Victoire !" : "Fin de partie"),
+      el("h2", {}, st.winners.includes(me) ? "Victoire\u00a0!" : "Fin de partie"),
       el("p", { class: "winners" }, winnersText(st.winners, me, (p) => this.name(p))),
       el("table", { class: "summary", "data-testid": "summary" },
         el("thead", {}, el("tr", {}, el("th", {}, "Joueur"),
@@ -300,10 +332,10 @@ export class PictomaniaView {
       for (const o of result.outcomes[p]) {
         if (o.guesser !== me) continue;
         bets.push(el("span", { class: `outcome ${o.correct ? "right" : "wrong"}` },
-          `${o.number} sur ${this.name(p)} ${o.correct ? `✓ +${o.token}` : "✗"}`));
+          `${o.number}\u00a0sur ${this.name(p)}\u00a0${o.correct ? `✓\u00a0+${o.token}` : "✗"}`));
       }
     }
-    return el("p", { class: "my-bets" }, el("b", {}, "Vos mises : "),
+    return el("p", { class: "my-bets" }, el("b", {}, "Vos mises\u00a0: "),
       ...(bets.length ? bets : [el("span", { class: "small" }, "aucune")]));
   }
 
@@ -332,7 +364,7 @@ export class PictomaniaView {
           el("span", {}, this.fr(result.words[p]))),
         el("ul", { class: "outcomes" }, ...(outcomes.length ? outcomes.map((o) => el("li", {
           class: `outcome ${o.correct ? "right" : "wrong"}`, "data-guesser": o.guesser,
-        }, `${this.name(o.guesser)} : ${o.number} `, o.correct ? `✓ +${o.token}` : "✗")) : [el("li", { class: "small" }, "aucune mise")])));
+        }, `${this.name(o.guesser)}\u00a0: ${o.number}\u00a0`, o.correct ? `✓\u00a0+${o.token}` : "✗")) : [el("li", { class: "small" }, "aucune mise")])));
     });
     const tools = result.drawings ? el("div", { class: "recap-tools" },
       el("button", { type: "button", id: "replay", onclick: () => boards.forEach(([b, lines]) => replay(b, lines)) },
@@ -361,7 +393,7 @@ export class PictomaniaView {
       const bonus = result.bonus_points[p];
       const taken = result.bonus[p];
       const bonusText = bonus > 0 ? `+${bonus}` : bonus < 0 ? `−${-bonus} (mouton noir)`
-        : taken ? `0 (jeton ${taken} perdu : personne n'a deviné)` : "0";
+        : taken ? `0 (jeton ${taken} perdu\u00a0: personne n'a deviné)` : "0";
       return el("tr", { class: p === me ? "me" : "" },
         el("td", {}, this.name(p)),
         el("td", {}, result.tokens_won[p].join(" + ") || "0"),

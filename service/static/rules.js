@@ -30,8 +30,8 @@ function kontour(cfg) {
       item("À votre tour", "piochez une carte et choisissez le mot ",
         el("span", { class: "blue" }, "bleu"), ` (plus facile, ${plural(c.drawer_points.blue, "point")}) ou le mot `,
         el("span", { class: "orange" }, "orange"), ` (plus dur, ${plural(c.drawer_points.orange, "point")}). ` +
-        `Le sablier démarre : ${duration(c.timer_s)}.`),
-      item("Le dessin", `${c.max_strokes} traits droits au plus. Appuyez, glissez, relâchez : ` +
+        `Le sablier démarre\u00a0: ${duration(c.timer_s)}.`),
+      item("Le dessin", `${c.max_strokes}\u00a0traits droits au plus. Appuyez, glissez, relâchez\u00a0: ` +
         "un trait. Prolonger un trait dans son alignement ne compte pas. Ni lettres, ni chiffres, ni flèches."),
       item("Les gestes", "le dessinateur ne parle pas, mais peut signaler qu'une proposition est " +
         "«\u00a0proche\u00a0» ou «\u00a0hors sujet\u00a0»."),
@@ -40,9 +40,9 @@ function kontour(cfg) {
         "(«\u00a0docteur\u00a0» pour «\u00a0médecin\u00a0»), l'autre genre ou nombre («\u00a0danseuse\u00a0» pour «\u00a0danseur\u00a0») " +
         "et une réponse qui contient le mot («\u00a0raquette de tennis\u00a0» pour «\u00a0tennis\u00a0»)."),
       item("Les points", "le premier qui trouve marque 1 point, le dessinateur marque les points " +
-        "de son mot. Deux bonnes réponses presque en même temps : 1 point chacun. " +
-        "Personne ne trouve : personne ne marque."),
-      item("Égalité", "si plusieurs joueurs sont en tête à la fin, un tour décisif les départage : " +
+        "de son mot. Deux bonnes réponses presque en même temps\u00a0: 1 point chacun. " +
+        "Personne ne trouve\u00a0: personne ne marque."),
+      item("Égalité", "si plusieurs joueurs sont en tête à la fin, un tour décisif les départage\u00a0: " +
         "seuls les ex æquo devinent, le premier qui trouve gagne.")),
   ];
 }
@@ -61,16 +61,16 @@ function pictomania(cfg) {
         "Deux joueurs n'ont jamais le même numéro."),
       item("Miser", "sous le dessin d'un adversaire, choisissez le numéro du mot que vous y reconnaissez. " +
         "Une seule mise par adversaire, sans retour, et chacun de vos numéros ne sert qu'une fois par manche."),
-      item("Les jetons", `chaque dessin a ses jetons (${tokens}) : la première bonne mise prend ` +
+      item("Les jetons", `chaque dessin a ses jetons (${tokens})\u00a0: la première bonne mise prend ` +
         "le plus gros, la deuxième le suivant, et ainsi de suite. Miser tôt rapporte plus, mais " +
         "chaque mauvaise mise vous rapproche du mouton noir."),
       item("J'ai fini", "quand vous avez fini de dessiner et de miser, prenez le plus gros jeton " +
-        "bonus restant ; vous ne pouvez plus rien faire. La manche s'arrête au dernier jeton bonus, " +
+        "bonus restant\u00a0; vous ne pouvez plus rien faire. La manche s'arrête au dernier jeton bonus, " +
         `ou au bout de ${duration(c.round_timer_s)}.`),
-      item("Le score", "+ les jetons gagnés sur les dessins des autres ; + votre jeton bonus, " +
-        "seulement si quelqu'un a deviné votre dessin ; " + (c.unclaimed_penalty === "lowest"
+      item("Le score", "+ les jetons gagnés sur les dessins des autres\u00a0; + votre jeton bonus, " +
+        "seulement si quelqu'un a deviné votre dessin\u00a0; " + (c.unclaimed_penalty === "lowest"
           ? "− le plus petit de vos propres jetons que personne n'a gagnés"
-          : "− vos propres jetons que personne n'a gagnés") + " : dessinez clairement !"),
+          : "− vos propres jetons que personne n'a gagnés") + "\u00a0: dessinez clairement\u00a0!"),
       item("Se reprendre", "« Annuler » efface votre dernier trait, « Effacer » tout votre dessin, " +
         "tant que vous n'avez pas fini."),
       item("Le mouton noir", "celui qui a le plus de mauvaises mises, seul en tête, voit son jeton " +

@@ -19,11 +19,11 @@ export function el(tag, attrs = {}, ...children) {
 const ERRORS = {
   not_host: "Seul l'hôte peut relancer une partie.",
   not_over: "La partie n'est pas terminée.",
-  cannot_start: "Le serveur ne peut pas lancer une nouvelle partie pour l'instant : réessayez dans un moment.",
+  cannot_start: "Le serveur ne peut pas lancer une nouvelle partie pour l'instant\u00a0: réessayez dans un moment.",
   not_your_turn: "Ce n'est pas à vous de jouer.",
   not_allowed: "Ce coup n'est pas permis.",
-  wrong_phase: "Pas maintenant !",
-  too_many_strokes: "15 traits maximum !",
+  wrong_phase: "Pas maintenant\u00a0!",
+  too_many_strokes: "15\u00a0traits au plus\u00a0!",
   not_a_straight_line: "Ce trait est trop court ou pas droit.",
   already_found: "Vous avez déjà trouvé.",
   already_guessed: "Vous avez déjà misé sur ce dessin.",
@@ -34,13 +34,24 @@ const ERRORS = {
   game_over: "La partie est terminée.",
   invalid_move: "Coup invalide.",
   bad_frame: "Message illisible.",
-  rate_limited: "Doucement ! Trop de messages.",
+  rate_limited: "Doucement\u00a0! Trop de messages.",
   frame_too_large: "Dessin trop lourd.",
-  paused: "Partie en pause : vos coups ne peuvent pas être enregistrés pour l'instant.",
-  not_stored: "Cette partie ne peut plus être enregistrée : elle s'arrête ici.",
+  paused: "Partie en pause\u00a0: vos coups ne peuvent pas être enregistrés pour l'instant.",
+  not_stored: "Cette partie ne peut plus être enregistrée\u00a0: elle s'arrête ici.",
 };
 
+const NAME_MAX = 24; // characters in a name (the server's bound): a longer one is refused, never cut
+
+// Why a name typed cannot be used, in French; null when it can.
+export function nameProblem(name) {
+  const length = [...name].length;
+  if (length > NAME_MAX) return `Un nom tient en ${NAME_MAX}\u00a0caractères au plus (celui-ci en a ${length})\u00a0: raccourcissez-le.`;
+  if (/[<>&"]/.test(name)) return "Votre nom ne peut pas contenir les caractères < > & \".";
+  return null;
+}
+
 export function frenchError(frame) {
+  if (frame.code === "too_many_strokes" && Number.isInteger(frame.limit)) return `${frame.limit}\u00a0traits au plus\u00a0!`;
   return ERRORS[frame.code] || frame.message || "Erreur";
 }
 
@@ -104,15 +115,38 @@ export function seconds(s) {
 }
 
 export function plural(n, word) {
-  return `${n} ${word}${Math.abs(n) > 1 ? "s" : ""}`;
+  return `${n}\u00a0${word}${Math.abs(n) > 1 ? "s" : ""}`; // « 15 traits » never split over two lines
 }
 
-// « Vous gagnez ! », « Gagnant : Plume », « Égalité : vous et Plume »… (`name(p)` for the others).
+// « Vous gagnez la partie ! », « La victoire revient à Plume. », « Égalité en tête : vous et Plume… »
+// (`name(p)` for the others; no word that would agree with a name).
 export function winnersText(winners, me, name) {
   const others = winners.filter((p) => p !== me).map(name);
-  if (!winners.includes(me)) return `${others.length > 1 ? "Gagnants" : "Gagnant"} : ${listing(others)}`;
-  if (!others.length) return "Vous gagnez la partie !";
-  return `Égalité en tête : ${listing(["vous", ...others])} partagez la victoire.`;
+  if (!winners.includes(me)) return `La victoire revient à ${listing(others)}.`;
+  if (!others.length) return "Vous gagnez la partie\u00a0!";
+  return `Égalité en tête\u00a0: ${listing(["vous", ...others])} partagez la victoire.`;
+}
+
+// The first letter in capitals (« vous, Léa » at the start of a table's cell: « Vous, Léa »).
+export function capital(text) {
+  return text ? text[0].toLocaleUpperCase("fr") + text.slice(1) : text;
+}
+
+// A lasting mark by a room's person's name while they are away or an AI plays for them.
+export function seatBadge(state) {
+  if (state === "ai") return el("span", { class: "badge seat-ai", title: "une IA joue à sa place en son absence" }, "IA en relais");
+  if (state === "away") return el("span", { class: "badge seat-away", title: "connexion perdue\u00a0: sa place l'attend" }, "hors ligne");
+  return null;
+}
+
+// Under a room's ended game, for the people who are not its host: the host may play again, and
+// this page will follow.
+export function againHint(frame, rematch) {
+  const room = Object.keys(frame.seats || {}).length > 1;
+  if (!room || rematch || frame.you === frame.host) return null;
+  const host = frame.names[frame.host] || "L'hôte";
+  return el("p", { class: "small again-hint", "data-testid": "again-hint" },
+    `${host} peut relancer une partie avec les mêmes joueurs\u00a0: restez sur cette page, la nouvelle partie s'y ouvrira.`);
 }
 
 // "a", "a et b", "a, b et c".

@@ -154,10 +154,14 @@ async function startRound() {
   $("#seen").replaceChildren();
   $("#secret").textContent = "Griffon se prépare…";
   try {
-    await demo.bot.startRound({
+    const ready = await demo.bot.startRound({
       round: demo.round, candidates, game: "kontour", language: "fr",
       difficulty: $("select[name=difficulty]").value, pace: $("select[name=pace]").value,
     });
+    if (ready.unknown?.length) {
+      const words = ready.unknown.map((word) => `« ${word} »`).join(", ");
+      note(`Griffon ne sait pas deviner ${words} : il ne le dira pas.`, "unknown");
+    }
   } catch (error) {
     demo.answer = null;
     $("#secret").textContent = "La manche n’a pas pu commencer.";

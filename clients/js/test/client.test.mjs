@@ -138,7 +138,7 @@ test("y up on a v2 server that says it flips: the client sends y as it is", asyn
 test("every error frame is a typed error event; a refused startRound rejects", async () => {
   const server = new FakeServer((frame, socket) => {
     if (frame.type === "round_start") {
-      socket.reply({ type: "error", code: "unknown_candidate", message: "no 'zz'", ref: frame.id });
+      socket.reply({ type: "error", code: "unknown_difficulty", message: "no level zz", ref: frame.id });
     } else {
       server.standard(frame, socket);
     }
@@ -147,9 +147,9 @@ test("every error frame is a typed error event; a refused startRound rejects", a
   const seen = [];
   bot.on("error", (error) => seen.push(error));
   await assert.rejects(bot.startRound({ round: 1, candidates: ["zz"] }),
-    (error) => error instanceof GriffonBotError && error.code === "unknown_candidate" && !error.local);
+    (error) => error instanceof GriffonBotError && error.code === "unknown_difficulty" && !error.local);
   server.last.reply({ type: "error", code: "rate_limited", message: "slow down" });
-  assert.deepEqual(seen.map((error) => error.code), ["unknown_candidate", "rate_limited"]);
+  assert.deepEqual(seen.map((error) => error.code), ["unknown_difficulty", "rate_limited"]);
   assert.equal(seen[0].ref, server.sentOf("round_start")[0].id);
   await bot.close();
 });
@@ -264,4 +264,65 @@ test("the server closing for good (idle, flooding, revoked key) ends the client"
   await settle();
   assert.equal(server.sockets.length, 1);
   assert.throws(() => bot.playerGuess("chat"), (error) => error.code === "not_connected");
+});
+
+test("erase cuts the room's own copy of the drawing as the server does, and is sent in v2", async () => {
+  const server = new FakeServer();
+  const bot = await connect("ws://x/v1/bot", { WebSocket: server.WebSocket });
+  await bot.startRound({ round: 1, holdS: 4, reactionS: 0.5 });
+  const start = server.sentOf("round_start")[0];
+  assert.equal(start.hold_s, 4);
+  assert.equal(start.reaction_s, 0.5);
+  bot.stroke([0, 10, 20, 30], [0, 0, 0, 0]);
+  bot.stroke([0, 0], [5, 9]);
+  bot.erase({ region: { x: 9, y: -1, w: 2, h: 2 } }); // the point (10, 0): the first stroke cut in two
+  assert.deepEqual(bot.round.strokes, [[[0], [0]], [[20, 30], [0, 0]], [[0, 0], [5, 9]]]);
+  bot.erase({ stroke: 2 });
+  assert.deepEqual(bot.round.strokes.length, 2);
+  assert.deepEqual(server.sentOf("erase").map(({ id, ...f }) => f), [
+    { type: "erase", region: { x: 9, y: -1, w: 2, h: 2 } }, { type: "erase", stroke: 2 }]);
+  assert.throws(() => bot.erase({ stroke: 5 }), (error) => error.code === "no_stroke" && error.local);
+  assert.throws(() => bot.erase({}), (error) => error.code === "invalid_frame");
+  bot.fill({ x: 1, y: 1, color: "red" });
+  assert.deepEqual(server.sentOf("fill")[0], { type: "fill", x: 1, y: 1, color: "red" });
+  await bot.close();
+});
+
+test("drawTurn resolves with draw_start or draw_declined, and the drawing comes as events", async () => {
+  const server = new FakeServer((frame, socket) => {
+    if (frame.type === "draw_turn" && frame.word === "xyzzy") {
+      socket.reply({ type: "draw_declined", turn: frame.turn, word: frame.word, reason: "unknown_word", message: "no" });
+    } else if (frame.type === "draw_turn") {
+      socket.reply({ type: "draw_start", turn: frame.turn, word: frame.word, label: "cat", strokes: 1, width: 255,
+        height: 255, duration_s: 1 });
+      socket.reply({ type: "draw_points", turn: frame.turn, stroke: 0, x: [1, 2], y: [3, 4], t: [0, 50] });
+      socket.reply({ type: "draw_stroke_end", turn: frame.turn, stroke: 0 });
+      socket.reply({ type: "draw_done", turn: frame.turn, strokes: 1, stopped: false });
+    } else {
+      server.standard(frame, socket);
+    }
+  });
+  const bot = await connect("ws://x/v1/bot", { WebSocket: server.WebSocket });
+  const points = [];
+  bot.on("drawPoints", (frame) => points.push(frame));
+  const done = until(bot, "drawDone");
+  const declined = await bot.drawTurn({ turn: "a", word: "xyzzy" });
+  assert.equal(declined.type, "draw_declined");
+  assert.equal(declined.reason, "unknown_word");
+  const start = await bot.drawTurn({ turn: "b", word: "chat", width: 255 });
+  assert.equal(start.type, "draw_start");
+  assert.equal((await done).strokes, 1);
+  assert.deepEqual(points.map((p) => p.x), [[1, 2]]);
+  await bot.close();
+});
+
+test("the CommonJS build is griffon-bot.js as it is now, and require() loads it", async () => {
+  const { execFileSync } = await import("node:child_process");
+  const { createRequire } = await import("node:module");
+  const { fileURLToPath } = await import("node:url");
+  execFileSync(process.execPath, [fileURLToPath(new URL("../tools/build-cjs.mjs", import.meta.url)), "--check"]);
+  const cjs = createRequire(import.meta.url)("../griffon-bot.cjs");
+  const esm = await import("../griffon-bot.js");
+  assert.deepEqual(Object.keys(cjs).sort(), Object.keys(esm).sort());
+  assert.equal(typeof cjs.connect, "function");
 });

@@ -10,9 +10,9 @@ import { createInterface } from "node:readline";
 import { GriffonBot } from "../griffon-bot.js";
 
 const EVENTS = ["welcome", "roundReady", "guess", "analysis", "roundOver", "error", "close", "resumed",
-  "reconnecting"];
+  "reconnecting", "drawStart", "drawDeclined", "drawPoints", "drawStrokeEnd", "drawDone"];
 const OPS = new Set(["startRound", "strokeStart", "points", "strokeEnd", "stroke", "undo", "clear",
-  "playerGuess", "verdict", "endRound", "ping", "close", "drop", "raw"]);
+  "playerGuess", "verdict", "endRound", "ping", "close", "drop", "raw", "erase", "fill", "drawTurn", "drawStop"]);
 let bot = null;
 
 const print = (value) => process.stdout.write(`${JSON.stringify(value)}\n`);
