@@ -77,6 +77,7 @@ PER_CLIENT_LIMITS = {
     "GRIFFON_GAMES_PER_CLIENT": (3, 1),  # live games per client address
     "GRIFFON_GAMES_PER_CLIENT_HOUR": (30, 1),  # games created per client address and hour
     "GRIFFON_MAX_BOT_SESSIONS": (200, 1),  # open bot connections
+    "GRIFFON_BOT_ROOMS_PER_CLIENT": (32, 1),  # bot rooms per client address
     "GRIFFON_MAX_CLIENT_CONNECTIONS": (256, 1),  # open connections per client address
     "GRIFFON_CLIENT_POINTS_PER_S": (10_000, 2 * STROKE_POINTS),  # the person's points, per address
 }
@@ -85,7 +86,8 @@ GAME_LIMITS = {
                    "GRIFFON_MAX_CLIENT_CONNECTIONS", "GRIFFON_CLIENT_POINTS_PER_S"),
     "kontour": ("GRIFFON_MAX_SESSIONS", "GRIFFON_GAMES_PER_CLIENT", "GRIFFON_GAMES_PER_CLIENT_HOUR",
                 "GRIFFON_MAX_CLIENT_CONNECTIONS", "GRIFFON_CLIENT_POINTS_PER_S"),
-    "bot": ("GRIFFON_MAX_BOT_SESSIONS", "GRIFFON_MAX_CLIENT_CONNECTIONS"),  # bots' points: per session
+    "bot": ("GRIFFON_MAX_BOT_SESSIONS", "GRIFFON_BOT_ROOMS_PER_CLIENT",
+            "GRIFFON_MAX_CLIENT_CONNECTIONS"),  # bots' points: per session
 }
 
 
@@ -104,10 +106,12 @@ def server_env(game: str, tables: int, admission: bool = False) -> dict[str, str
         needed = tables * per_table + (8 if name == "GRIFFON_MAX_CLIENT_CONNECTIONS" else 0)
         if needed > default:
             env[name] = str(needed)
+    env["GRIFFON_CLIENT_CAPACITY_SHARE"] = "1"  # every table comes from this one address
     if "GRIFFON_MODEL" in os.environ:
         env["GRIFFON_MODEL"] = os.environ["GRIFFON_MODEL"]
     if not admission:  # the ladder measures what the server does past its own budget
         env[ADMISSION_OFF[game]] = "0"
+        env["GRIFFON_CAPACITY_LAG_MS"] = "0"  # nor refused for the event loop's lag
     return env
 
 

@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import statistics
 import subprocess
 import tempfile
@@ -56,7 +55,7 @@ def stroke(i: int) -> list[list[float]]:
 
 
 def kill(server: Server) -> None:
-    os.kill(server.process.pid, signal.SIGKILL)
+    server.kill()  # SIGKILL to the whole process group: supervisor and workers
     server.process.wait(timeout=30)
 
 

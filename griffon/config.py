@@ -121,12 +121,13 @@ SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "model": ("model", "max_batch", "max_queue", "batch_wait_ms", "preprocess_threads", "http_share"),
     "capacity": (
-        "capacity_cores", "capacity_utilisation", "pictomania_table_cost", "kontour_table_cost",
-        "bot_room_cost", "table_loop_share", "table_loop_burst_s", "worker_placement",
+        "capacity_cores", "capacity_utilisation", "capacity_lag_ms", "client_capacity_share",
+        "bot_rooms_per_client", "pictomania_table_cost", "kontour_table_cost", "bot_room_cost",
+        "table_loop_share", "table_loop_burst_s", "worker_placement",
     ),
     "games": (
         "max_sessions", "games_per_client", "games_per_client_hour", "idle_expiry_s",
-        "game_idle_timeout_s", "max_game_sockets", "guess_rate", "guess_burst",
+        "game_idle_timeout_s", "send_queue_bytes", "max_game_sockets", "guess_rate", "guess_burst",
     ),
     "bots": (
         "max_bot_sessions", "bot_idle_timeout_s", "bot_tick_s", "bot_resume_s", "bot_room_bytes",
@@ -169,7 +170,8 @@ LOOSE: tuple[Variable, ...] = (
     *(
         Variable(name, "dev", "set by `griffon serve`", "—",
                  "what `griffon serve --workers N` tells each worker process it starts; not for operators")
-        for name in (workers.ENV_INDEX, workers.ENV_COUNT, workers.ENV_SECRET, worker_processes.ENV_ADDRESS)
+        for name in (workers.ENV_INDEX, workers.ENV_COUNT, workers.ENV_SECRET, worker_processes.ENV_ADDRESS,
+                     worker_processes.ENV_LIFELINE)
     ),
     Variable(
         "GRIFFON_TEACHERS", "data", "unset: `../shared/models`", "path",

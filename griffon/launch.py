@@ -191,6 +191,14 @@ class Server:
         """Whether the server process is still running."""
         return self.process.poll() is None
 
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to the whole server, supervisor and workers (its own process group, as a
+        crashed host or ``systemctl kill`` would); SIGKILL: waited for."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, sig)
+        if sig == signal.SIGKILL:
+            self.process.wait(timeout=30)
+
 
 @contextmanager
 def running_server(
@@ -251,8 +259,9 @@ def _start(repo: Path, environ: dict[str, str], port: int, workers: int = 1,
     else:
         command = [sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory", *address]
     with tempfile.NamedTemporaryFile("w+b", suffix=".log", delete=False) as log_file:
-        process = subprocess.Popen(
+        process = subprocess.Popen(  # its own process group: `Server.kill` ends all of it
             command, cwd=repo, env=environ, stdout=log_file, stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     return Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", process, Path(log_file.name))
 
@@ -463,11 +472,9 @@ class Replicas:
         return server
 
     def kill(self, index: int, sig: int = signal.SIGKILL) -> None:
-        """Send ``sig`` to replica ``index`` (SIGKILL: it dies at once, and is waited for)."""
-        server = self.servers[index]
-        os.kill(server.process.pid, sig)
-        if sig == signal.SIGKILL:
-            server.process.wait(timeout=30)
+        """Send ``sig`` to replica ``index``, all its processes (SIGKILL: it dies at once, and is
+        waited for)."""
+        self.servers[index].kill(sig)
 
     def stop(self, index: int) -> None:
         """Stop replica ``index`` cleanly (SIGTERM: it gives its leases up)."""
@@ -528,8 +535,9 @@ def haproxy_config(ports: list[int], listen: int, source: Path = HAPROXY_CONFIG)
 
 
 @contextmanager
-def running_haproxy(ports: list[int]) -> Iterator[str]:
-    """HAProxy with deploy/haproxy.cfg in front of the replicas on ``ports``; yields its URL."""
+def running_haproxy(ports: list[int], log: Path | None = None) -> Iterator[str]:
+    """HAProxy with deploy/haproxy.cfg in front of the replicas on ``ports``; yields its URL.
+    ``log``: where its log lines go (kept after it stops; by default a file removed with it)."""
     binary = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
     if binary is None:
         raise HaproxyUnavailable("HAProxy is not installed (Debian: apt-get install haproxy)")
@@ -537,7 +545,7 @@ def running_haproxy(ports: list[int]) -> Iterator[str]:
     listen = free_port()
     config = folder / "haproxy.cfg"
     config.write_text(haproxy_config(ports, listen))
-    log_path = folder / "haproxy.log"
+    log_path = log or folder / "haproxy.log"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=log_file,
                                    stderr=subprocess.STDOUT)

@@ -16,6 +16,15 @@ uvicorn's knobs (tests and benchmarks start the server through it too,
 - ``trusted_proxies``: the only peers whose ``X-Forwarded-For`` is believed (default: none).
 - No log line holds a query string (game tokens and transcript keys travel there): the access
   log's and the WebSocket handshake lines (:func:`install_log_filters`).
+
+``--workers N`` (:func:`supervise`): this process, the supervisor, opens the database once (so that
+a bad database stops everything before any worker starts, and migrations run once), checks that the
+port is free, and starts N workers (``python -m griffon.workers``, each on the port with
+``SO_REUSEPORT``). A worker that dies is started again (it resumes its games from the database);
+one that exits with an error before it ever served (bad settings, an unusable database, a missing
+model) stops the whole server with its status, however long its start took. SIGTERM or SIGINT stops
+every worker, then the supervisor; a supervisor killed outright takes its workers with it (they
+watch it: griffon/workers.py), so that a new server can listen on the port.
 """
 
 from __future__ import annotations
@@ -25,15 +34,27 @@ import logging
 import os
 import re
 import resource
+import secrets
+import shutil
+import signal
 import socket
+import subprocess
+import sys
+import tempfile
+import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import typer
 
 from service.settings import Settings, SettingsError
+from service.workers import ENV_COUNT, ENV_FOLDER, ENV_INDEX, ENV_SECRET
 
 log = logging.getLogger("griffon.service")
+ENV_ADDRESS = "GRIFFON_WORKER_ADDRESS"  # host:port:backlog every worker listens on
+ENV_LIFELINE = "GRIFFON_WORKER_LIFELINE"  # the worker's end of a pipe that closes when we die
+POLL_S = 0.5
 
 
 def register(app: typer.Typer) -> None:
@@ -52,7 +73,6 @@ def serve(
     """Serve the solo games, the bot protocol and the HTTP API with the shipped model."""
     import uvicorn
 
-    from griffon.workers import supervise
     from service.capacity import usable_cores
     from service.play.settings import PlaySettings
     from service.replicas import ReplicaSettings
@@ -60,6 +80,7 @@ def serve(
 
     raise_file_limit()
     show_progress()
+    default_replica_address(host, port)
     try:
         settings = Settings.from_env()
         PlaySettings.from_env()  # a bad GRIFFON_PLAY_* value stops here too
@@ -85,6 +106,15 @@ def serve(
         # loads), a corrupt / unreachable database: its message, no traceback
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
+
+
+def default_replica_address(host: str, port: int) -> None:
+    """A replica (``GRIFFON_REPLICA_NAME``) listening on one address is reached there by the others:
+    ``GRIFFON_REPLICA_ADDRESS`` defaults to ``host:port`` (not for 0.0.0.0, ``::`` or ``--port 0``,
+    where it must be set)."""
+    if (os.environ.get("GRIFFON_REPLICA_NAME") and not os.environ.get("GRIFFON_REPLICA_ADDRESS")
+            and host not in ("", "0.0.0.0", "::") and port):
+        os.environ["GRIFFON_REPLICA_ADDRESS"] = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class PortError(RuntimeError):
@@ -253,6 +283,65 @@ def guarded_protocol(settings: Settings) -> type:
             super().connection_lost(exc)
 
     return GuardedProtocol
+
+
+def supervise(host: str, port: int, log_level: str, count: int, backlog: int) -> int:
+    """Run ``count`` workers on ``host:port`` until a signal; returns the exit status."""
+    from store import StoreSettings, open_store
+
+    open_store(StoreSettings.from_env()).close()  # created or migrated once; a bad one stops here
+    given = os.environ.get(ENV_FOLDER)
+    folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="griffon-workers-"))
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    environ = {**os.environ, ENV_COUNT: str(count), ENV_FOLDER: str(folder),
+               ENV_SECRET: secrets.token_urlsafe(32), ENV_ADDRESS: f"{host}:{port}:{backlog}"}
+    lifeline, ours = os.pipe()  # workers read lifeline; ours closes only when this process ends
+    environ[ENV_LIFELINE] = str(lifeline)
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, _: stopping.append(signum))
+
+    def start(index: int) -> subprocess.Popen:
+        ready_marker(folder, index).unlink(missing_ok=True)
+        command = [sys.executable, "-m", "griffon.workers", "--log-level", log_level]
+        return subprocess.Popen(command, env={**environ, ENV_INDEX: str(index)}, pass_fds=(lifeline,))
+
+    running = {index: start(index) for index in range(count)}
+    print(f"griffon: {count} workers on http://{host}:{port} (sockets in {folder})", flush=True)
+    status = 0
+    try:
+        while not stopping:
+            time.sleep(POLL_S)
+            for index, process in list(running.items()):
+                code = process.poll()
+                if code is None or stopping:
+                    continue
+                if code > 0 and not ready_marker(folder, index).exists():  # killed by a signal: again
+                    print(f"griffon: worker {index} stopped at start (status {code})", file=sys.stderr)
+                    status = code or 1
+                    stopping.append(0)
+                    break
+                print(f"griffon: worker {index} ended (status {code}); starting it again", file=sys.stderr)
+                running[index] = start(index)
+    finally:
+        for process in running.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in running.values():
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        os.close(lifeline)
+        os.close(ours)
+        if not given:
+            shutil.rmtree(folder, ignore_errors=True)
+    return status
+
+
+def ready_marker(folder: Path, index: int) -> Path:
+    """The file worker ``index`` creates once it serves."""
+    return folder / f"ready-{index}"
 
 
 def main() -> None:

@@ -1,91 +1,82 @@
-"""`griffon serve --workers N`: N worker processes behind one port, and the one that keeps them.
+"""One worker process of `griffon serve --workers N` (``python -m griffon.workers``), started by
+the supervisor (:func:`griffon.serve.supervise`).
 
-The supervisor (this process) opens the database once (so that a bad database stops everything
-before any worker starts, and migrations run once), checks that the port is free, and starts N
-workers (``python -m griffon.workers``). Each listens on the port with ``SO_REUSEPORT``, so the
-kernel spreads the connections evenly among them, and each also serves a private Unix socket in a
-folder only this user can read, where sibling workers relay the games they do not hold
-(service/workers.py). A worker that dies is started
-again (it resumes its games from the database); one that exits with an error before it ever served
-(bad settings, an unusable database, a missing model) stops the whole server with its status,
-however long its start took. A worker says it serves by creating ``ready-INDEX`` in that folder. SIGTERM or
-SIGINT stops every worker, then the supervisor.
+It listens on the shared port with ``SO_REUSEPORT`` (the kernel spreads the connections evenly
+among the workers) and on its own private Unix socket, in a folder only this user can read, where
+sibling workers relay the games they do not hold (service/workers.py). It says it serves by
+creating ``ready-INDEX`` in that folder.
+
+A worker never outlives its supervisor, however the supervisor ends (SIGKILL included): the kernel
+sends it SIGTERM when the supervisor dies (``PR_SET_PDEATHSIG``, Linux), and a thread watches the
+supervisor's end of a pipe (its *lifeline*), which closes when the supervisor dies, on any system.
+Either way the worker stops as on SIGTERM (its leases given up, its listening socket closed), and
+exits at once if that takes longer than ``ORPHAN_GRACE_S``: the port is free for a new server.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import os
-import secrets
-import shutil
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
+import threading
 import time
-from pathlib import Path
+from collections.abc import Callable
 
-from service.workers import ENV_COUNT, ENV_FOLDER, ENV_INDEX, ENV_SECRET, Workers
+from griffon.serve import (
+    ENV_ADDRESS,
+    ENV_LIFELINE,
+    bound_socket,
+    raise_file_limit,
+    ready_marker,
+    show_progress,
+    uvicorn_config,
+)
+from service.workers import Workers
 
-log = logging.getLogger("griffon.service")
-ENV_ADDRESS = "GRIFFON_WORKER_ADDRESS"  # host:port:backlog every worker listens on
-POLL_S = 0.5
+__all__ = ["ENV_ADDRESS", "ENV_LIFELINE", "main"]
+
+log = logging.getLogger("griffon.start")
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+ORPHAN_GRACE_S = 10.0  # a worker whose supervisor died exits at the latest this long after
 
 
-def supervise(host: str, port: int, log_level: str, count: int, backlog: int) -> int:
-    """Run ``count`` workers on ``host:port`` until a signal; returns the exit status."""
-    from store import StoreSettings, open_store
-
-    open_store(StoreSettings.from_env()).close()  # created or migrated once; a bad one stops here
-    given = os.environ.get(ENV_FOLDER)
-    folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="griffon-workers-"))
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    environ = {**os.environ, ENV_COUNT: str(count), ENV_FOLDER: str(folder),
-               ENV_SECRET: secrets.token_urlsafe(32), ENV_ADDRESS: f"{host}:{port}:{backlog}"}
-    stopping: list[int] = []
-    signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
-    signal.signal(signal.SIGINT, lambda signum, _: stopping.append(signum))
-
-    def start(index: int) -> subprocess.Popen:
-        ready_marker(folder, index).unlink(missing_ok=True)
-        command = [sys.executable, "-m", "griffon.workers", "--log-level", log_level]
-        return subprocess.Popen(command, env={**environ, ENV_INDEX: str(index)})
-
-    running = {index: start(index) for index in range(count)}
-    print(f"griffon: {count} workers on http://{host}:{port} (sockets in {folder})", flush=True)
-    status = 0
+def die_with_parent(sig: int = signal.SIGTERM) -> bool:
+    """Ask the kernel to send ``sig`` to this process when its parent dies (Linux
+    ``prctl(PR_SET_PDEATHSIG)``); False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
     try:
-        while not stopping:
-            time.sleep(POLL_S)
-            for index, process in list(running.items()):
-                code = process.poll()
-                if code is None or stopping:
-                    continue
-                if code > 0 and not ready_marker(folder, index).exists():  # killed by a signal: again
-                    print(f"griffon: worker {index} stopped at start (status {code})", file=sys.stderr)
-                    status = code or 1
-                    stopping.append(0)
-                    break
-                print(f"griffon: worker {index} ended (status {code}); starting it again", file=sys.stderr)
-                running[index] = start(index)
-    finally:
-        for process in running.values():
-            if process.poll() is None:
-                process.terminate()
-        for process in running.values():
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        if not given:
-            shutil.rmtree(folder, ignore_errors=True)
-    return status
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
-def ready_marker(folder: Path, index: int) -> Path:
-    """The file worker ``index`` creates once it serves."""
-    return folder / f"ready-{index}"
+def watch_lifeline(fd: int, on_orphaned: Callable[[], None]) -> threading.Thread:
+    """A daemon thread that calls ``on_orphaned()`` once the pipe ``fd`` is closed at its other
+    end (the supervisor is gone)."""
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            while os.read(fd, 1):
+                pass
+        on_orphaned()
+
+    thread = threading.Thread(target=watch, name="griffon-lifeline", daemon=True)
+    thread.start()
+    return thread
+
+
+def stop_orphan(grace_s: float = ORPHAN_GRACE_S) -> None:
+    """The supervisor is gone: stop as on SIGTERM, and exit at once after ``grace_s`` if still up."""
+    log.warning("the supervisor is gone: worker %s stops", os.environ.get("GRIFFON_WORKER_INDEX", "?"))
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(grace_s)
+    os._exit(1)
 
 
 def main() -> None:
@@ -94,9 +85,9 @@ def main() -> None:
 
     import uvicorn
 
-    from griffon.serve import bound_socket, raise_file_limit, show_progress, uvicorn_config
     from service.settings import Settings
 
+    die_with_parent()
     show_progress()
     parser = argparse.ArgumentParser(description="one worker of `griffon serve --workers N`")
     parser.add_argument("--log-level", default="info")
@@ -104,6 +95,9 @@ def main() -> None:
     workers = Workers.current()
     if workers is None:
         sys.exit("griffon.workers runs under `griffon serve --workers N`")
+    lifeline = os.environ.get(ENV_LIFELINE)
+    if lifeline is not None:  # checked after prctl: a supervisor dead before it closed this pipe
+        watch_lifeline(int(lifeline), stop_orphan)
     raise_file_limit()
     host, port, backlog = os.environ[ENV_ADDRESS].rsplit(":", 2)
     listener = bound_socket(host, int(port), reuse_port=True)

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import numpy as np
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 
 from service.bot.routes import BotsDep
 from service.errors import LimitExceeded, ServiceError
@@ -169,13 +169,18 @@ async def _local_metrics(workers: Workers, index: int) -> str:
 
 
 @router.get("/healthz", tags=["service"])
-async def healthz(request: Request, shared: SharedDep, bots: BotsDep) -> dict[str, Any]:
-    """Liveness plus the model, the shared batcher's counters and the live bot sessions."""
-    return {
-        "status": "ok",
-        "worker": workers.index if (workers := request.app.state.workers) is not None else 0,
+async def healthz(request: Request, shared: SharedDep, bots: BotsDep) -> Any:
+    """Liveness plus the model, the shared batcher's counters and the live bot sessions; 503
+    (``"status": "degraded"``) while a sibling worker cannot be reached (its games neither)."""
+    workers: Workers | None = request.app.state.workers
+    unreachable = await workers.unreachable() if workers is not None else []
+    health = {
+        "status": "degraded" if unreachable else "ok",
+        "worker": workers.index if workers is not None else 0,
+        "unreachable_workers": unreachable,
         "uptime_s": round(time.time() - shared.started_at, 1),
         "model": {"classes": len(shared.guesser.labels)},
         "inference": shared.inference.stats.to_dict() | {"pending": shared.inference.pending},
         "bots": {"live": bots.live_count, "transcripts": bots.transcript_count},
     }
+    return JSONResponse(health, status_code=503) if unreachable else health

@@ -64,13 +64,14 @@ from model.strokes import DrawingError
 from service import api, demo
 from service.bot import routes as bot
 from service.bot.keys import BotKeys
-from service.capacity import Capacity
+from service.capacity import Capacity, ClientRooms, LoopLag
 from service.errors import STORE_DOWN, ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.metrics import Metrics
 from service.placement import Placement, weighted_load
 from service.play import routes as play
-from service.replicas import Replica, ReplicaSettingsError
+from service.replicas import Ownership, Replica, ReplicaSettingsError
+from service.replicas import join as join_replicas
 from service.settings import Settings
 from service.shared import Shared
 from service.workers import RelayedClient, Workers
@@ -298,14 +299,21 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(500, "internal_error", "the server failed on this request; it has been logged")
 
 
-def capacity(settings: Settings, app: FastAPI) -> Capacity:
+def capacity(settings: Settings, app: FastAPI, lag: LoopLag | None = None) -> Capacity:
     """The CPU budget shared by the games' tables and the bot rooms (:mod:`service.capacity`)."""
 
     def open_count(kind: str) -> int:
         return app.state.bots.live_count if kind == "bot" else app.state.play.open_count(kind)
 
+    def held_by(client: str) -> float:
+        return app.state.play.held_by(client, budget.costs.of) + budget.costs.bot * rooms.count(client)
+
+    rooms = ClientRooms(lambda: app.state.bots.live)
     workers = app.state.workers
-    return Capacity.from_settings(settings, open_count, share=1 / workers.count if workers else 1.0)
+    budget = Capacity.from_settings(settings, open_count, share=1 / workers.count if workers else 1.0,
+                                    held_by=held_by, rooms=rooms, lag=lag.p99 if lag is not None else None,
+                                    acks=app.state.shared.metrics.recent_acks.p99)
+    return budget
 
 
 def worker_load(app: FastAPI) -> float:
@@ -384,6 +392,12 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             raise ReplicaSettingsError("a replica is one process: run more replicas, not --workers N")
         store_settings = replica.store_settings(store_settings)
     store = open_store(store_settings)
+    if replica is not None:  # the leases in place, this replica registered: a wrong secret stops here
+        try:
+            join_replicas(store, replica)  # type: ignore[arg-type]
+        except Exception:
+            store.close()
+            raise
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -414,14 +428,22 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.push_async_callback(app.state.bots.aclose)
             pruner = asyncio.create_task(prune_forever(store), name="db-prune")
             release.callback(pruner.cancel)
-            app.state.capacity = capacity(settings, app)  # handed to the game manager, made next
+            lag = LoopLag()  # the event loop's lag, measured: admission on a busy host (service/capacity.py)
+            lagging = asyncio.create_task(lag.run(), name="loop-lag")
+            release.callback(lagging.cancel)
+            worker = str(workers.index if workers is not None else 0)
+            metrics.watch(metrics.loop_lag, lambda: lag.p99() or 0.0, worker=worker)
+            app.state.capacity = capacity(settings, app, lag)  # handed to the game manager, made next
             release.push_async_callback(play.shutdown, app)
             await play.startup(app)
             ownership = app.state.play.ownership
             if ownership is not None:  # a replica: bot rooms are leased too (service.replicas)
                 app.state.bots.ownership = ownership
+                for what in Ownership.FIGURES:
+                    metrics.watch(metrics.replica, functools.partial(ownership.figure, what), what=what)
             if workers is not None and settings.worker_placement:  # new tables on the least-loaded worker
-                placement = Placement(workers, functools.partial(worker_load, app))
+                placement = Placement(workers, functools.partial(worker_load, app), lobbies=lambda: Counter(
+                    room.client for room in app.state.play.rooms.lobbies.values()))
                 app.state.placement = placement
                 placement.start()
                 release.push_async_callback(placement.aclose)

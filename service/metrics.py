@@ -17,6 +17,12 @@ One :class:`Metrics` per app, on its own registry (several apps in one process s
   after the database could not write), ``failed`` (refused for good), ``dropped`` (queue full);
 - ``griffon_refusals_total{reason}``: requests, games, rooms and frames refused (the error code:
   ``rate_limited``, ``overloaded``, ``server_full``, ``server_busy``, ``bad_key``...);
+- ``griffon_event_loop_lag_p99_seconds{worker}``: how late each worker's event loop ran its
+  callbacks lately (p99 over 10 s; admission refuses new tables above ``capacity_lag_ms``:
+  service/capacity.py);
+- on a replica (service/replicas.py), ``griffon_replica{what}``: the ``tables`` and bot ``rooms``
+  whose leases it holds now, the tables it ``taken_over`` and ``stood_down`` since it started, and
+  the times it woke ``frozen`` past its leases (`griffon replicas status` shows every replica's);
 - per API key of bot rooms (service/bot/keys.py), labelled by the key's name (never its secret):
   ``griffon_bot_key_rooms_open{key}``, ``griffon_bot_key_rooms_total{key}`` (rooms admitted),
   ``griffon_bot_key_strokes_total{key}`` (strokes counted against its quota) and
@@ -28,6 +34,9 @@ every worker's figures (:func:`merge`): one server, one set of metrics.
 
 from __future__ import annotations
 
+import math
+import time
+from collections import deque
 from collections.abc import Callable
 
 from prometheus_client import (
@@ -48,6 +57,49 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST  # the exposition format's media type
 disable_created_metrics()  # no ``*_created`` series: a scraper has its own clock
 
 
+RECENT_S = 10.0  # the recent past `Recent` keeps
+RECENT_MIN = 20  # fewer samples than this: no figure yet
+
+
+class Recent:
+    """Samples of the last ``window_s`` seconds and their 99th percentile (what admission reads:
+    service/capacity.py)."""
+
+    def __init__(self, window_s: float = RECENT_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.window_s, self.clock = window_s, clock
+        self.samples: deque[tuple[float, float]] = deque()  # (when, value)
+
+    def add(self, value: float) -> None:
+        """Record one sample, now (and forget those out of the window)."""
+        now = self.clock()
+        self.samples.append((now, value))
+        while self.samples and self.samples[0][0] < now - self.window_s:
+            self.samples.popleft()
+
+    def p99(self) -> float | None:
+        """The 99th percentile over the window (None: fewer than ``RECENT_MIN`` samples in it)."""
+        now = self.clock()
+        values = sorted(v for at, v in self.samples if at >= now - self.window_s)
+        if len(values) < RECENT_MIN:
+            return None
+        return values[min(len(values) - 1, math.ceil(0.99 * len(values)) - 1)]
+
+
+class _Kept:
+    """A histogram (its ``labels(...).observe(v)``) whose every observation is also kept in a
+    `Recent` window."""
+
+    def __init__(self, histogram: Histogram, recent: Recent) -> None:
+        self.histogram, self.recent = histogram, recent
+
+    def labels(self, **labels: str) -> _Kept:
+        return _Kept(self.histogram.labels(**labels), self.recent)
+
+    def observe(self, value: float) -> None:
+        self.histogram.observe(value)
+        self.recent.add(value)
+
+
 class Metrics:
     """The service's counters, gauges and histograms, on a registry of their own."""
 
@@ -62,8 +114,10 @@ class Metrics:
         self.queue = Gauge("griffon_inference_queue", "Drawings waiting for or in the network", registry=r)
         self.batch = Histogram("griffon_inference_batch_size", "Drawings per forward pass",
                                buckets=BATCH_BUCKETS, registry=r)
-        self.stroke_ack = Histogram("griffon_stroke_ack_seconds", "A stroke frame received to its answer "
-                                    "queued", ["source"], buckets=LATENCY_BUCKETS, registry=r)
+        self.recent_acks = Recent()  # the stroke acknowledgements of the last 10 s (admission)
+        self.stroke_ack = _Kept(Histogram("griffon_stroke_ack_seconds", "A stroke frame received to its "
+                                          "answer queued", ["source"], buckets=LATENCY_BUCKETS, registry=r),
+                                self.recent_acks)
         self.guess_time = Histogram("griffon_guess_seconds", "A recognition asked to its probabilities",
                                     ["source"], buckets=LATENCY_BUCKETS, registry=r)
         self.store_write = Histogram("griffon_store_write_seconds", "A move applied to committed",
@@ -73,6 +127,10 @@ class Metrics:
                                 registry=r)
         self.refusals = Counter("griffon_refusals", "Requests, games, rooms and frames refused",
                                 ["reason"], registry=r)
+        self.loop_lag = Gauge("griffon_event_loop_lag_p99_seconds", "The event loop's lag, p99 over the "
+                              "last 10 s, per worker", ["worker"], registry=r)
+        self.replica = Gauge("griffon_replica", "This replica: tables and bot rooms held, tables taken over "
+                             "and stood down, wakes past its leases", ["what"], registry=r)
         self.key_rooms_open = Gauge("griffon_bot_key_rooms_open", "Bot rooms open per API key", ["key"],
                                     registry=r)
         self.key_rooms = Counter("griffon_bot_key_rooms", "Bot rooms admitted per API key", ["key"],

@@ -19,7 +19,11 @@ over its private Unix socket with the workers' secret and the client's address a
 (``service.workers.RelayedClient`` restores them there, so its per-client limits see the real client);
 it creates the game with an id it holds and its answer goes back to the client unchanged. A sibling
 that cannot be reached, answers 5xx, or whose file is stale (a dead worker) is skipped: the game is
-made where the request landed. A forwarded request is never forwarded again. A room's games (its
+made where the request landed. A forwarded request is never forwarded again.
+
+Each worker also publishes how many lobbies each client holds there (a short hash of its address):
+a client's lobbies are counted on every worker against ``rooms_per_client`` (`Placement.check_lobbies`),
+so that the limit holds across the workers, not per worker. A room's games (its
 start, « Rejouer ») are made on the worker that holds the room, where the room was placed; bot rooms
 live where their socket lands (relaying a bot's every frame would cost more than it spreads), and
 count in the load.
@@ -29,10 +33,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +47,7 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
+from service.errors import RateLimited
 from service.tables import Table, Tables
 from service.workers import CLIENT_HEADER, HOST_HEADER, RELAY_HEADER, RELAYED, Workers
 
@@ -53,6 +60,7 @@ WEIGHTS = {"pictomania": 18.0, "kontour": 10.0, "bot": 7.5}
 PUBLISH_EVERY_S = 0.5
 STALE_S = 5.0  # a file older than this is a worker that stopped publishing: never chosen
 FORWARD_TIMEOUT = httpx.Timeout(15.0, connect=1.0)
+MAX_PUBLISHED_CLIENTS = 10_000  # clients whose lobbies one worker publishes, at most
 FORWARDED_HEADERS = ("content-type", "origin", "user-agent", "accept", "accept-language")
 ANSWER_HEADERS = ("content-type", "retry-after", "x-griffon-game")
 
@@ -62,10 +70,12 @@ class Placement:
     where a new table goes and forwards the request there."""
 
     def __init__(
-        self, workers: Workers, load: Callable[[], float], clock: Callable[[], float] = time.time
+        self, workers: Workers, load: Callable[[], float], clock: Callable[[], float] = time.time,
+        lobbies: Callable[[], Counter[str]] = Counter,
     ) -> None:
-        """``load()``: this worker's weighted load now (`weighted_load`)."""
-        self.workers, self.load, self.clock = workers, load, clock
+        """``load()``: this worker's weighted load now (`weighted_load`); ``lobbies()``: the lobbies
+        each client holds here."""
+        self.workers, self.load, self.clock, self.lobbies = workers, load, clock, lobbies
         self.pending: dict[int, float] = {}  # worker -> weight of the tables being made there now
         self.clients: dict[int, httpx.AsyncClient] = {}
         self.publisher: asyncio.Task[None] | None = None
@@ -94,9 +104,10 @@ class Placement:
     def publish(self) -> None:
         """Write this worker's load (atomically: a sibling never reads half a file)."""
         path = self.load_path(self.workers.index)
+        lobbies = {client_hash(c): n for c, n in self.lobbies().most_common(MAX_PUBLISHED_CLIENTS)}
         record = {"load": round(self.own_load(), 3), "loop_share": round(self.loop_share, 3),
                   "sending": {str(index): weight for index, weight in self.sending().items()},
-                  "at": self.clock(), "pid": os.getpid()}
+                  "lobbies": lobbies, "at": self.clock(), "pid": os.getpid()}
         temporary = path.with_suffix(".tmp")
         try:
             temporary.write_text(json.dumps(record))
@@ -147,6 +158,17 @@ class Placement:
                 if index in found:
                     found[index] += weight
         return found
+
+    def check_lobbies(self, client: str, limit: int) -> None:
+        """Raise `RateLimited` (``too_many_rooms``) when ``client`` holds ``limit`` lobbies already,
+        on this worker and its siblings together (as published)."""
+        wanted = client_hash(client)
+        mine = self.lobbies()[client] + sum(
+            int(record.get("lobbies", {}).get(wanted, 0)) for index in range(self.workers.count)
+            if index != self.workers.index and (record := self.read(index)) is not None)
+        if mine >= limit:
+            raise RateLimited(f"you already have {mine} rooms open (at most {limit})", code="too_many_rooms",
+                              retry_after=60)
 
     def choose(self, kind: str) -> int:
         """The worker a new ``kind`` table goes to: the least-loaded, this one when within half a
@@ -221,6 +243,11 @@ class Placement:
             return None
         kept = {name: answer.headers[name] for name in ANSWER_HEADERS if name in answer.headers}
         return Response(answer.content, status_code=answer.status_code, headers=kept)
+
+
+def client_hash(client: str) -> str:
+    """What a worker publishes of a client's address (in a folder only the server's user reads)."""
+    return hashlib.blake2b(client.encode(), digest_size=8).hexdigest()
 
 
 def is_forwarded(request: Request) -> bool:

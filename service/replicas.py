@@ -15,6 +15,11 @@ a secret with them (``GRIFFON_REPLICA_SECRET``).
   resumed cannot write one move of a game another replica took: the database refuses it
   (`store.leases`), the move is neither stored nor shown, and the replica stands down at once (its
   sockets close with 1012 and reconnect to the new holder); its next renewal says the same.
+- **Frozen.** A replica whose event loop stood still longer than ``lease_s`` (SIGSTOP, a stalled VM)
+  stands down every game and bot room it held as soon as it wakes (`Ownership.watch`), before its
+  next renewal says which ones it lost: its sockets close with 1012 and reconnect to the holders.
+  The sockets other replicas relay to it ping it and close within 3 s of its freeze
+  (`service.workers.relay_to`).
 - **Routing.** HAProxy sends a game's socket to the replica that created it (a stick table filled
   from the ``X-Griffon-Game`` header of ``POST /v1/play``'s answer). A socket that lands elsewhere
   (after a fail-over, or with several balancers) is relayed to the lease's holder
@@ -22,6 +27,11 @@ a secret with them (``GRIFFON_REPLICA_SECRET``).
   reached (it died), the socket waits for its lease to run out and the replica it reached takes the
   game over. A relayed socket is never relayed again: a replica it reaches by mistake closes it
   with 1013 and the page reconnects.
+- **One secret.** A replica starting with a ``GRIFFON_REPLICA_SECRET`` other than the live
+  replicas' refuses to start, with one line naming them (`join`: the database keeps a check of
+  each live replica's secret, never the secret); a relayed handshake whose secret is not this
+  replica's is served as an ordinary client's, and said once a minute in the log
+  (`service.workers.RelayedClient`).
 - **Bot rooms** (protocol version 2) are leased too, under the id ``bot:<session>``
   (:data:`ROOM_LEASE`), by the replica that drives them: the one their socket reached at ``hello``,
   or the one that took them over. Their resumable memory is in the database (``bot_rooms``,
@@ -36,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import hmac
 import logging
 import time
@@ -45,11 +56,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.settings import SettingsError, read_environment
 from service.tables import Table, Tables
-from store import StoreError, StoreSettings
+from store import Store, StoreError, StoreSettings
 from store.leases import Lease, Leases, holder_url, new_holder
 
 OPENING_S = 30.0  # a new game still not open after this long was never created: its lease goes
 ROOM_LEASE = "bot:"  # the lease id of a bot room: this, then its session id
+WATCH_S = 0.1  # how often a replica looks whether it was frozen
 log = logging.getLogger("griffon.replicas")
 ENV_PREFIX = "GRIFFON_REPLICA_"
 
@@ -69,7 +81,8 @@ class ReplicaSettings(BaseModel):
     )
     address: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$",
-        description="host:port where the other replicas reach this one (the relay of a game's socket)",
+        description="host:port where the other replicas reach this one (the relay of a game's socket); "
+        "`griffon serve` sets it to its --host:--port when unset and --host is one address",
     )
     secret: str | None = Field(
         default=None, min_length=16,
@@ -90,8 +103,8 @@ class ReplicaSettings(BaseModel):
     def check(self) -> ReplicaSettings:
         """Raise `ReplicaSettingsError` for settings that do not go together."""
         if self.name is not None and (self.address is None or self.secret is None):
-            raise ReplicaSettingsError("a replica (GRIFFON_REPLICA_NAME) needs GRIFFON_REPLICA_ADDRESS and "
-                                       "GRIFFON_REPLICA_SECRET")
+            raise ReplicaSettingsError("a replica (GRIFFON_REPLICA_NAME) needs GRIFFON_REPLICA_ADDRESS (when "
+                                       "it listens on every address) and GRIFFON_REPLICA_SECRET")
         if self.renew_s * 2 > self.lease_s:
             raise ReplicaSettingsError(f"GRIFFON_REPLICA_RENEW_S ({self.renew_s:g}) must be at most half of "
                                        f"GRIFFON_REPLICA_LEASE_S ({self.lease_s:g})")
@@ -130,6 +143,27 @@ class Replica:
         return token is not None and hmac.compare_digest(token.encode(), self.secret.encode())
 
 
+def secret_check(secret: str) -> str:
+    """What the database keeps of the replicas' secret: an HMAC of a fixed text under it (equal
+    for equal secrets; the secret cannot be read back from it)."""
+    return hmac.new(secret.encode(), b"griffon replica secret check", hashlib.sha256).hexdigest()[:32]
+
+
+def join(store: Store, replica: Replica) -> Leases:
+    """Install the leases and register this replica as up; raise `ReplicaSettingsError` (one line)
+    when live replicas run with another secret: they would serve this one's relays as ordinary
+    clients'."""
+    assert replica.settings.name is not None
+    leases = Leases(store, replica.holder, replica.address, replica.settings.lease_s)
+    leases.install()
+    others = leases.join(replica.settings.name, secret_check(replica.secret))
+    if others:
+        names = ", ".join(f"{name} (seen {ago:.0f} s ago)" for name, ago in others)
+        raise ReplicaSettingsError(f"GRIFFON_REPLICA_SECRET is not the one the live replicas {names} "
+                                   "run with: every replica needs the same secret")
+    return leases
+
+
 class Ownership:
     """The games this replica drives: their leases renewed, the orphans taken over, the lost ones
     stood down (`service.play.manager.GameManager.ownership`)."""
@@ -150,25 +184,38 @@ class Ownership:
         self.rooms: dict[str, int] = {}  # bot room session id -> the fence of our lease
         self.rooms_done: set[str] = set()  # rooms over: their leases are deleted at the next renewal
         self.room_lost = room_lost
+        self.watcher: asyncio.Task[None] | None = None
+        self.frozen_count = 0
+
+    FIGURES = ("tables", "rooms", "taken_over", "stood_down", "frozen")  # `figure`: griffon_replica{what}
+
+    def figure(self, what: str) -> int:
+        """One of `FIGURES`: tables and bot rooms held now; tables taken over and stood down, and
+        wakes past the leases, since the start."""
+        return {"tables": len(self.fences), "rooms": len(self.rooms), "taken_over": self.taken,
+                "stood_down": self.lost_count, "frozen": self.frozen_count}[what]
 
     def start(self) -> None:
         """Install the leases (idempotent) and start renewing and taking over."""
         self.leases.install()
         self.task = asyncio.create_task(self.run(), name="replica-leases")
+        self.watcher = asyncio.create_task(self.watch(), name="replica-freeze")
 
     async def aclose(self) -> None:
         """A clean shutdown: stop renewing, and give every lease up at once (with the games'
         clocks), for the other replicas to take them over without waiting for the expiry."""
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+        for task in (self.task, self.watcher):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         clocks = {gid: s.now() for gid, s in self.manager.games.items() if gid in self.fences}
         for session in self.manager.games.values():
             session.moved = True  # handed over: a socket still open closes with 1012 and reconnects
         with contextlib.suppress(StoreError):
             await asyncio.to_thread(self.leases.release, clocks)
             await asyncio.to_thread(self.leases.release, None)
+            await asyncio.to_thread(self.leases.leave)
         self.fences.clear()
 
     # -- bot rooms ---------------------------------------------------------------------------------
@@ -229,6 +276,31 @@ class Ownership:
         self.manager.forget(game_id)
 
     # -- the loop ----------------------------------------------------------------------------------
+    async def watch(self, every_s: float = WATCH_S) -> None:
+        """Every ``every_s``: when the loop stood still past the lease (the process was frozen), every
+        lease may have gone to another replica: stand down everything now (`stand_down_all`)."""
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(every_s)
+            now = time.monotonic()
+            if now - last > self.settings.lease_s:
+                self.stand_down_all(now - last)
+            last = now
+
+    def stand_down_all(self, frozen_s: float) -> None:
+        """This replica stood still ``frozen_s`` seconds, past its leases: stop driving every game and
+        bot room at once, without writing (a page reconnects; the holder, maybe this replica again
+        once it claims the game back, serves it)."""
+        games, rooms = list(self.fences), list(self.rooms)
+        self.frozen_count += 1
+        log.warning("this replica stood still %.1f s, past its %.1f s leases: standing down its %d "
+                    "tables and %d bot rooms", frozen_s, self.settings.lease_s, len(games), len(rooms))
+        for gid in games:
+            self.stand_down(gid)
+        for session_id in rooms:
+            self.rooms.pop(session_id, None)
+            self.room_lost(session_id)
+
     async def run(self) -> None:
         """Every ``renew_s``: renew, stand down the lost games, release the closed ones, take over
         the orphans. A database error is logged and tried again next time."""
@@ -260,6 +332,7 @@ class Ownership:
             done, self.rooms_done = self.rooms_done, set()
             await asyncio.to_thread(self.leases.release, {}, tuple(ROOM_LEASE + sid for sid in done))
         kept = await asyncio.to_thread(self.leases.renew, held | rooms)
+        await asyncio.to_thread(self.leases.seen)
         for gid in set(held) - kept:
             self.stand_down(gid)
         for lease_id in set(rooms) - kept:

@@ -141,6 +141,20 @@ class Settings(BaseModel):
     capacity_utilisation: float = Field(
         default=0.8, gt=0, le=1, description="share of those cores that open tables and rooms may hold",
     )
+    capacity_lag_ms: float = Field(
+        default=100.0, ge=0, le=10_000,
+        description="the event loop's recent lag, and the stroke acknowledgements' (p99 over 10 s), "
+        "above which no new table or bot room is admitted (a busy host); 0: the measured costs only",
+    )
+    client_capacity_share: float = Field(
+        default=0.25, gt=0, le=1,
+        description="share of that budget one client's tables and bot rooms may hold "
+        "(1: no per-client bound)",
+    )
+    bot_rooms_per_client: int = Field(
+        default=32, ge=1,
+        description="bot rooms one client may have open at once (those waiting for a resume too)",
+    )
     pictomania_table_cost: float = Field(
         default=0.025, ge=0, le=64, description="share of a core one Pictomania table holds (measured)",
     )
@@ -166,6 +180,11 @@ class Settings(BaseModel):
     )
     game_idle_timeout_s: float = Field(
         default=90.0, gt=0, description="seconds of silence after which a game's socket is closed"
+    )
+    send_queue_bytes: int = Field(
+        default=1_048_576, ge=65_536, le=67_108_864,
+        description="bytes of frames waiting for one game socket that does not read; "
+        "beyond, it is closed (1013)",
     )
     max_game_sockets: int = Field(
         default=4, ge=1, le=64, description="sockets open at once on one seat of a game"

@@ -27,7 +27,9 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -46,6 +48,10 @@ CLIENT_HEADER = "x-griffon-client"  # the address the sibling's client connected
 HOST_HEADER = "x-griffon-host"  # the Host the client asked for (its Origin is checked against it)
 RELAYED = "griffon.relayed"  # scope key: this handshake came from a sibling (never relayed again)
 RELAY_CLOSE = 1011  # the owner could not be reached
+RELAY_PING_S = 1.0  # a replica relaying a socket pings the holder this often...
+RELAY_PING_TIMEOUT_S = 2.0  # ...and closes the socket (1011: the page reconnects) without an answer
+WRONG_SECRET_EVERY_S = 60.0  # a relay with another secret is logged at most this often
+log = logging.getLogger("griffon.service")
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,23 @@ class Workers:
         """Whether a handshake's relay header carries the workers' secret."""
         return token is not None and hmac.compare_digest(token.encode(), self.secret.encode())
 
+    async def unreachable(self, timeout_s: float = 1.0) -> list[int]:
+        """The sibling workers whose private socket refuses a connection (dead, or gone with a
+        supervisor killed outright): the games they hold cannot be played through this one."""
+
+        async def refuses(index: int) -> bool:
+            try:
+                _, writer = await asyncio.wait_for(
+                    asyncio.open_unix_connection(str(self.socket_path(index))), timeout_s)
+            except (OSError, TimeoutError):
+                return True
+            writer.close()
+            return False
+
+        others = [i for i in range(self.count) if i != self.index]
+        refused = await asyncio.gather(*(refuses(i) for i in others))
+        return [i for i, no in zip(others, refused, strict=True) if no]
+
 
 class Siblings(Protocol):
     """Who may relay a handshake here: `Workers`, or a replica (`service.replicas.Replica`)."""
@@ -100,6 +123,7 @@ class RelayedClient:
 
     def __init__(self, app: ASGIApp, workers: Siblings | None) -> None:
         self.app, self.workers = app, workers
+        self.warned_at = -WRONG_SECRET_EVERY_S  # when a relay with a wrong secret was last logged
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.workers is not None and scope["type"] in ("http", "websocket"):
@@ -116,6 +140,11 @@ class RelayedClient:
                     host = headers.get(HOST_HEADER.encode())
                     if host is not None:
                         scope["headers"] = [(k, v) for k, v in kept if k != b"host"] + [(b"host", host)]
+                elif time.monotonic() - self.warned_at >= WRONG_SECRET_EVERY_S:
+                    self.warned_at = time.monotonic()  # the balancer strips the header: a sibling sent it
+                    log.warning("a relayed %s came with another secret than this server's (is "
+                                "GRIFFON_REPLICA_SECRET the same on every replica?): served as a client's",
+                                "socket" if scope["type"] == "websocket" else "request")
         await self.app(scope, receive, send)
 
 
@@ -141,12 +170,15 @@ async def relay_to(websocket: WebSocket, address: str, secret: str, client: str,
     """`relay` to another replica at ``address`` (host:port) over TCP: the replica that holds the
     game or the bot room (`service.replicas`). False, the socket left open, when that replica
     cannot be reached. ``first``: a frame this replica already read (a bot room's ``hello``),
-    sent upstream before the others."""
+    sent upstream before the others. The holder is pinged every ``RELAY_PING_S``: one that stops
+    answering (frozen: SIGSTOP, a stalled VM) has the socket closed with 1011 within
+    ``RELAY_PING_S + RELAY_PING_TIMEOUT_S``, and the page or room comes back through a replica
+    that takes the game over once the frozen holder's lease ran out."""
     path, headers = _relayed(websocket, secret, client)
     try:
         upstream = await websockets.asyncio.client.connect(
-            f"ws://{address}{path}", additional_headers=headers, max_size=None, ping_interval=None,
-            open_timeout=timeout_s,
+            f"ws://{address}{path}", additional_headers=headers, max_size=None, open_timeout=timeout_s,
+            ping_interval=RELAY_PING_S, ping_timeout=RELAY_PING_TIMEOUT_S, close_timeout=1.0,
         )
     except (OSError, TimeoutError, websockets.exceptions.WebSocketException):
         return False

@@ -22,7 +22,13 @@ progress and the next write waits for the takeover. The refusal is SQLSTATE ``GF
 store raises as `store.MoveRejected` (refused for good: `is_lease_lost` tells it). Writers that
 name no holder (``griffon db``, a single server) are not fenced.
 
-The table and the trigger are PostgreSQL only (replicas need a shared server; SQLite is one
+**The replicas.** Each replica also has a row of ``griffon_replicas`` while it runs (`Leases.join`,
+refreshed at every renewal, deleted when it stops cleanly): its name, holder, address, when it
+started and was last seen, and a check of its replicas' secret (an HMAC, never the secret itself):
+a replica whose secret differs from a live one's refuses to start (its relays would be served as
+ordinary clients), and ``griffon replicas status`` reads who is up and holds what (`status`).
+
+The tables and the trigger are PostgreSQL only (replicas need a shared server; SQLite is one
 process) and installed by `Leases.install`, idempotent, under the migrations' advisory lock.
 """
 
@@ -81,6 +87,9 @@ INSTALL = (
     " game_id TEXT PRIMARY KEY, holder TEXT NOT NULL, address TEXT NOT NULL, fence BIGINT NOT NULL,"
     " expires_at DOUBLE PRECISION NOT NULL, game_clock DOUBLE PRECISION NOT NULL)",
     "CREATE INDEX IF NOT EXISTS griffon_leases_by_holder ON griffon_leases (holder)",
+    "CREATE TABLE IF NOT EXISTS griffon_replicas ("
+    " holder TEXT PRIMARY KEY, name TEXT NOT NULL, address TEXT NOT NULL, secret_check TEXT NOT NULL,"
+    " started_at DOUBLE PRECISION NOT NULL, seen_at DOUBLE PRECISION NOT NULL)",
     f"CREATE OR REPLACE FUNCTION griffon_fence() RETURNS trigger LANGUAGE plpgsql AS $fence${FENCE}$fence$",
     "CREATE OR REPLACE TRIGGER griffon_fence_moves BEFORE INSERT ON moves "
     "FOR EACH ROW EXECUTE FUNCTION griffon_fence()",
@@ -144,7 +153,8 @@ class Leases:
     def installed(self) -> bool:
         """Whether the lease table and this version's fence are in place (nothing to lock)."""
         found = self.store.rows(
-            "SELECT to_regclass('griffon_leases') IS NOT NULL, "
+            "SELECT to_regclass('griffon_leases') IS NOT NULL "
+            "AND to_regclass('griffon_replicas') IS NOT NULL, "
             "(SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgname IN "
             "('griffon_fence_moves', 'griffon_fence_games', 'griffon_fence_bot_rooms') AND tgrelid IN "
             "('moves'::regclass, 'games'::regclass, 'bot_rooms'::regclass)), "
@@ -165,6 +175,35 @@ class Leases:
             for statement in INSTALL:
                 with self.store.guard():
                     self.store.conn.execute(statement)  # no parameters: the '%' of RAISE stays as is
+
+    def join(self, name: str, secret_check: str) -> list[tuple[str, float]]:
+        """Register this replica (``name``, its secret's ``secret_check``) as up; or, when live
+        replicas (seen within twice the lease) run with another secret, register nothing and
+        return them: (name, seconds since seen)."""
+        with self.store.lock, self.store.write():
+            others = self.store.run(
+                f"SELECT name, {NOW} - seen_at FROM griffon_replicas WHERE holder <> ? AND secret_check <> ? "
+                f"AND seen_at >= {NOW} - ? ORDER BY name", (self.holder, secret_check, 2 * self.lease_s),
+            ).fetchall()
+            if others:
+                return [(str(n), float(ago)) for n, ago in others]
+            self.store.run(f"DELETE FROM griffon_replicas WHERE seen_at < {NOW} - 86400")  # long gone
+            self.store.run(
+                "INSERT INTO griffon_replicas (holder, name, address, secret_check, started_at, seen_at) "
+                f"VALUES (?, ?, ?, ?, {NOW}, {NOW}) ON CONFLICT (holder) DO UPDATE SET seen_at = {NOW}",
+                (self.holder, name, self.address, secret_check),
+            )
+        return []
+
+    def seen(self) -> None:
+        """This replica is up (at every renewal)."""
+        with self.store.lock, self.store.write():
+            self.store.run(f"UPDATE griffon_replicas SET seen_at = {NOW} WHERE holder = ?", (self.holder,))
+
+    def leave(self) -> None:
+        """This replica stops (a clean shutdown): its row goes."""
+        with self.store.lock, self.store.write():
+            self.store.run("DELETE FROM griffon_replicas WHERE holder = ?", (self.holder,))
 
     def now(self) -> float:
         """The database's clock (Unix seconds)."""
@@ -249,3 +288,41 @@ class Leases:
         game_id, holder, address, fence, expires_at, game_clock = row
         return Lease(game_id, holder, address, int(fence), float(expires_at), float(game_clock),
                      float(expires_at) < now)
+
+
+@dataclass(frozen=True)
+class ReplicaStatus:
+    """One replica as the database sees it (``griffon replicas status``)."""
+
+    name: str
+    holder: str
+    address: str
+    up: bool  # seen within twice the lease
+    seen_s: float  # seconds since it was last seen
+    started_s: float  # seconds since it started
+    games: int  # live leases of tables
+    rooms: int  # live leases of bot rooms
+
+
+def status(store: Store, lease_s: float) -> tuple[list[ReplicaStatus], int]:
+    """The replicas that ran in the last day, the live ones first, with the tables and bot rooms
+    each holds now; and the tables in play that no live replica holds (waiting to be taken over)."""
+    if store.backend != "postgresql":
+        raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DATABASE_URL=postgresql://...")
+    if not store.rows("SELECT to_regclass('griffon_replicas') IS NOT NULL")[0][0]:
+        return [], 0
+    rows = store.rows(
+        f"SELECT r.name, r.holder, r.address, {NOW} - r.seen_at, {NOW} - r.started_at, "
+        "COUNT(l.game_id) FILTER (WHERE left(l.game_id, 4) <> 'bot:'), "
+        "COUNT(l.game_id) FILTER (WHERE left(l.game_id, 4) = 'bot:') "
+        "FROM griffon_replicas AS r LEFT JOIN griffon_leases AS l "
+        f"ON l.holder = r.holder AND l.expires_at >= {NOW} "
+        "GROUP BY r.holder ORDER BY r.name, r.started_at DESC"
+    )
+    replicas = [ReplicaStatus(str(n), str(h), str(a), float(seen) <= 2 * lease_s, float(seen), float(started),
+                              int(games), int(rooms)) for n, h, a, seen, started, games, rooms in rows]
+    waiting = store.rows(
+        "SELECT COUNT(*) FROM games AS g LEFT JOIN griffon_leases AS l ON l.game_id = g.id "
+        f"WHERE g.status = 'playing' AND (l.game_id IS NULL OR l.expires_at < {NOW})"
+    )[0][0]
+    return sorted(replicas, key=lambda r: (not r.up, r.name)), int(waiting)

@@ -35,6 +35,11 @@ hypothesis.settings.register_profile(
 )
 hypothesis.settings.load_profile("griffon")
 
+# Admission by the event loop's measured lag (service/capacity.py) answers how busy the machine is:
+# the servers and apps the tests start admit by the measured costs only, whatever else runs on the
+# host (tests/test_service_capacity.py checks the lag's admission on its own, with a lag it sets).
+os.environ.setdefault("GRIFFON_CAPACITY_LAG_MS", "0")
+
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Several workers share the 2 cores: one compute thread each (and in the servers and training
     # processes they start), instead of every one of them spinning a thread per core.

@@ -58,6 +58,7 @@ def in_process(**settings: object) -> Iterator[object]:
     from store import StoreSettings
 
     with tempfile.TemporaryDirectory(prefix="griffon-test-db-") as folder:
+        settings = {"capacity_lag_ms": 0, **settings}  # the measured costs only (tests/conftest.py)
         app = create_app(Settings(**settings), StoreSettings(data_dir=Path(folder)))  # type: ignore[arg-type]
         with TestClient(app, raise_server_exceptions=False) as client:
             yield client

@@ -75,14 +75,18 @@ def test_collapsed_stacks_give_own_and_cumulative_time_and_thread_shares() -> No
 
 
 def test_only_the_limits_the_tables_would_hit_are_raised() -> None:
-    assert server_env("pictomania", 2, admission=True) == {}
-    assert server_env("pictomania", 2) == {"GRIFFON_PICTOMANIA_TABLE_COST": "0"}  # measured past the budget
+    one_address = {"GRIFFON_CLIENT_CAPACITY_SHARE": "1"}  # the bench's tables all come from 127.0.0.1
+    assert server_env("pictomania", 2, admission=True) == one_address
+    past_budget = {"GRIFFON_PICTOMANIA_TABLE_COST": "0", "GRIFFON_CAPACITY_LAG_MS": "0"}
+    assert server_env("pictomania", 2) == one_address | past_budget
     raised = server_env("pictomania", 40)
     assert raised["GRIFFON_GAMES_PER_CLIENT"] == "40" and raised["GRIFFON_GAMES_PER_CLIENT_HOUR"] == "40"
     assert "GRIFFON_MAX_SESSIONS" not in raised  # 100 by default
     bots = server_env("bot", 300)
     assert int(bots["GRIFFON_MAX_BOT_SESSIONS"]) >= 300 and "GRIFFON_GAMES_PER_CLIENT" not in bots
-    assert set(bots) <= set(PER_CLIENT_LIMITS) | {"GRIFFON_MODEL", "GRIFFON_BOT_ROOM_COST"}
+    assert int(bots["GRIFFON_BOT_ROOMS_PER_CLIENT"]) >= 300
+    allowed = set(PER_CLIENT_LIMITS) | set(past_budget) | set(one_address)
+    assert set(bots) <= allowed | {"GRIFFON_MODEL", "GRIFFON_BOT_ROOM_COST"}
 
 
 @pytest.mark.parametrize("text", ["", "0,1", "4,2", "1,x", "2,2"])

@@ -247,8 +247,6 @@ def test_a_room_resumes_its_round_after_its_server_was_killed_or_stopped(tiny_ch
     """One server on SQLite, killed (SIGKILL) mid-round, then stopped cleanly (SIGTERM): each time
     the server started again on the same database takes the room back with its round."""
     import json
-    import os
-    import signal
 
     from websockets.sync.client import connect
 
@@ -279,7 +277,7 @@ def test_a_room_resumes_its_round_after_its_server_was_killed_or_stopped(tiny_ch
             # writer's latency, not before their analysis (docs/BOT_PROTOCOL.md): wait for it
             eventually(lambda: (room := db.load_bot_room(welcome["session"])) is not None
                        and len(room.strokes) == 1, 10, "the room's stroke was never stored")
-        os.kill(server.process.pid, signal.SIGKILL)
+        server.kill()  # SIGKILL to the whole process group: supervisor and workers
         server.process.wait(timeout=30)
     with running_server(env) as server:
         resume = {"session": welcome["session"], "token": welcome["resume_token"]}

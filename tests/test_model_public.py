@@ -166,6 +166,7 @@ def test_committee_command_writes_a_checkpoint_the_guesser_serves(tmp_path: Path
         reference.probabilities_from_views([reference.prepare_views(d) for d in drawings[:8]]),
         atol=1e-4,
     )
+    assert reference.metadata["training"]["holdout"] == ""  # no member of ours held anything out
     with pytest.raises(CheckpointError, match="would write over"):
         write_committee([str(out), "public:doodlenet"], out)
 

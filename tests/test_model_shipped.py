@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from model import DEFAULT_WEIGHTS, DrawingError, Guesser
+from model.raster import RasterSpec
 from tests.conftest import REPO, shape
 
 
@@ -39,9 +40,12 @@ def test_shipped_weights_are_small_and_documented() -> None:
 
 
 def test_shipped_model_reads_the_pen_path_as_well_as_the_raster(shipped: Guesser) -> None:
+    """Its raster view is the public models' 28 × 28 render read by a committee that starts from them;
+    its sequence view the pen's path."""
     assert shipped.member is not None and shipped.backend == "onnx-int8" and shipped.member.backend == "onnx"
+    assert shipped.spec == RasterSpec.bitmap()
     views = shipped.prepare_views(shape("square", np.random.default_rng(1)))
-    assert views.sequence is not None and views.image.shape == (2, 48, 48)
+    assert views.sequence is not None and views.image.shape == (1, 28, 28)
 
 
 def test_classes_are_the_official_categories_in_order(shipped: Guesser) -> None:

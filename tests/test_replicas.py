@@ -293,6 +293,45 @@ def test_a_replica_paused_past_its_lease_stands_down_without_writing(cluster: Cl
     page.close()
 
 
+def test_a_socket_relayed_to_a_frozen_replica_closes_and_comes_back_on_another(cluster: Cluster) -> None:
+    """A page whose socket reached another replica than its table's holder (relayed there), the
+    holder frozen (SIGSTOP): the relay's pings go unanswered and the socket closes (1011) while the
+    holder is still frozen; the page comes back on a replica that took the table over. The holder,
+    woken, stands down at once: it had stood still past its leases."""
+    page = start_table(cluster, "pictomania")
+    frozen = cluster.holder(page.id)
+    index = cluster.index(frozen)
+    other = next(i for i in range(len(cluster.replicas.ports)) if i != index)
+    relayed = Page(cluster.replicas.url(other), page.game)  # straight to a replica that relays it
+    relayed.play("stroke_drawn", kind="stroke", points=[[50, 50], [90, 20]])
+    page.close()
+    server = cluster.replicas.servers[index]
+    cluster.replicas.kill(index, signal.SIGSTOP)
+    try:
+        patience = Patience(15, "the relayed socket stayed open on a frozen replica")
+        while True:  # well before the freeze ends (the test ends it)
+            try:
+                relayed.ws.recv(timeout=0.5)
+            except TimeoutError:
+                assert not patience.expired(), patience.failure()
+                continue
+            except ConnectionClosed:
+                break
+        assert relayed.ws.close_code == 1011, relayed.ws.close_code
+        relayed.reconnect()  # through the same replica: it takes the table over once the lease ran out
+        assert cluster.holder(page.id) not in ("", frozen)
+        relayed.play("stroke_drawn", kind="stroke", points=[[60, 60], [120, 200]])
+    finally:
+        cluster.replicas.kill(index, signal.SIGCONT)
+    eventually(lambda: "stood still" in server.log(), 30, "the woken replica did not stand down")
+    woken = httpx.get(cluster.replicas.url(index) + "/metrics", timeout=patient(10)).text
+    assert 'griffon_replica{what="frozen"} 1.0' in woken
+    holder = cluster.index(cluster.holder(page.id))
+    taker = httpx.get(cluster.replicas.url(holder) + "/metrics", timeout=patient(10)).text
+    assert re.search(r'griffon_replica\{what="taken_over"\} [1-9]', taker), taker[-2000:]
+    relayed.close()
+
+
 def test_a_replica_stopped_cleanly_hands_its_tables_over(cluster: Cluster) -> None:
     page = start_table(cluster, "kontour")
     stopped = cluster.holder(page.id)

@@ -32,7 +32,8 @@ def test_the_budget_is_the_cores_times_the_utilisation_and_each_table_holds_its_
 
 def test_a_full_server_refuses_a_new_table_with_503_and_a_bot_room_with_an_overloaded_frame() -> None:
     settings = dict(capacity_cores=1, capacity_utilisation=1.0, pictomania_table_cost=0.6,
-                    kontour_table_cost=0.6, bot_room_cost=0.3, games_per_client=5)
+                    kontour_table_cost=0.6, bot_room_cost=0.3, games_per_client=5,
+                    client_capacity_share=1.0)  # the house's budget only (the tests' one client)
     with in_process(**settings) as app:
         first = app.post("/v1/play", json={"game": "kontour", "opponents": 1})
         assert first.status_code == 201, first.text
@@ -49,3 +50,133 @@ def test_a_full_server_refuses_a_new_table_with_503_and_a_bot_room_with_an_overl
                 assert frame["retry_after"] > 0
         metrics = app.get("/metrics").text
         assert 'griffon_refusals_total{reason="server_busy"} 2.0' in metrics
+
+
+def test_one_client_holds_at_most_its_share_of_the_budget_and_of_bot_rooms() -> None:
+    from service.capacity import ClientRooms
+
+    open_now: Counter[str] = Counter()
+    live: set[str] = set()
+    rooms = ClientRooms(lambda: live)
+    held = Counter[str]()
+    capacity = Capacity(Costs(pictomania=0.3, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
+                        client_share=0.25, held_by=lambda c: held[c] + 0.05 * rooms.count(c), rooms=rooms,
+                        rooms_per_client=4)
+    assert capacity.admits("pictomania", client="a")  # 0.3 > 0.25, but a client's first always fits
+    held["a"] = 0.3
+    assert not capacity.admits("kontour", client="a") and capacity.admits("kontour", client="b")
+    with pytest.raises(Unavailable, match="your address holds 0.30 of the 0.25 cores"):
+        capacity.admit("bot", client="a")
+    for n in range(4):
+        assert capacity.admits("bot", client="b")
+        live.add(f"r{n}")
+        rooms.add(f"r{n}", "b")
+        open_now["bot"] += 1
+    assert rooms.count("b") == 4
+    assert capacity.refusal("bot", client="b") == (
+        "your address holds 4 bot rooms already (at most 4); retry once one has ended")
+    live.discard("r0")  # a room ended: its place is free again
+    assert rooms.count("b") == 3 and capacity.admits("bot", client="b")
+
+
+def test_an_idle_flood_of_bot_rooms_from_one_address_leaves_room_for_the_others(tiny_checkpoint) -> None:
+    """The real server, a budget of 8 bot rooms of which one address may hold a quarter: one address
+    opening 8 idle rooms gets 2, and keeps only those 2 once it drops its sockets (the rooms wait for
+    a resume); two other addresses still get theirs."""
+    import contextlib
+    import json
+
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    from griffon.launch import patient, running_server
+
+    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_CAPACITY_CORES": "1",
+           "GRIFFON_CAPACITY_UTILISATION": "0.8", "GRIFFON_BOT_ROOM_COST": "0.1"}
+
+    def room(url: str, address: str):
+        """A bot room opened from ``address`` (127.0.0.x); (its socket, its first answer's type)."""
+        ws = connect(url + "/v1/bot", open_timeout=patient(10), source_address=(address, 0)).__enter__()
+        try:
+            with contextlib.suppress(ConnectionClosed):  # a refused room's frame comes first
+                ws.send(json.dumps({"type": "hello", "versions": [2]}))
+            answer = json.loads(ws.recv(timeout=patient(10)))
+        except Exception:
+            ws.close()
+            raise
+        return ws, answer["type"] if answer["type"] != "error" else answer["code"]
+
+    with running_server(env) as server:
+        flood = [room(server.ws_url, "127.0.0.1") for _ in range(8)]
+        assert [kind for _, kind in flood] == ["welcome"] * 2 + ["overloaded"] * 6
+        other, kind = room(server.ws_url, "127.0.0.2")
+        assert kind == "welcome"
+        for ws, _ in flood:
+            ws.socket.close()  # gone without a bye: its room waits bot_resume_s for a resume
+        again = [room(server.ws_url, "127.0.0.1") for _ in range(2)]
+        assert [kind for _, kind in again] == ["overloaded"] * 2
+        third, kind = room(server.ws_url, "127.0.0.3")
+        assert kind == "welcome"
+        for ws in (other, third, *(ws for ws, _ in again)):
+            ws.close()
+
+
+def test_a_lagging_event_loop_or_slow_acks_admit_nothing_new_but_a_first_table() -> None:
+    lag: list[float | None] = [None]
+    open_now: Counter[str] = Counter()
+    capacity = Capacity(Costs(pictomania=0.1, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
+                        lag=lambda: lag[0], lag_limit_s=0.05)
+    assert capacity.admits("pictomania")  # no figure yet
+    lag[0] = 0.2
+    assert capacity.admits("pictomania")  # nothing open: the first is admitted, however busy the host
+    open_now["pictomania"] = 1
+    with pytest.raises(Unavailable, match="lagged 200 ms at p99 lately, more than 50 ms") as refused:
+        capacity.admit("bot")
+    assert refused.value.code == "server_busy" and refused.value.retry_after
+    lag[0] = 0.03
+    assert capacity.admits("bot")  # the loop keeps up again
+    acks: list[float | None] = [0.15]
+    slow = Capacity(Costs(pictomania=0.1, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
+                    lag=lambda: 0.01, lag_limit_s=0.1, acks=lambda: acks[0])
+    assert slow.refusal("bot") == ("the server is slow now (its strokes were acknowledged in 150 ms at p99 "
+                                   "lately, more than 100 ms); retry in a while")
+    acks[0] = 0.08
+    assert slow.admits("bot")
+    off = Capacity(Costs(pictomania=0.1, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
+                   lag=lambda: 0.2, lag_limit_s=0.0, acks=lambda: 1.0)
+    assert off.admits("bot")  # capacity_lag_ms 0: the measured costs only
+
+
+def test_the_loop_lag_is_measured_over_a_recent_window() -> None:
+    import asyncio
+    import time
+
+    from service.capacity import LoopLag
+
+    async def run() -> tuple[float | None, float | None]:
+        lag = LoopLag(period_s=0.01, window_s=60.0)
+        sampler = asyncio.create_task(lag.run())
+        while len(lag.samples) < 30:
+            await asyncio.sleep(0.01)
+        time.sleep(0.3)  # a stall of the loop: the sampler wakes at least this late
+        await asyncio.sleep(0.05)
+        sampler.cancel()
+        stalled = lag.p99()
+        late = lag.clock() + 120  # two windows later, every sample is out of it
+        lag.clock = lambda: late
+        return stalled, lag.p99()
+
+    stalled, later = asyncio.run(run())
+    assert stalled is not None and stalled >= 0.25
+    assert later is None
+
+
+def test_the_stroke_acknowledgements_of_the_last_seconds_are_kept_for_admission() -> None:
+    from service.metrics import Metrics
+
+    metrics = Metrics()
+    assert metrics.recent_acks.p99() is None
+    for n in range(30):
+        metrics.stroke_ack.labels(source="play").observe(0.2 if n == 29 else 0.01)
+    assert metrics.recent_acks.p99() == 0.2  # of 30 samples, the 99th percentile is the largest
+    assert b'griffon_stroke_ack_seconds_count{source="play"} 30.0' in metrics.render()

@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -109,7 +107,7 @@ def check_resumed(player: Player, paused: dict[str, Any]) -> None:
 
 
 def kill(server: Server) -> None:
-    os.kill(server.process.pid, signal.SIGKILL)
+    server.kill()  # SIGKILL to the whole process group: supervisor and workers
     server.process.wait(timeout=patient(10))
 
 

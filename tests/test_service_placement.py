@@ -277,3 +277,22 @@ def test_an_unreachable_worker_is_passed_over_and_the_table_made_where_it_was_as
     assert made.status_code == 201, made.text
     assert Workers(0, 2, folder, "").owner(made.json()["game_id"]) == 0
     assert "cannot be reached" in server.log()
+
+
+@pytest.mark.slow
+def test_a_client_s_lobbies_are_counted_on_every_worker(two_workers: tuple[Server, Path]) -> None:
+    """``rooms_per_client`` (2) holds across the workers: a client with a lobby on each worker is
+    refused a third on either (each request reaches a worker as the kernel spreads them; here the
+    test picks the worker, as a sibling forwards it)."""
+    server, folder = two_workers
+    headers = {RELAY_HEADER: secret_of(server), CLIENT_HEADER: "203.0.113.9"}  # one client, by its address
+    body = {"game": "kontour", "name": "Zoé", "ai": 1}
+    first = post(folder, 0, "/v1/rooms", body, headers)
+    second = post(folder, 1, "/v1/rooms", body, headers)
+    assert (first.status_code, second.status_code) == (201, 201), (first.text, second.text)
+    for index in (0, 1):
+        third = post(folder, index, "/v1/rooms", body, headers)
+        assert third.status_code == 429, third.text
+        assert third.json()["error"] == "too_many_rooms" and "2 rooms" in third.json()["message"]
+    other = post(folder, 1, "/v1/rooms", body, {**headers, CLIENT_HEADER: "203.0.113.10"})
+    assert other.status_code == 201, other.text  # another client is not counted with it

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -151,7 +150,7 @@ def stored_in_time(db: Path, session: str, round_ends: int, drawings: int, deadl
 
 
 def kill(server: Server) -> None:
-    os.kill(server.process.pid, signal.SIGKILL)
+    server.kill()  # SIGKILL to the whole process group: supervisor and workers
     server.process.wait(timeout=patient(10))
 
 
@@ -291,3 +290,52 @@ def test_a_bad_setting_stops_griffon_serve_with_one_line_naming_it(
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and variable in lines[0], done.stderr
     assert "Application startup failed" not in done.stderr
+
+
+def test_a_damaged_game_row_is_abandoned_with_one_line_and_the_others_resume(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """One byte that is not UTF-8 in one game's stored setup: that game is marked abandoned with one
+    log line, the server's other games resume (SQLite itself refuses to decode the row)."""
+    import logging
+
+    path = tmp_path / "games.db"
+
+    def manager(store: Any) -> GameManager:
+        return GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), store)
+
+    async def create() -> list[str]:
+        store = open_store(f"sqlite:///{path}")
+        games = manager(store)
+        ids = [games.create("kontour", 1, "normal", "Ana", seed=seed, client=f"c{seed}").id
+               for seed in range(3)]
+        await games.aclose()
+        store.close()
+        return ids
+
+    ids = asyncio.run(create())
+    with sqlite3.connect(path) as db:  # the middle game's setup: a JSON text with a 0xFF byte in it
+        (setup,) = db.execute("SELECT setup FROM games WHERE id = ?", (ids[1],)).fetchone()
+        damaged = setup.encode()[:10] + b"\xff" + setup.encode()[10:]
+        db.execute("UPDATE games SET setup = CAST(? AS TEXT) WHERE id = ?", (damaged, ids[1]))
+    with sqlite3.connect(path) as db, pytest.raises(sqlite3.OperationalError, match="decode"):
+        db.execute("SELECT setup FROM games WHERE id = ?", (ids[1],)).fetchall()  # really damaged
+
+    async def resume() -> tuple[tuple[int, int], list[str]]:
+        store = open_store(f"sqlite:///{path}")
+        games = manager(store)
+        with caplog.at_level(logging.INFO, logger="griffon.play"):
+            counts = games.resume()
+        back = sorted(games.games)
+        await games.aclose()
+        store.close()
+        return counts, back
+
+    counts, back = asyncio.run(resume())
+    assert counts == (2, 1)
+    assert back == sorted([ids[0], ids[2]])
+    lines = [r.getMessage() for r in caplog.records if ids[1] in r.getMessage()]
+    assert len(lines) == 1 and "abandoned" in lines[0], lines
+    assert not any(r.exc_info for r in caplog.records)  # no traceback
+    with sqlite3.connect(path) as db:
+        status = dict(db.execute("SELECT id, status FROM games").fetchall())
+    assert status[ids[1]] == "abandoned" and status[ids[0]] == status[ids[2]] == "playing"

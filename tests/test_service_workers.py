@@ -17,7 +17,8 @@ import pytest
 from websockets.asyncio.client import unix_connect
 from websockets.exceptions import WebSocketException
 
-from griffon.launch import REPO, Patience, free_port, patient, running_server
+from griffon.launch import REPO, Patience, eventually, free_port, patient, running_server
+from griffon.serve import bound_socket
 from service.workers import Workers
 
 STROKE = {"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [60, 80], [120, 40]]}}
@@ -103,3 +104,51 @@ def test_a_worker_that_cannot_start_stops_the_server_with_its_status(tmp_path: P
     )
     assert done.returncode != 0
     assert "stopped at start" in done.stderr, done.stderr[-2000:]
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended, every thread of it (exited, or a zombie nobody reaped yet:
+    its main thread shows as a zombie while its other threads still exit, its files still open)."""
+    try:
+        zombie = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        return zombie and len(list(Path(f"/proc/{pid}/task").iterdir())) <= 1
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def health(socket_path: Path) -> httpx.Response:
+    """GET /healthz of one worker, over its private socket."""
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(socket_path)), timeout=patient(10)) as client:
+        return client.get("http://worker/healthz")
+
+
+@pytest.mark.slow
+def test_a_dead_worker_makes_healthz_degraded_and_a_killed_supervisor_takes_its_workers_along(
+        tiny_checkpoint: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "workers"
+    env = {"GRIFFON_WORKER_DIR": str(folder), "GRIFFON_MODEL": str(tiny_checkpoint)}
+    with running_server(env, workers=2) as server:
+        supervisor, port = server.process.pid, int(server.url.rsplit(":", 1)[1])
+        assert health(folder / "worker-0.sock").json()["unreachable_workers"] == []
+        os.kill(supervisor, signal.SIGSTOP)  # so that it does not start worker 1 again at once
+        try:
+            killed = worker_pid(supervisor, 1)
+            os.kill(killed, signal.SIGKILL)
+            eventually(lambda: gone(killed), patient(10), "worker 1 did not die")
+            degraded = health(folder / "worker-0.sock")
+        finally:
+            os.kill(supervisor, signal.SIGCONT)
+        assert degraded.status_code == 503, degraded.text  # half the games cannot be reached
+        assert degraded.json()["status"] == "degraded" and degraded.json()["unreachable_workers"] == [1]
+        eventually(lambda: health(folder / "worker-0.sock").status_code == 200, patient(120),
+                   "worker 1 was not started again")
+
+        workers = [worker_pid(supervisor, i) for i in range(2)]
+        os.kill(supervisor, signal.SIGKILL)  # the supervisor alone, as a crash or the OOM killer does
+        server.process.wait(timeout=patient(10))
+        try:
+            eventually(lambda: all(gone(pid) for pid in workers), patient(30),
+                       "the workers outlived their supervisor")
+        finally:
+            server.kill()  # whatever is left of its process group
+        bound_socket("127.0.0.1", port).close()  # a new server can listen on the port

@@ -212,3 +212,77 @@ def test_replica_settings_that_do_not_go_together_are_refused_with_their_names(
     with pytest.raises(ReplicaSettingsError, match=said):
         ReplicaSettings.from_env(environ)
     assert ReplicaSettings.from_env({}).name is None  # none: a server alone
+
+
+def test_a_replica_with_another_secret_is_refused_and_the_status_says_who_holds_what(schema_url: str) -> None:
+    from service.replicas import join
+    from store.leases import status
+
+    def started(name: str, secret: str) -> tuple[Store, Replica]:
+        settings = ReplicaSettings(name=name, address=f"127.0.0.1:{8100 + len(name)}", secret=secret,
+                                   lease_s=3, renew_s=1)
+        one = Replica(settings)
+        store = open_store(holder_url(schema_url, one.holder))
+        assert isinstance(store, Store)
+        return store, one
+
+    good, bad = "s" * 24, "t" * 24
+    store_a, a = started("r1", good)
+    leases_a = join(store_a, a)
+    store_b, b = started("r2", bad)
+    with pytest.raises(ReplicaSettingsError) as refused:
+        join(store_b, b)
+    message = str(refused.value)
+    assert "\n" not in message and "GRIFFON_REPLICA_SECRET" in message and "r1" in message
+    assert bad not in message and good not in message
+    store_c, c = started("r3", good)
+    leases_c = join(store_c, c)
+    leases_a.claim("g1")
+    leases_a.claim("bot:s1")
+    leases_c.claim("g2")
+    replicas, waiting = status(store_a, 3.0)
+    seen = {r.name: (r.up, r.games, r.rooms) for r in replicas}
+    assert seen == {"r1": (True, 1, 1), "r3": (True, 1, 0)}  # r2 never joined
+    assert all(good not in str(row) for row in store_a.rows("SELECT * FROM griffon_replicas"))
+    leases_a.release(None)
+    leases_a.leave()  # r1 stops cleanly: gone from the view, its games waiting for a taker
+    replicas, _ = status(store_c, 3.0)
+    assert [(r.name, r.games) for r in replicas] == [("r3", 1)]
+    from typer.testing import CliRunner
+
+    from griffon.cli import app
+
+    shown = CliRunner().invoke(app, ["replicas", "status", "--url", schema_url])
+    assert shown.exit_code == 0, shown.output
+    [line] = [line for line in shown.output.splitlines() if line.startswith("r3")]
+    assert line.split()[1] == "up" and c.holder in line
+    data = json.loads(CliRunner().invoke(app, ["replicas", "status", "--json", "--url", schema_url]).output)
+    assert [(r["name"], r["up"], r["games"]) for r in data["replicas"]] == [("r3", True, 1)]
+    for store in (store_a, store_b, store_c):
+        store.close()
+
+
+def test_griffon_serve_as_a_replica_with_another_secret_stops_with_one_line(schema_url: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from griffon.launch import REPO, free_port, patient
+    from service.replicas import join
+
+    live = Replica(ReplicaSettings(name="r1", address="127.0.0.1:8101", secret="s" * 24))
+    store = open_store(holder_url(schema_url, live.holder))
+    assert isinstance(store, Store)
+    join(store, live)
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GRIFFON_DATABASE_URL": schema_url,
+           "GRIFFON_REPLICA_NAME": "r2", "GRIFFON_REPLICA_ADDRESS": f"127.0.0.1:{port}",
+           "GRIFFON_REPLICA_SECRET": "t" * 24}
+    done = subprocess.run([sys.executable, "-m", "griffon.serve", "--port", str(port), "--workers", "1"],
+                          env=env, capture_output=True, text=True, timeout=patient(120), cwd=REPO)
+    store.close()
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    lines = [line for line in said.splitlines() if "GRIFFON_REPLICA_SECRET" in line]
+    assert len(lines) == 1 and "r1" in lines[0], said
+    assert "Traceback" not in said, said

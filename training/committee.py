@@ -52,6 +52,13 @@ def _member(source: str, classes: list[str] | None) -> dict[str, Any]:
     }
 
 
+def _holdout(members: list[dict[str, Any]]) -> str:
+    """What every trained member held out (``val`` or ``dev``), else empty; a public model as published
+    holds nothing out of its own training, but nothing of ours trains it."""
+    held = {m["training"].get("holdout", "") for m in members if m["training"].get("fine_tuned") is not False}
+    return held.pop() if len(held) == 1 else ""
+
+
 def write_committee(sources: list[str], out: Path | str) -> Path:
     """Write the committee of ``sources`` (checkpoints or ``public:NAME``) to the new file ``out``;
     raises :class:`CheckpointError` when the members differ in classes or raster spec."""
@@ -85,7 +92,7 @@ def write_committee(sources: list[str], out: Path | str) -> Path:
         classes=classes,
         spec=spec,
         state_dict=network.state_dict(),
-        training={"committee": [m["training"] for m in members]},
+        training={"committee": [m["training"] for m in members], "holdout": _holdout(members)},
     )
     return Path(out)
 

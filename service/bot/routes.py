@@ -90,11 +90,12 @@ BotsDep = Annotated[BotRegistry, Depends(get_bots)]
 async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> None:
     """A bot player for one room (see docs/BOT_PROTOCOL.md)."""
     await ws.accept()
+    client = client_of(ws)
     capacity: Capacity | None = getattr(ws.app.state, "capacity", None)
-    if capacity is not None and not capacity.admits("bot"):
+    refusal = capacity.refusal("bot", client=client) if capacity is not None else None
+    if refusal is not None:  # the house's budget, or this address's share of it (service/capacity.py)
         shared.metrics.refused("server_busy")
-        await ws.send_json(error_frame("overloaded", "the server is at capacity: retry in a while")
-                           | {"retry_after": RETRY_AFTER_S})
+        await ws.send_json(error_frame("overloaded", refusal) | {"retry_after": RETRY_AFTER_S})
         await ws.close(CLOSE_TRY_LATER, "at capacity")
         return
     workers: Workers | None = getattr(ws.app.state, "workers", None)
@@ -105,7 +106,9 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
         await ws.send_json(error_frame("server_full", f"the server already holds {limit} bots"))
         await ws.close(CLOSE_FULL, "server full")
         return
-    connection = Connection(ws, session, registry.settings, registry, client_of(ws), workers)
+    if capacity is not None and capacity.rooms is not None:
+        capacity.rooms.add(session.id, client)
+    connection = Connection(ws, session, registry.settings, registry, client, workers)
     try:
         await connection.run()
     except WebSocketDisconnect:

@@ -29,6 +29,7 @@ import json
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -60,7 +61,7 @@ from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
 from service.shared import client_of
 from service.workers import Workers
-from store import Store, StoredGame, StoreError, hash_token
+from store import Store, StoredGame, StoreError, StoreUnavailable, hash_token
 from store.background import shared_writer
 from store.group_commit import shared_move_writer
 from store.leases import is_lease_lost
@@ -79,6 +80,7 @@ CLOSE_IDLE = 4408
 CLOSE_FULL = 4429
 CLOSE_TOO_SLOW = 1013
 CLOSE_MOVED = 1012  # the game moved to another replica (service.replicas): reconnect
+CLOSE_WAIT_S = 5.0  # how long a socket too slow to read its frames is given to take its close
 
 
 class TooManyGames(RuntimeError):
@@ -248,7 +250,8 @@ class GameManager:
             raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
         replaced = self._check_client(client)
         if self.capacity is not None:
-            self.capacity.admit(game, freeing=self.games[replaced].kind if replaced is not None else None)
+            self.capacity.admit(game, freeing=self.games[replaced].kind if replaced is not None else None,
+                                client=client)
         seed = seed if seed is not None else secrets.randbelow(2**31)
         deal = self._kontour_setup if game == "kontour" else self._pictomania_setup
         setup = deal(names, seed) | {"level": level, "learn": learn}
@@ -288,6 +291,11 @@ class GameManager:
     def open_count(self, kind: str) -> int:
         """Games of that kind open now."""
         return sum(1 for game in self.games.values() if game.kind == kind)
+
+    def held_by(self, client: str, cost: Callable[[str], float]) -> float:
+        """The share of a core ``client``'s open games hold (``cost(kind)``: one game's)."""
+        return sum(cost(self.games[gid].kind) for gid, owner in self.owners.items()
+                   if owner == client and gid in self.games)
 
     def socket_count(self) -> int:
         """Sockets attached to the open games."""
@@ -360,17 +368,17 @@ class GameManager:
         if self.store is None:
             return 0, 0
         resumed = abandoned = 0
-        mine = [g for g in self.store.load_unfinished_games()
-                if self.workers is None or self.workers.owns(g.id)]  # each worker resumes its own
-        unfinished = sorted(mine, key=lambda g: (g.updated_at, g.created_at), reverse=True)
-        keep, overflow = unfinished[: self.settings.max_sessions], unfinished[self.settings.max_sessions:]
-        for stored in overflow:
+        mine = [gid for gid in self.store.unfinished_game_ids()
+                if self.workers is None or self.workers.owns(gid)]  # each worker resumes its own
+        keep, overflow = mine[: self.settings.max_sessions], mine[self.settings.max_sessions:]
+        for gid in overflow:
             with contextlib.suppress(StoreError):
-                self.store.finish_game(stored.id, "expired")
+                self.store.finish_game(gid, "expired")
         if overflow:
             log.info("games beyond the %d slots: %d marked expired", len(keep), len(overflow))
-        for stored in reversed(keep):  # oldest first: the newest end up last, as when created
-            if self.adopt(stored) is None:
+        for gid in reversed(keep):  # oldest first: the newest end up last, as when created
+            stored = self._load_stored(gid)
+            if stored is None or self.adopt(stored) is None:
                 abandoned += 1
             else:
                 resumed += 1
@@ -378,6 +386,22 @@ class GameManager:
             log.info("games resumed from the database: %d (%d abandoned)", resumed, abandoned)
         self.rooms.load()  # after the games: the codes of the rooms started are known
         return resumed, abandoned
+
+    def _load_stored(self, game_id: str) -> StoredGame | None:
+        """One stored game to resume; a row that cannot be read (bytes that are not UTF-8, JSON
+        that does not parse) is marked ``abandoned`` with one log line (None). A database that
+        cannot be reached stops the start (`StoreUnavailable`): nothing is marked then."""
+        assert self.store is not None
+        try:
+            return self.store.load_game(game_id)
+        except StoreUnavailable:
+            raise
+        except Exception as error:  # the driver's decoding error, or json's
+            log.warning("game %s: its stored row cannot be read (%s: %s); marked abandoned",
+                        game_id, type(error).__name__, str(error)[:200])
+            with contextlib.suppress(StoreError):
+                self.store.finish_game(game_id, "abandoned")
+            return None
 
     def adopt(self, stored: StoredGame, game_clock: float = 0.0) -> GameSession | None:
         """Bring one stored game back: rebuilt from its setup, its log replayed, its AI players
@@ -631,20 +655,59 @@ async def _send_loop(
     websocket: WebSocket, queue: asyncio.Queue[dict[str, Any] | None], manager: GameManager,
     session: GameSession,
 ) -> None:
-    while True:
-        frame = await queue.get()
-        if frame is None:
-            if session.moved:  # another replica drives it now (service.replicas): reconnect there
-                await websocket.close(CLOSE_MOVED, "the game moved to another server; reconnect")
-            elif manager.games.get(session.id) is session:  # dropped for not reading, game goes on
-                await websocket.close(CLOSE_TOO_SLOW, "socket too slow; reconnect")
-            else:
-                await websocket.close(CLOSE_EXPIRED, "game closed")
-            return
-        started = time.perf_counter()
-        text = encode_frame(frame)  # the table's loop time too
-        await session.take_turn(time.perf_counter() - started)
-        await websocket.send_text(text)
+    """Encode the socket's frames as they come and write them in order; a socket that lets more
+    than ``send_queue_bytes`` of them wait (it does not read) is let go and closed (1013): what one
+    socket holds of the server's memory is bounded in bytes, not only in frames."""
+    outbox: deque[str] = deque()
+    waiting = 0  # bytes in the outbox
+    more = asyncio.Event()
+    closing: tuple[int, str] | None = None
+
+    async def write() -> None:
+        nonlocal waiting
+        while True:
+            await more.wait()
+            more.clear()
+            while outbox:
+                await websocket.send_text(outbox[0])
+                waiting -= len(outbox.popleft())
+            if closing is not None:
+                await websocket.close(*closing)
+                return
+
+    writer = asyncio.create_task(write())
+    try:
+        while not writer.done():
+            frame = await queue.get()
+            if frame is None:
+                if session.moved:  # another replica drives it now (service.replicas): reconnect there
+                    closing = (CLOSE_MOVED, "the game moved to another server; reconnect")
+                elif manager.games.get(session.id) is session:  # dropped for not reading, game goes on
+                    closing = (CLOSE_TOO_SLOW, "socket too slow; reconnect")
+                else:
+                    closing = (CLOSE_EXPIRED, "game closed")
+                more.set()
+                await writer  # the frames before it, then the close
+                return
+            started = time.perf_counter()
+            text = encode_frame(frame)  # the table's loop time too
+            await session.take_turn(time.perf_counter() - started)
+            if waiting + len(text) > manager.settings.send_queue_bytes:
+                manager.refused("too_slow")
+                session.detach(queue)  # its seat's frames stop here; the game goes on
+                outbox.clear()
+                writer.cancel()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await asyncio.wait_for(websocket.close(CLOSE_TOO_SLOW, "socket too slow; reconnect"),
+                                           CLOSE_WAIT_S)  # a socket that never reads may not take it
+                return
+            outbox.append(text)
+            waiting += len(text)
+            more.set()
+    finally:
+        writer.cancel()
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await writer
 
 
 def _reply(

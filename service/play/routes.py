@@ -263,8 +263,11 @@ async def new_room(
     """Open a room hosted by the caller: friends join it from its link; the host fills the other
     seats with AI players and starts it through the lobby socket (docs/PLAY.md). Under
     ``--workers N`` the room, and the games it starts, are on the least-loaded worker."""
+    placement: Placement | None = request.app.state.placement
 
     async def make() -> RoomCreated:
+        if placement is not None:  # the client's lobbies on every worker (service/placement.py)
+            placement.check_lobbies(client, games.play.rooms_per_client)
         try:
             room, token = games.rooms.create(body.game, body.name.strip(), body.level, body.ai, client)
         except RoomError as error:
@@ -274,7 +277,6 @@ async def new_room(
         return RoomCreated(code=room.code, link=f"/r/{room.code}", token=token, seat=HUMAN, game=body.game,
                            ws=ws)
 
-    placement: Placement | None = request.app.state.placement
     return await make() if placement is None else await placement.place(request, body.game, client, make)
 
 
