@@ -51,55 +51,40 @@ bench: setup
 # into a file of its own, and make runs two steps at a time (one per core) as soon as their inputs
 # exist: the public models' answers on every training drawing, cached once (a few minutes); the
 # public ResNet fine-tuned on our views toward the labels and its own untouched answer (a 50-minute
-# budget), the public DoodleNet the same way (30 minutes); the untaught stroke-sequence member (50
-# epochs), then the one taught lightly by the cache (40 epochs). Then the committee of the raster
-# networks — both fine-tuned models and the untouched ResNet, pooled by their geometric mean — its
-# temperature fitted on the dev band with its labels, the two members attached (a two-view model)
-# and the pool's temperature matched on dev to the committee alone. Last, `griffon model ship` copies
-# it to model/weights/ with its model card (the model measured beside its raster view alone and the
-# public models), int8 copy and categories.txt, and checks them.
+# budget) beside the public DoodleNet fine-tuned the same way (30 minutes). Then the committee of the
+# raster networks — both fine-tuned models and the untouched ResNet, pooled by their geometric mean,
+# each at temperature 1 (a temperature fitted on the dev band, which the fine-tuned networks trained
+# on, made it over-confident on validation: docs/TRAINING.md). Last, `griffon model ship` copies it to
+# model/weights/ with its model card (the model measured beside the public models), int8 copy and
+# categories.txt, and checks them. (The stroke-sequence members, `--preset sequence-untaught` and
+# `sequence-taught`, no longer add to it: docs/EXPERIMENTS.md.)
 # A step whose file exists is not run again: an interrupted `make train` goes on from the last
 # finished step (`rm -r runs/` to start over).
 GRIFFON := $(VENV)/bin/griffon
 DATA_FLAG := $(if $(DATA),--data $(DATA))
 # SEED=N trains every network of the chain with seed N instead of its preset's (another run of the
-# recipe: `make runs/committee/two-view.pt SEED=1`, which ships nothing).
+# recipe: `make runs/committee/model.pt SEED=1`, which ships nothing).
 TRAIN := $(GRIFFON) train $(DATA_FLAG) $(if $(SEED),--seed $(SEED))
 MODEL := $(GRIFFON) model
 TEACHERS_CACHE := runs/teachers/answers.npz
 TEACHERS_DIR := $(or $(GRIFFON_TEACHERS),model/public)
-UNTAUGHT := runs/sequence-untaught/sequence.pt
-TAUGHT := runs/sequence-taught/sequence.pt
 RESNET := runs/public-resnet/model.pt
 DOODLENET := runs/public-doodlenet/model.pt
 COMMITTEE := runs/committee/model.pt
-CALIBRATED := runs/committee/calibrated.pt
-ATTACHED := runs/committee/attached.pt
-TWO_VIEW := runs/committee/two-view.pt
 .DELETE_ON_ERROR:
 
 train: setup
-	$(MAKE) -j2 $(TWO_VIEW)
-	$(MODEL) ship $(DATA_FLAG) --teachers $(TEACHERS_DIR) $(TWO_VIEW)
+	$(MAKE) -j2 $(COMMITTEE)
+	$(MODEL) ship $(DATA_FLAG) --teachers $(TEACHERS_DIR) $(COMMITTEE)
 
 $(TEACHERS_CACHE):
 	$(PY) -m training.teachers cache $(DATA_FLAG) --out $@ --top-k 32
-$(UNTAUGHT):
-	$(TRAIN) --preset sequence-untaught
-$(TAUGHT): $(TEACHERS_CACHE) | $(UNTAUGHT)
-	$(TRAIN) --preset sequence-taught
 $(RESNET): $(TEACHERS_CACHE)
 	$(TRAIN) --preset public-resnet $(ARGS)
 $(DOODLENET): $(TEACHERS_CACHE)
 	$(TRAIN) --preset public-doodlenet $(ARGS)
 $(COMMITTEE): $(RESNET) $(DOODLENET)
 	$(MODEL) committee $(RESNET) $(DOODLENET) public:quickdraw-resnet --out $@
-$(CALIBRATED): $(COMMITTEE)
-	$(MODEL) calibrate $(DATA_FLAG) --model $(COMMITTEE) --split dev --trained-on --out $@
-$(ATTACHED): $(CALIBRATED) $(UNTAUGHT) $(TAUGHT)
-	$(MODEL) attach --model $(CALIBRATED) --out $@ --member $(UNTAUGHT) $(TAUGHT)
-$(TWO_VIEW): $(ATTACHED)
-	$(MODEL) calibrate $(DATA_FLAG) --model $(ATTACHED) --match $(CALIBRATED) --out $@
 
 eval: setup
 	$(VENV)/bin/griffon eval $(if $(DATA),--data $(DATA)) --out reports/eval $(ARGS)

@@ -186,14 +186,13 @@ def makefile_rules() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
 
 def test_every_preset_reads_and_make_train_is_one_chain_from_data_to_the_shipped_model() -> None:
     """Every preset is valid settings; `make train` builds one file with make's own scheduling, then
-    ships it. Each step of that chain declares as prerequisites the checkpoints its network learns
-    from or starts from (so `make -j2` never runs a step beside its inputs), writes the file its
-    preset names, pools the two fine-tuned public models with the untouched ResNet, attaches exactly
-    the stroke-sequence members it trains, and makes each derived checkpoint (committee, calibrated,
-    attached) as a new file."""
+    ships it. Each step of that chain declares as prerequisites what its network learns from (so
+    `make -j2` never runs a step beside its inputs), writes the file its preset names, fine-tunes a
+    public model from its own weights toward its own untouched answers, and pools both fine-tuned
+    models with the untouched ResNet into a new file, which is shipped."""
     presets = {path.stem: parse_config(["--preset", path.stem]) for path in PRESETS_DIR.glob("*.yaml")}
     prerequisites, recipes = makefile_rules()
-    final = "runs/committee/two-view.pt"
+    final = "runs/committee/model.pt"
     ship = f"$(MODEL) ship $(DATA_FLAG) --teachers $(TEACHERS_DIR) {final}"  # the card measures the teachers
     assert recipes["train"] == [f"$(MAKE) -j2 {final}", ship]
 
@@ -204,42 +203,29 @@ def test_every_preset_reads_and_make_train_is_one_chain_from_data_to_the_shipped
     chain = needed(final) | {final}
     presets_of = {target: re.findall(r"--preset ([\w-]+)", " ".join(recipes[target])) for target in chain}
     trained = {target: name for target, names in presets_of.items() for name in names}
-    expected = ["public-doodlenet", "public-resnet", "sequence-taught", "sequence-untaught"]
-    assert sorted(trained.values()) == expected
-    members, raster = [], []
+    assert sorted(trained.values()) == ["public-doodlenet", "public-resnet"]
     for target, name in trained.items():
         config = presets[name]
-        sequence = config.NETWORK == "sequence"
-        assert target == f"{config.out}/{'sequence.pt' if sequence else 'model.pt'}"
-        (members if sequence else raster).append(target)
-        inputs = [getattr(config, "init", ""), *config.teacher, *config.sequence_teacher]
-        inputs.append(getattr(config, "teacher_cache", ""))
+        assert target == f"{config.out}/model.pt"
+        inputs = [config.init, *config.teacher, *config.sequence_teacher, config.teacher_cache]
         assert {path for path in inputs if path} <= needed(target), (name, inputs)
-        if not sequence:  # a public model, from its own weights, toward its own untouched answers
-            assert config.architecture == "public" and config.style == "bitmap" and not config.init
-            assert config.cache_teachers == config.public and config.holdout == "val"
+        # a public model, from its own weights, toward its own untouched answers, validation held out
+        assert config.architecture == "public" and config.style == "bitmap" and not config.init
+        assert config.cache_teachers == config.public and config.holdout == "val"
     cache = presets["public-resnet"].teacher_cache  # the public models' answers, cached once
     assert any("training.teachers cache" in line and f"--out {cache}" in line for line in recipes[cache])
-    taught = presets["sequence-taught"]  # the taught member learns the same cache, after the untaught one
-    assert taught.teacher_cache == cache and not taught.teacher and not taught.sequence_teacher
-    assert f"{presets['sequence-untaught'].out}/sequence.pt" in prerequisites[f"{taught.out}/sequence.pt"]
     derived = [target for target in chain if target not in trained and target != cache]
     for target in derived:
         [line] = recipes[target]
         words = line.split()
-        assert words[0] == "$(MODEL)" and words[1] in ("calibrate", "attach", "committee"), line
+        assert words[0] == "$(MODEL)" and words[1] in ("calibrate", "committee"), line
         assert words[words.index("--out") + 1] == target  # always a new file
         reads = ("--model", "--match", "--apply-to")
         inputs = [words[i + 1] for i, flag in enumerate(words) if flag in reads]
         if words[1] == "committee":
             pooled = words[2 : words.index("--out")]
-            assert sorted(w for w in pooled if not w.startswith("public:")) == sorted(raster)
+            assert sorted(w for w in pooled if not w.startswith("public:")) == sorted(trained)
             assert "public:quickdraw-resnet" in pooled  # the untouched model holds what it knew
             inputs += [w for w in pooled if not w.startswith("public:")]
-        if words[1] == "attach":
-            attached = words[words.index("--member") + 1 :]
-            assert sorted(attached) == sorted(members) and len(members) == 2
-            assert inputs[0].startswith("runs/committee/")  # the committee is shipped
-            inputs += attached
         assert target not in inputs and set(inputs) <= needed(target), (target, inputs)
-    assert [recipes[target][0].split()[1] for target in derived].count("attach") == 1
+    assert sorted(recipes[target][0].split()[1] for target in derived) == ["committee"]

@@ -302,7 +302,7 @@ def write_model_card(
     :func:`committee_training`, for a committee of raster networks)."""
     split = meta["per_split"]
     spec = config.raster_spec()
-    public = committee or getattr(config, "architecture", "") == "public"
+    public = bool(committee) or getattr(config, "architecture", "") == "public"
     text = CARD.format(
         classes=len(meta["classes"]),
         size=spec.size,
