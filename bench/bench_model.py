@@ -242,12 +242,20 @@ def main(argv: list[str] | None = None) -> dict:
         results["legacy_preprocessing_torch_val_top1"], _ = top1(guesser, legacy_views, labels)
         results["val_drawings"] = len(kept)
     table = {}
+    other_views = None  # the compared model's own views: it may read another raster or the pen's path
+    if args.compare and records:
+        reader = Guesser.load(args.compare, expected_classes=guesser.labels, backend="torch")
+        other_views = [reader.prepare_views(s) for s, w, _ in records if w in set(guesser.labels)]
     for backend in args.backends.split(","):
         candidate = Guesser.load(backend=backend)
         table[backend] = backend_figures(candidate, drawings, val_views, labels, args.batch)
         if args.compare:  # the same drawings and back-end, one right after the other: hosts differ
             other = Guesser.load(args.compare, expected_classes=guesser.labels, backend=backend)
-            table[f"{backend} (compare)"] = backend_figures(other, drawings, val_views, labels, args.batch)
+            table[f"{backend} (compare)"] = backend_figures(other, drawings, other_views, labels, args.batch)
+            table[f"{backend} (ratio to compare)"] = {
+                key: value / table[f"{backend} (compare)"][key]
+                for key, value in table[backend].items() if table[f"{backend} (compare)"].get(key)
+            }
         if backend == "onnx-int8":  # the same path without settling near ties in float: their cost
             candidate.near_tie = 0.0
             table["int8-raw"] = backend_figures(candidate, drawings, val_views, labels, args.batch)
