@@ -138,7 +138,10 @@ def rasterize(strokes: Sequence[np.ndarray], spec: RasterSpec = RasterSpec()) ->
 
 
 def rasterize_reference(strokes: Sequence[np.ndarray], spec: RasterSpec = RasterSpec()) -> np.ndarray:
-    """Readable reference renderer (distance field); same contract as :func:`rasterize`."""
+    """Readable reference renderer (distance field); same contract as :func:`rasterize` (the bitmap
+    style has one renderer, :func:`model.bitmap.render`, itself a per-pixel distance field)."""
+    if spec.style == "bitmap":
+        return rasterize(strokes, spec)
     size = spec.size
     scale, offset = _placement(strokes, spec)
     starts, ends, owners = _segments(strokes)
