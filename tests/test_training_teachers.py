@@ -364,3 +364,17 @@ def test_real_teachers_read_training_drawings() -> None:
         assert (answers.argmax(axis=1) == labels).mean() >= 0.6, teacher.name
         inverted = teacher.image_probabilities(1.0 - images)
         assert (inverted.argmax(axis=1) == labels).mean() <= 0.2, teacher.name
+
+
+def test_the_cache_takes_the_extra_folder_only_where_it_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`make train` on a fresh clone (no ../shared/): the default `auto` leaves the extra drawings out;
+    a folder named on the command line must exist."""
+    from training import teachers
+
+    monkeypatch.setattr(teachers, "EXTRA_DATA", tmp_path / "missing")
+    assert teachers.extra_folder("auto") is None and teachers.extra_folder("none") is None
+    monkeypatch.setattr(teachers, "EXTRA_DATA", tmp_path)
+    assert teachers.extra_folder("auto") == tmp_path
+    assert teachers.extra_folder(str(tmp_path / "given")) == tmp_path / "given"

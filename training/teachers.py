@@ -400,13 +400,26 @@ def metrics_command(args: argparse.Namespace) -> None:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
 
 
+def extra_folder(setting: str) -> Path | None:
+    """The extra drawings' folder ``--extra`` names: ``none``, a folder (which must exist), or ``auto``
+    (the default): ``../shared/data/quickdraw-extra`` when it is there, else none (a fresh clone)."""
+    if setting.lower() == "none":
+        return None
+    if setting.lower() == "auto":
+        if EXTRA_DATA.is_dir():
+            return EXTRA_DATA
+        print(f"no extra drawings: {EXTRA_DATA} is not a folder here (--extra DIR names one)")
+        return None
+    return Path(setting)
+
+
 def cache_command(args: argparse.Namespace) -> None:
     """Compute and store the teachers' answers on every training drawing (and the extra folder's)."""
     started = time.perf_counter()
     teachers = load_teachers(args.models)
     classes = teachers[0].classes
     records = load_dataset(args.data, "train")
-    extra_root = None if args.extra.lower() == "none" else Path(args.extra)
+    extra_root = extra_folder(args.extra)
     extra_records = load_dataset(extra_root, "all") if extra_root is not None else []
     if extra_records:
         held_out = {r.key_id for r in load_dataset(args.data, "val")}
@@ -459,7 +472,8 @@ def main(argv: list[str] | None = None) -> None:
     cache = commands.add_parser("cache", parents=[common], help=cache_command.__doc__)
     cache.add_argument("--out", required=True, help="the .npz to write")
     cache.add_argument(
-        "--extra", default=str(EXTRA_DATA), help="extra training drawings (a Quick, Draw! folder), or 'none'"
+        "--extra", default="auto",
+        help="extra training drawings (a Quick, Draw! folder), none, or auto (the shared one if there)",
     )
     cache.add_argument("--top-k", type=int, default=0, help="keep each row's k largest answers (0: all)")
     metrics = commands.add_parser("metrics", parents=[common], help=metrics_command.__doc__)
