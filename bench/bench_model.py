@@ -245,7 +245,8 @@ def main(argv: list[str] | None = None) -> dict:
     other_views = None  # the compared model's own views: it may read another raster or the pen's path
     if args.compare and records:
         reader = Guesser.load(args.compare, expected_classes=guesser.labels, backend="torch")
-        other_views = [reader.prepare_views(s) for s, w, _ in records if w in set(guesser.labels)]
+        known = set(guesser.labels)
+        other_views = [reader.prepare_views(s) for s, w, _ in records if w in known]
     for backend in args.backends.split(","):
         candidate = Guesser.load(backend=backend)
         table[backend] = backend_figures(candidate, drawings, val_views, labels, args.batch)

@@ -374,8 +374,7 @@ def refresh(
     if payload["architecture"]["name"] == "committee":  # the settings of its first trained member
         records = list(record.get("committee", []))
         committee = committee_training(records, payload["architecture"]["kwargs"]["temperatures"])
-        record = next((r for r in records if r.get("fine_tuned") is not False), {})
-        record = {**record, "style": "bitmap"} if payload["input_contract"]["raster"].get("style") else record
+        record = next((r for r in records if r.get("fine_tuned") is not False), {})  # it names its style
     config = TrainConfig(**{k: v for k, v in record.items() if k in known})
     prepared = prepare_cached(default_data_root(data), cache, guesser.labels)
     held_out = prepared.indices(config.holdout)
