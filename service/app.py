@@ -308,12 +308,31 @@ def capacity(settings: Settings, app: FastAPI, lag: LoopLag | None = None) -> Ca
     def held_by(client: str) -> float:
         return app.state.play.held_by(client, budget.costs.of) + budget.costs.bot * rooms.count(client)
 
-    rooms = ClientRooms(lambda: app.state.bots.live)
+    def elsewhere(client: str, what: str) -> int:  # on the sibling workers (service/placement.py)
+        placement = app.state.placement
+        return placement.elsewhere(client, what) if placement is not None else 0
+
+    def changed() -> None:  # a new bot room: the siblings see it at once
+        if app.state.placement is not None:
+            app.state.placement.publish()
+
+    rooms = ClientRooms(lambda: app.state.bots.live, changed)
     workers = app.state.workers
     budget = Capacity.from_settings(settings, open_count, share=1 / workers.count if workers else 1.0,
                                     held_by=held_by, rooms=rooms, lag=lag.p99 if lag is not None else None,
-                                    acks=app.state.shared.metrics.recent_acks.p99)
+                                    acks=app.state.shared.metrics.recent_acks.p99, elsewhere=elsewhere)
     return budget
+
+
+def client_counts(app: FastAPI) -> dict[str, Counter[str]]:
+    """What each client holds on this worker, as its siblings count it (:mod:`service.placement`)."""
+    play = app.state.play
+    owners = [(client, play.games[gid]) for gid, client in play.owners.items() if gid in play.games]
+    rooms = app.state.capacity.rooms
+    return {"lobbies": Counter(room.client for room in play.rooms.lobbies.values()),
+            "games": Counter(client for client, _ in owners),
+            "left": Counter(client for client, game in owners if not game.listeners),
+            "bots": rooms.counts() if rooms is not None else Counter()}
 
 
 def worker_load(app: FastAPI) -> float:
@@ -441,9 +460,10 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
                 app.state.bots.ownership = ownership
                 for what in Ownership.FIGURES:
                     metrics.watch(metrics.replica, functools.partial(ownership.figure, what), what=what)
-            if workers is not None and settings.worker_placement:  # new tables on the least-loaded worker
-                placement = Placement(workers, functools.partial(worker_load, app), lobbies=lambda: Counter(
-                    room.client for room in app.state.play.rooms.lobbies.values()))
+            if workers is not None:  # new tables on the least-loaded worker; each client counted on all
+                placement = Placement(workers, functools.partial(worker_load, app),
+                                      clients=functools.partial(client_counts, app),
+                                      placing=settings.worker_placement)
                 app.state.placement = placement
                 placement.start()
                 release.push_async_callback(placement.aclose)

@@ -18,7 +18,10 @@ measured rather than by fixed costs alone).
 No one client (an address) may hold more than ``client_capacity_share`` of that budget (but its
 first table or room, whatever its share), nor more
 than ``bot_rooms_per_client`` bot rooms (those waiting for a resume included): a flood of idle rooms
-from one address takes its share, never the house.
+from one address takes its share, never the house. Under ``griffon serve --workers N`` each worker
+has its share of the budget, and a client's bot rooms and games are counted on every worker
+(``elsewhere``: what the siblings publish, `service.placement`), so that one address gets its
+share of the server, not N times it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Container
 from dataclasses import dataclass
 
@@ -80,20 +84,27 @@ class ClientRooms:
     """The client (address) that opened each bot room, while the room lives: attached, or waiting
     for its resume (``live``: the ids of the rooms alive now)."""
 
-    def __init__(self, live: Callable[[], Container[str]]) -> None:
-        self.live = live
+    def __init__(self, live: Callable[[], Container[str]], changed: Callable[[], None] | None = None) -> None:
+        """``changed()``: called when a room is added (under several workers: publish the counts)."""
+        self.live, self.changed = live, changed
         self.clients: dict[str, str] = {}  # room (session) id -> client
 
     def add(self, room: str, client: str) -> None:
         """Room ``room`` was opened by ``client``."""
         self.clients[room] = client
+        if self.changed is not None:
+            self.changed()
 
-    def count(self, client: str) -> int:
-        """The rooms ``client`` holds now (the ended ones are forgotten here)."""
+    def counts(self) -> Counter[str]:
+        """The rooms each client holds now (the ended ones are forgotten here)."""
         live = self.live()
         for room in [r for r in self.clients if r not in live]:
             del self.clients[room]
-        return sum(1 for owner in self.clients.values() if owner == client)
+        return Counter(self.clients.values())
+
+    def count(self, client: str) -> int:
+        """The rooms ``client`` holds now."""
+        return self.counts()[client]
 
 
 class Capacity:
@@ -104,29 +115,38 @@ class Capacity:
                  open_count: Callable[[str], int], client_share: float = 1.0,
                  held_by: Callable[[str], float] | None = None, rooms: ClientRooms | None = None,
                  rooms_per_client: int | None = None, lag: Callable[[], float | None] | None = None,
-                 lag_limit_s: float = 0.0, acks: Callable[[], float | None] | None = None) -> None:
+                 lag_limit_s: float = 0.0, acks: Callable[[], float | None] | None = None,
+                 elsewhere: Callable[[str, str], int] | None = None) -> None:
         """``open_count(kind)``: how many tables or rooms of that kind are open now;
         ``held_by(client)``: the cores that client's tables and rooms hold; ``client_share``: the
         share of the budget one client may hold; ``rooms``: who opened each bot room, of which one
         client may hold ``rooms_per_client``; ``lag()``: the event loop's recent lag p99 (seconds),
-        above ``lag_limit_s`` (0: never) nothing new is admitted."""
+        above ``lag_limit_s`` (0: never) nothing new is admitted; ``elsewhere(client, what)``: what
+        that client holds on the other workers (``bots``, ``games``: `service.placement`)."""
         self.costs, self.cores, self.utilisation, self.open_count = costs, cores, utilisation, open_count
         self.client_share, self.held_by = client_share, held_by
         self.rooms, self.rooms_per_client = rooms, rooms_per_client
         self.lag, self.lag_limit_s, self.acks = lag, lag_limit_s, acks
+        self.elsewhere = elsewhere
 
     @classmethod
     def from_settings(
         cls, settings: Settings, open_count: Callable[[str], int], share: float = 1.0,
         held_by: Callable[[str], float] | None = None, rooms: ClientRooms | None = None,
         lag: Callable[[], float | None] | None = None, acks: Callable[[], float | None] | None = None,
+        elsewhere: Callable[[str, str], int] | None = None,
     ) -> Capacity:
         """The budget the settings describe (``capacity_cores`` 0: the usable cores), of which this
         process has ``share`` (one worker of several: 1 / their count)."""
         costs = Costs(settings.pictomania_table_cost, settings.kontour_table_cost, settings.bot_room_cost)
         cores = (settings.capacity_cores or usable_cores()) * share
         return cls(costs, cores, settings.capacity_utilisation, open_count, settings.client_capacity_share,
-                   held_by, rooms, settings.bot_rooms_per_client, lag, settings.capacity_lag_ms / 1000, acks)
+                   held_by, rooms, settings.bot_rooms_per_client, lag, settings.capacity_lag_ms / 1000, acks,
+                   elsewhere)
+
+    def held_elsewhere(self, client: str, what: str) -> int:
+        """What ``client`` holds of ``what`` (``bots``, ``games``) on the other workers (0: one process)."""
+        return self.elsewhere(client, what) if self.elsewhere is not None else 0
 
     @property
     def budget(self) -> float:
@@ -162,7 +182,7 @@ class Capacity:
         if client is None:
             return None
         if kind == "bot" and self.rooms is not None and self.rooms_per_client is not None:
-            mine = self.rooms.count(client)
+            mine = self.rooms.count(client) + self.held_elsewhere(client, "bots")
             if mine >= self.rooms_per_client:
                 return (f"your address holds {mine} bot rooms already (at most {self.rooms_per_client}); "
                         f"retry once one has ended")

@@ -21,9 +21,14 @@ it creates the game with an id it holds and its answer goes back to the client u
 that cannot be reached, answers 5xx, or whose file is stale (a dead worker) is skipped: the game is
 made where the request landed. A forwarded request is never forwarded again.
 
-Each worker also publishes how many lobbies each client holds there (a short hash of its address):
-a client's lobbies are counted on every worker against ``rooms_per_client`` (`Placement.check_lobbies`),
-so that the limit holds across the workers, not per worker. A room's games (its
+Each worker also publishes what each client (a short hash of its address) holds there: its lobbies,
+its solo games (and of those, the ones its player left) and its bot rooms (`CLIENT_COUNTS`). A
+client's holdings are counted on every worker (`Placement.elsewhere`) against ``rooms_per_client``
+(`Placement.check_lobbies`), ``games_per_client`` (the game manager, through the capacity) and
+``bot_rooms_per_client`` (`service.capacity`), so that each limit holds across the workers, not per
+worker (a burst of requests at once may pass one more per sibling: a worker publishes what it made
+as soon as it is made). A client at its games' limit who left one of them on a sibling has its new
+game made there, where it replaces the one they left. A room's games (its
 start, « Rejouer ») are made on the worker that holds the room, where the room was placed; bot rooms
 live where their socket lands (relaying a bot's every frame would cost more than it spreads), and
 count in the load.
@@ -60,7 +65,11 @@ WEIGHTS = {"pictomania": 18.0, "kontour": 10.0, "bot": 7.5}
 PUBLISH_EVERY_S = 0.5
 STALE_S = 5.0  # a file older than this is a worker that stopped publishing: never chosen
 FORWARD_TIMEOUT = httpx.Timeout(15.0, connect=1.0)
-MAX_PUBLISHED_CLIENTS = 10_000  # clients whose lobbies one worker publishes, at most
+MAX_PUBLISHED_CLIENTS = 10_000  # clients whose holdings of each kind one worker publishes, at most
+# What a worker publishes of each client: its lobbies, its solo games, those of them its player left
+# (a new game of theirs replaces one), its bot rooms.
+CLIENT_COUNTS = ("lobbies", "games", "left", "bots")
+Counts = dict[str, Counter[str]]
 FORWARDED_HEADERS = ("content-type", "origin", "user-agent", "accept", "accept-language")
 ANSWER_HEADERS = ("content-type", "retry-after", "x-griffon-game")
 
@@ -71,11 +80,13 @@ class Placement:
 
     def __init__(
         self, workers: Workers, load: Callable[[], float], clock: Callable[[], float] = time.time,
-        lobbies: Callable[[], Counter[str]] = Counter,
+        clients: Callable[[], Counts] = dict, placing: bool = True,
     ) -> None:
-        """``load()``: this worker's weighted load now (`weighted_load`); ``lobbies()``: the lobbies
-        each client holds here."""
-        self.workers, self.load, self.clock, self.lobbies = workers, load, clock, lobbies
+        """``load()``: this worker's weighted load now (`weighted_load`); ``clients()``: what each
+        client holds here, by kind (`CLIENT_COUNTS`; a kind missing: none); ``placing``: false,
+        every table is made where its request landed (the loads and holdings are still published)."""
+        self.workers, self.load, self.clock, self.clients_here = workers, load, clock, clients
+        self.placing = placing
         self.pending: dict[int, float] = {}  # worker -> weight of the tables being made there now
         self.clients: dict[int, httpx.AsyncClient] = {}
         self.publisher: asyncio.Task[None] | None = None
@@ -104,10 +115,12 @@ class Placement:
     def publish(self) -> None:
         """Write this worker's load (atomically: a sibling never reads half a file)."""
         path = self.load_path(self.workers.index)
-        lobbies = {client_hash(c): n for c, n in self.lobbies().most_common(MAX_PUBLISHED_CLIENTS)}
+        here = self.clients_here()
+        clients = {what: {client_hash(c): n for c, n in here.get(what, Counter()).most_common(
+            MAX_PUBLISHED_CLIENTS)} for what in CLIENT_COUNTS}
         record = {"load": round(self.own_load(), 3), "loop_share": round(self.loop_share, 3),
                   "sending": {str(index): weight for index, weight in self.sending().items()},
-                  "lobbies": lobbies, "at": self.clock(), "pid": os.getpid()}
+                  "clients": clients, "at": self.clock(), "pid": os.getpid()}
         temporary = path.with_suffix(".tmp")
         try:
             temporary.write_text(json.dumps(record))
@@ -159,16 +172,40 @@ class Placement:
                     found[index] += weight
         return found
 
+    def siblings(self) -> Iterator[dict[str, Any]]:
+        """The siblings' fresh records."""
+        for index in range(self.workers.count):
+            if index != self.workers.index and (record := self.read(index)) is not None:
+                yield record
+
+    def elsewhere(self, client: str, what: str) -> int:
+        """What ``client`` holds of ``what`` (`CLIENT_COUNTS`) on the sibling workers, as published."""
+        wanted = client_hash(client)
+        return sum(_count(record, what, wanted) for record in self.siblings())
+
+    def held(self, client: str, what: str) -> int:
+        """What ``client`` holds of ``what`` on every worker: here now, at the siblings as published."""
+        return self.clients_here().get(what, Counter())[client] + self.elsewhere(client, what)
+
     def check_lobbies(self, client: str, limit: int) -> None:
         """Raise `RateLimited` (``too_many_rooms``) when ``client`` holds ``limit`` lobbies already,
         on this worker and its siblings together (as published)."""
-        wanted = client_hash(client)
-        mine = self.lobbies()[client] + sum(
-            int(record.get("lobbies", {}).get(wanted, 0)) for index in range(self.workers.count)
-            if index != self.workers.index and (record := self.read(index)) is not None)
+        mine = self.held(client, "lobbies")
         if mine >= limit:
             raise RateLimited(f"you already have {mine} rooms open (at most {limit})", code="too_many_rooms",
                               retry_after=60)
+
+    def replacing(self, client: str, limit: int) -> int | None:
+        """The sibling where ``client``'s new game goes to replace one they left there: when they hold
+        ``limit`` games already, and left none on this worker but did on that sibling; else None."""
+        if self.held(client, "games") < limit or self.clients_here().get("left", Counter())[client]:
+            return None
+        wanted = client_hash(client)
+        for index in range(self.workers.count):
+            if index != self.workers.index and (record := self.read(index)) is not None \
+                    and _count(record, "left", wanted) > 0:
+                return index
+        return None
 
     def choose(self, kind: str) -> int:
         """The worker a new ``kind`` table goes to: the least-loaded, this one when within half a
@@ -196,17 +233,20 @@ class Placement:
 
     # -- forwarding -----------------------------------------------------------------------------------
     async def place(
-        self, request: Request, kind: str, client: str, make: Callable[[], Awaitable[T]]
+        self, request: Request, kind: str, client: str, make: Callable[[], Awaitable[T]],
+        games_limit: int | None = None,
     ) -> T | Response:
         """A new ``kind`` table asked by ``request``: forwarded to the worker `choose` picks (its
-        answer), else made here by ``make()``. The load is published before the answer goes, so
-        the next request sees the table. A request a sibling forwarded is made here."""
+        answer), else made here by ``make()``; a solo game (``games_limit``: the client's bound) goes
+        where it replaces one its player left (`replacing`). The load is published before the answer
+        goes, so the next request sees the table. A request a sibling forwarded is made here."""
         own = self.workers.index
-        if is_forwarded(request):
+        if is_forwarded(request) or not self.placing:
             made = await make()
             self.publish()
             return made
-        target = self.choose(kind)
+        home = self.replacing(client, games_limit) if games_limit is not None else None
+        target = home if home is not None else self.choose(kind)
         if target != own:
             with self.counted(target, kind):
                 answer = await self.forward(request, target, await request.body(), client)
@@ -248,6 +288,15 @@ class Placement:
 def client_hash(client: str) -> str:
     """What a worker publishes of a client's address (in a folder only the server's user reads)."""
     return hashlib.blake2b(client.encode(), digest_size=8).hexdigest()
+
+
+def _count(record: dict[str, Any], what: str, wanted: str) -> int:
+    """What a published ``record`` says the client hashed ``wanted`` holds of ``what`` (0 when
+    unreadable)."""
+    try:
+        return max(0, int(record.get("clients", {}).get(what, {}).get(wanted, 0)))
+    except (AttributeError, TypeError, ValueError):
+        return 0
 
 
 def is_forwarded(request: Request) -> bool:

@@ -438,10 +438,11 @@ class GameManager:
             raise RateLimited(f"at most {self.settings.games_per_client_hour} new games per hour; "
                               f"retry in {wait:.0f} s", retry_after=wait)
         mine = [gid for gid, owner in self.owners.items() if owner == client]
-        if len(mine) >= self.settings.games_per_client:
+        held = len(mine) + (self.capacity.held_elsewhere(client, "games") if self.capacity is not None else 0)
+        if held >= self.settings.games_per_client:  # on every worker (service/placement.py)
             left = [gid for gid in mine if not self.games[gid].listeners]
             if not left:
-                raise RateLimited(f"you already have {len(mine)} games open (at most "
+                raise RateLimited(f"you already have {held} games open (at most "
                                   f"{self.settings.games_per_client}); finish or leave one first",
                                   code="too_many_games", retry_after=60)
             return left[0]  # the oldest game this client left: a new one replaces it

@@ -219,7 +219,10 @@ async def new_game(
                            f"got {body.opponents}", code="invalid_request")
     placement: Placement | None = request.app.state.placement
     make = functools.partial(_open_solo, body, games, client, response)
-    return await make() if placement is None else await placement.place(request, body.game, client, make)
+    if placement is None:
+        return await make()
+    limit = games.settings.games_per_client  # a new game goes where it replaces one its player left
+    return await placement.place(request, body.game, client, make, games_limit=limit)
 
 
 async def _open_solo(body: NewGame, games: GameManager, client: str, response: Response) -> GameCreated:
