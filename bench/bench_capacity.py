@@ -229,26 +229,39 @@ async def worker_tables(folder: Path, game: str) -> list[int]:
 
 async def run_level(
     server: Server, game: str, tables: int, seconds: float, drawings: list[list],
-    during: Any = None, workers_dir: Path | None = None,
+    during: Any = None, workers_dir: Path | None = None, waves: int = 1, wave_gap_s: float = 0.0,
 ) -> dict[str, Any]:
     """``tables`` tables of ``game`` on ``server`` for ``seconds``: latencies, CPU, memory, errors.
 
     ``during(server, seconds)``: started with the window (a profiler), awaited at its end;
-    ``workers_dir``: the workers' folder of a ``--workers N`` server (the tables each one holds)."""
+    ``workers_dir``: the workers' folder of a ``--workers N`` server (the tables each one holds);
+    ``waves``: the tables asked for in that many waves, each ``wave_gap_s`` after the one before
+    started playing (what admission by measured lag sees), the window once the last is ready."""
     if game not in TABLES:
         raise ValueError(f"unknown game {game!r}; expected one of {', '.join(GAMES)}")
-    tally, start = Tally(), Start(tables)
+    tally = Tally()
     limits = httpx.Limits(max_connections=16)
     async with httpx.AsyncClient(limits=limits) as http:
         play = TABLES[game]
-        running = [asyncio.create_task(play(server, http, game, tally, start, seed, drawings))
-                   for seed in range(tables)]
-        try:
-            await asyncio.wait_for(start.all_ready.wait(), READY_TIMEOUT_S)
-        except TimeoutError:
-            tally.failures["not ready in time"] += start.waiting
+        running, starts = [], []
+        size = math.ceil(tables / waves)
+        for wave in range(waves):  # each wave asked for once the ones before play (--waves)
+            seeds = range(wave * size, min(tables, (wave + 1) * size))
+            start = Start(len(seeds))
+            starts.append(start)
+            running += [asyncio.create_task(play(server, http, game, tally, start, seed, drawings))
+                        for seed in seeds]
+            try:
+                await asyncio.wait_for(start.all_ready.wait(), READY_TIMEOUT_S)
+            except TimeoutError:
+                tally.failures["not ready in time"] += start.waiting
+            if wave < waves - 1:
+                start.go.set()
+                await asyncio.sleep(wave_gap_s)
+        acked_before, sent_before = len(tally.acks), tally.sent  # the window: every admitted table playing
         before = await snapshot(server, http)
-        start.stop_at = time.monotonic() + seconds
+        for start in starts:
+            start.stop_at = time.monotonic() + seconds
         start.go.set()
         side = asyncio.create_task(during(server, seconds)) if during is not None else None
         await asyncio.sleep(max(0.0, start.stop_at - time.monotonic()))
@@ -261,6 +274,8 @@ async def run_level(
     for result in results:
         if isinstance(result, BaseException):
             tally.failures[type(result).__name__] += 1
+    if waves > 1:  # the strokes and acks of the window only (appended as they come)
+        tally.acks, tally.sent = tally.acks[acked_before:], tally.sent - sent_before
     return level_figures(game, tables, tally, before, after, memory, names, server.process.pid) | (
         {"profile": profile} if profile is not None else {}) | {"worker_tables": spread}
 
@@ -294,7 +309,7 @@ def level_figures(
     ack_p50, ack_p99, ack_max = percentiles_ms(tally.acks)
     guess_p50, guess_p99, _ = percentiles_ms(tally.guesses)
     return {
-        "game": game, "tables": tables, "window_s": wall,
+        "game": game, "tables": tables, "admitted": tables - sum(tally.refusals.values()), "window_s": wall,
         "strokes_sent": tally.sent, "strokes_acked": len(tally.acks), "moves": tally.moves,
         "ack_p50_ms": ack_p50, "ack_p99_ms": ack_p99, "ack_max_ms": ack_max,
         "guesses": len(tally.guesses), "guess_p50_ms": guess_p50, "guess_p99_ms": guess_p99,
@@ -512,6 +527,8 @@ def detail_lines(row: dict[str, Any]) -> list[str]:
     """The threads that used CPU and the errors of one level."""
     threads = ", ".join(f"{t['name']} {t['cores']:.2f}" for t in row["threads"][:6])
     lines = [f"    /healthz after the window: {row['healthz_ms']:,.0f} ms; threads (cores): {threads}"]
+    if row.get("admitted", row["tables"]) < row["tables"]:
+        lines.append(f"    admitted: {row['admitted']} of {row['tables']} tables")
     if len(row.get("worker_loop_cores", [])) > 1:
         lines.append("    each worker's event loop (cores): "
                      + ", ".join(f"{cores:.2f}" for cores in row["worker_loop_cores"])
@@ -572,11 +589,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="each table on the worker its request reached (GRIFFON_WORKER_PLACEMENT=false)")
     parser.add_argument("--admission", action="store_true",
                         help="keep the service's capacity budget (default: off, to measure past it)")
+    parser.add_argument("--lag-ms", type=float, default=None,
+                        help="with --admission: GRIFFON_CAPACITY_LAG_MS (0: the measured costs only)")
+    parser.add_argument("--waves", type=int, default=1,
+                        help="ask for each level's tables in this many waves (admission sees the load of the "
+                             "ones before)")
+    parser.add_argument("--wave-gap", type=float, default=8.0, help="seconds of play between two waves")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="busy processes (a Python loop each, normal priority) beside the server")
     parser.add_argument("--skip-model", action="store_true", help="leave out the model's own CPU figure")
     parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.budget <= 0:
         parser.error("--seconds and --budget must be positive")
+    if not 1 <= args.waves <= 64 or not 0 <= args.wave_gap <= 120 or not 0 <= args.busy <= 16:
+        parser.error("--waves 1-64, --wave-gap 0-120 s, --busy 0-16")
     return args
 
 
@@ -591,6 +618,8 @@ def run_ladder(
             print(f"  (budget of {args.budget:.0f} s spent: {game} stops before N={tables})")
             break
         env = server_env(game, tables, args.admission)
+        if args.admission and args.lag_ms is not None:
+            env["GRIFFON_CAPACITY_LAG_MS"] = f"{args.lag_ms:g}"
         if args.no_placement:
             env["GRIFFON_WORKER_PLACEMENT"] = "false"
         profiled = args.profile and tables == args.profile_level
@@ -629,7 +658,8 @@ def run_one(
         if workers_dir is not None:
             env = {**env, "GRIFFON_WORKER_DIR": str(workers_dir)}
         with running_server(env, workers=args.workers) as server:
-            level = run_level(server, game, tables, args.seconds, drawings, workers_dir=workers_dir)
+            level = run_level(server, game, tables, args.seconds, drawings, workers_dir=workers_dir,
+                              waves=args.waves, wave_gap_s=args.wave_gap)
             return asyncio.run(level)
 
 
@@ -638,10 +668,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     started = time.monotonic()
     drawings = load_drawings()
-    games = GAMES if args.game == "all" else (args.game,)
     print(f"{len(drawings)} validation drawings; {os.cpu_count()} CPU cores; load {os.getloadavg()[0]:.1f}; "
           f"model {os.environ.get('GRIFFON_MODEL', 'shipped')}; {args.seconds:g} s a level")
-    results: dict[str, Any] = {"cpu_cores": os.cpu_count(), "seconds": args.seconds, "levels": {}}
+    results: dict[str, Any] = {"cpu_cores": os.cpu_count(), "seconds": args.seconds, "levels": {},
+                               "load_start": os.getloadavg()}
+    with busy_processes(args.busy):
+        return run_all(args, drawings, results, started)
+
+
+@contextlib.contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """``count`` processes that keep a core busy each (normal priority), for the whole run."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    if spinners:
+        print(f"{count} busy processes beside the server (pids {', '.join(str(p.pid) for p in spinners)})")
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def run_all(args: argparse.Namespace, drawings: list[list], results: dict[str, Any], started: float,
+            ) -> dict[str, Any]:
+    """The model's figure, then each kind's ladder."""
+    games = GAMES if args.game == "all" else (args.game,)
     if not args.skip_model:
         model = model_cpu_per_guess(drawings)
         results["model"] = model
@@ -661,6 +713,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ratios = ", ".join(f"N={r['tables']}: {r['ratio_to_model']:.1f}×" for r in rows)
             print(f"  server CPU per analysed drawing / model CPU per guess: {ratios}")
         results["levels"][game] = rows
+    results["load_end"] = os.getloadavg()
     print(f"\n({time.monotonic() - started:.0f} s; load {os.getloadavg()[0]:.1f})")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))

@@ -320,7 +320,8 @@ def capacity(settings: Settings, app: FastAPI, lag: LoopLag | None = None) -> Ca
     workers = app.state.workers
     budget = Capacity.from_settings(settings, open_count, share=1 / workers.count if workers else 1.0,
                                     held_by=held_by, rooms=rooms, lag=lag.p99 if lag is not None else None,
-                                    acks=app.state.shared.metrics.recent_acks.p99, elsewhere=elsewhere)
+                                    acks=app.state.shared.metrics.recent_acks.p99, elsewhere=elsewhere,
+                                    cpu_share=lag.cpu.share if lag is not None else None)
     return budget
 
 

@@ -8,12 +8,19 @@ Each open table or bot room holds a share of a core, measured by ``python -m ben
 instead of slowing every table already playing.
 
 The costs are measured on a quiet host; on a busy one (other processes on its cores) the same
-tables take longer. So admission also reads what is measured over the last ``LAG_WINDOW_S``: the
-event loop's lag (:class:`LoopLag`, what every table's frames wait for) and the stroke
-acknowledgements (``griffon_stroke_ack_seconds``, the promise itself). While either's p99 is above
-``capacity_lag_ms`` (100 ms: the promise), no new table or room is admitted; those open play on,
-and a server with nothing open admits its first (as adaptive concurrency limiters do, by what is
-measured rather than by fixed costs alone).
+tables take longer. So admission also reads what is measured over the last ``LAG_WINDOW_S`` (as
+adaptive concurrency limiters do, by what is measured rather than by fixed costs alone):
+
+- the **share of the CPU** the event loop's thread gets when it wants it (:class:`CpuShare`: the
+  time it ran over the time it ran or waited to run, from Linux's ``schedstat``): the budget is
+  scaled by it, so a host whose other processes leave the loop half the CPU admits half the
+  tables — measured before the tables play, while the load that the lag shows is still to come;
+- the event loop's lag (:class:`LoopLag`, what every table's frames wait for) and the stroke
+  acknowledgements (``griffon_stroke_ack_seconds``, the promise itself): while either's p99 is
+  above ``capacity_lag_ms`` (100 ms: the promise), no new table or room is admitted.
+
+Those open play on, and a server with nothing open admits its first. ``capacity_lag_ms`` 0: the
+measured costs only.
 
 No one client (an address) may hold more than ``client_capacity_share`` of that budget (but its
 first table or room, whatever its share), nor more
@@ -28,8 +35,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Container
 from dataclasses import dataclass
 
@@ -40,23 +48,78 @@ from service.settings import Settings
 RETRY_AFTER_S = 30.0
 LAG_PERIOD_S = 0.05  # how often the loop's lag is sampled
 LAG_WINDOW_S = 10.0  # the recent past its p99 is read over
+MIN_CPU_SHARE = 0.05  # the budget is never scaled below this share
+
+
+def thread_schedstat(tid: int) -> tuple[float, float] | None:
+    """Seconds thread ``tid`` of this process has run on a CPU and waited, runnable, for one
+    (``/proc/self/task/TID/schedstat``); None where Linux does not say."""
+    try:
+        ran, waited = open(f"/proc/self/task/{tid}/schedstat").read().split()[:2]
+        return int(ran) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+class CpuShare:
+    """The share of the CPU a thread gets when it wants it, over the last ``window_s``: the time it
+    ran over the time it ran or waited to run (1: it never waits; 0.5: the host's other processes
+    make it wait as long as it runs). Read from ``read()`` (ran, waited), sampled by `sample`."""
+
+    MIN_SEEN_S = 0.002  # a thread that ran and waited less than this over the window tells nothing
+
+    def __init__(self, read: Callable[[], tuple[float, float] | None], window_s: float = LAG_WINDOW_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.read, self.window_s, self.clock = read, window_s, clock
+        self.samples: deque[tuple[float, float, float]] = deque()  # (when, ran, waited)
+
+    def sample(self) -> None:
+        """Read the thread's counters now (and forget the samples out of the window, but the
+        newest one before it: the window's start)."""
+        counters = self.read()
+        if counters is None:
+            return
+        now = self.clock()
+        self.samples.append((now, *counters))
+        while len(self.samples) > 2 and self.samples[1][0] <= now - self.window_s:
+            self.samples.popleft()
+
+    def share(self) -> float | None:
+        """The share over the window (None: nothing measured yet)."""
+        if len(self.samples) < 2:
+            return None
+        (_, ran0, waited0), (_, ran1, waited1) = self.samples[0], self.samples[-1]
+        ran, waited = ran1 - ran0, waited1 - waited0
+        if ran + waited < self.MIN_SEEN_S:
+            return None
+        return ran / (ran + waited)
 
 
 class LoopLag(Recent):
     """The event loop's lag: a task sleeps ``period_s`` again and again and records how late it
-    woke (what any callback waited then); `p99` over the last ``window_s``."""
+    woke (what any callback waited then); `p99` over the last ``window_s``. Its ``cpu`` is the
+    loop thread's `CpuShare`, sampled every ``CPU_EVERY`` wakes."""
+
+    CPU_EVERY = 10
 
     def __init__(self, period_s: float = LAG_PERIOD_S, window_s: float = LAG_WINDOW_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(window_s, clock)
         self.period_s = period_s
+        self.tid = threading.get_native_id()  # set again by `run`, on the loop's thread
+        self.cpu = CpuShare(lambda: thread_schedstat(self.tid), window_s, clock)
 
     async def run(self) -> None:
         """Sample until cancelled."""
+        self.tid = threading.get_native_id()
+        wakes = 0
         while True:
             started = self.clock()
             await asyncio.sleep(self.period_s)
             self.add(max(0.0, self.clock() - started - self.period_s))
+            wakes += 1
+            if wakes % self.CPU_EVERY == 0:
+                self.cpu.sample()
 
 
 def usable_cores() -> int:
@@ -116,18 +179,21 @@ class Capacity:
                  held_by: Callable[[str], float] | None = None, rooms: ClientRooms | None = None,
                  rooms_per_client: int | None = None, lag: Callable[[], float | None] | None = None,
                  lag_limit_s: float = 0.0, acks: Callable[[], float | None] | None = None,
-                 elsewhere: Callable[[str, str], int] | None = None) -> None:
+                 elsewhere: Callable[[str, str], int] | None = None,
+                 cpu_share: Callable[[], float | None] | None = None) -> None:
         """``open_count(kind)``: how many tables or rooms of that kind are open now;
         ``held_by(client)``: the cores that client's tables and rooms hold; ``client_share``: the
         share of the budget one client may hold; ``rooms``: who opened each bot room, of which one
         client may hold ``rooms_per_client``; ``lag()``: the event loop's recent lag p99 (seconds),
         above ``lag_limit_s`` (0: never) nothing new is admitted; ``elsewhere(client, what)``: what
-        that client holds on the other workers (``bots``, ``games``: `service.placement`)."""
+        that client holds on the other workers (``bots``, ``games``: `service.placement`);
+        ``cpu_share()``: the share of the CPU the event loop gets when it wants it (`CpuShare`),
+        which scales the budget (unless ``lag_limit_s`` is 0)."""
         self.costs, self.cores, self.utilisation, self.open_count = costs, cores, utilisation, open_count
         self.client_share, self.held_by = client_share, held_by
         self.rooms, self.rooms_per_client = rooms, rooms_per_client
         self.lag, self.lag_limit_s, self.acks = lag, lag_limit_s, acks
-        self.elsewhere = elsewhere
+        self.elsewhere, self.cpu_share = elsewhere, cpu_share
 
     @classmethod
     def from_settings(
@@ -135,6 +201,7 @@ class Capacity:
         held_by: Callable[[str], float] | None = None, rooms: ClientRooms | None = None,
         lag: Callable[[], float | None] | None = None, acks: Callable[[], float | None] | None = None,
         elsewhere: Callable[[str, str], int] | None = None,
+        cpu_share: Callable[[], float | None] | None = None,
     ) -> Capacity:
         """The budget the settings describe (``capacity_cores`` 0: the usable cores), of which this
         process has ``share`` (one worker of several: 1 / their count)."""
@@ -142,7 +209,7 @@ class Capacity:
         cores = (settings.capacity_cores or usable_cores()) * share
         return cls(costs, cores, settings.capacity_utilisation, open_count, settings.client_capacity_share,
                    held_by, rooms, settings.bot_rooms_per_client, lag, settings.capacity_lag_ms / 1000, acks,
-                   elsewhere)
+                   elsewhere, cpu_share)
 
     def held_elsewhere(self, client: str, what: str) -> int:
         """What ``client`` holds of ``what`` (``bots``, ``games``) on the other workers (0: one process)."""
@@ -152,6 +219,12 @@ class Capacity:
     def budget(self) -> float:
         """The cores tables and rooms may hold."""
         return self.cores * self.utilisation
+
+    def share(self) -> float:
+        """The share of the CPU the event loop gets when it wants it (1: unmeasured, or admission
+        by the measured costs only)."""
+        share = self.cpu_share() if self.cpu_share is not None and self.lag_limit_s > 0 else None
+        return 1.0 if share is None else min(1.0, max(MIN_CPU_SHARE, share))
 
     def held(self) -> float:
         """The cores held by what is open now."""
@@ -166,10 +239,12 @@ class Capacity:
         """Why one more ``kind`` of ``client``'s is refused (None: admitted)."""
         freed = self.costs.of(freeing) if freeing is not None else 0.0
         cost = self.costs.of(kind)
-        held = self.held()
-        if held - freed + cost > self.budget + 1e-9:
-            return (f"the server is at capacity ({held:.2f} of {self.budget:.2f} cores held by open "
-                    f"tables and rooms); retry in a while")
+        held, share = self.held(), self.share()
+        scaled = held - freed > 1e-9  # the first table fits the whole budget, however busy the host
+        if held - freed + cost > (self.budget * share if scaled else self.budget) + 1e-9:
+            busy = f", the host's other work leaving it {share:.0%} of the CPU" if share < 1 else ""
+            return (f"the server is at capacity ({held:.2f} of {self.budget * share:.2f} cores held by "
+                    f"open tables and rooms{busy}); retry in a while")
         if self.lag_limit_s > 0 and held - freed > 1e-9:
             lag = self.lag() if self.lag is not None else None
             if lag is not None and lag > self.lag_limit_s:
