@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -180,3 +181,63 @@ def test_the_stroke_acknowledgements_of_the_last_seconds_are_kept_for_admission(
         metrics.stroke_ack.labels(source="play").observe(0.2 if n == 29 else 0.01)
     assert metrics.recent_acks.p99() == 0.2  # of 30 samples, the 99th percentile is the largest
     assert b'griffon_stroke_ack_seconds_count{source="play"} 30.0' in metrics.render()
+
+
+def test_the_budget_shrinks_with_the_share_of_the_cpu_the_event_loop_gets() -> None:
+    """A host whose other processes make the loop wait as long as it runs admits half the tables:
+    new ones are refused (``server_busy``) while the share is low and admitted again once it is back."""
+    from service.capacity import CpuShare
+
+    now = [0.0]
+    counters = [(0.0, 0.0)]  # the loop thread's (ran, waited) seconds
+    cpu = CpuShare(lambda: counters[0], window_s=10.0, clock=lambda: now[0])
+
+    def second(ran: float, waited: float) -> None:  # one more second of the thread's life
+        now[0] += 1.0
+        counters[0] = (counters[0][0] + ran, counters[0][1] + waited)
+        cpu.sample()
+
+    cpu.sample()
+    assert cpu.share() is None  # one sample: nothing measured yet
+    open_now: Counter[str] = Counter(kontour=5)  # 0.5 of the 1.0 core budget
+    capacity = Capacity(Costs(pictomania=0.3, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
+                        lag=lambda: 0.0, lag_limit_s=0.1, cpu_share=cpu.share)
+    for _ in range(10):
+        second(ran=0.05, waited=0.002)  # a quiet host: the loop runs as soon as it wants
+    assert cpu.share() == pytest.approx(0.05 / 0.052)
+    assert capacity.admits("kontour") and capacity.admits("pictomania", client="a")
+    for _ in range(10):  # two busy processes beside it: it waits as long as it runs
+        second(ran=0.05, waited=0.05)
+    assert cpu.share() == pytest.approx(0.5)
+    busy = r"0\.50 of 0\.50 cores held .* leaving it 50% of the CPU"
+    with pytest.raises(Unavailable, match=busy) as refused:
+        capacity.admit("kontour")
+    assert refused.value.code == "server_busy" and refused.value.retry_after
+    open_now["kontour"] = 4  # a table ended: one fits again in the scaled budget
+    assert capacity.admits("kontour") and not capacity.admits("pictomania")
+    open_now["kontour"] = 5
+    for _ in range(10):  # the other processes ended: the window forgets them
+        second(ran=0.05, waited=0.0)
+    assert cpu.share() == pytest.approx(1.0)
+    assert capacity.admits("kontour")
+    off = Capacity(Costs(pictomania=0.3, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
+                   lag_limit_s=0.0, cpu_share=lambda: 0.1)
+    assert off.admits("pictomania")  # capacity_lag_ms 0: the measured costs only
+    empty = Capacity(Costs(pictomania=0.3, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: 0,
+                     lag_limit_s=0.1, cpu_share=lambda: 0.1)
+    assert empty.admits("pictomania")  # nothing open: the first fits, however busy the host
+
+
+def test_the_event_loop_s_share_of_the_cpu_is_read_from_linux() -> None:
+    import threading
+
+    from service.capacity import thread_schedstat
+
+    counters = thread_schedstat(threading.get_native_id())
+    if counters is None:
+        pytest.skip("this kernel does not say (no /proc/self/task/TID/schedstat)")
+    end = time.thread_time() + 0.02
+    while time.thread_time() < end:
+        pass
+    later = thread_schedstat(threading.get_native_id())
+    assert later is not None and later[0] - counters[0] >= 0.015 and later[1] >= counters[1] >= 0
