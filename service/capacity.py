@@ -14,7 +14,9 @@ adaptive concurrency limiters do, by what is measured rather than by fixed costs
 - the **share of the CPU** the event loop's thread gets when it wants it (:class:`CpuShare`: the
   time it ran over the time it ran or waited to run, from Linux's ``schedstat``): the budget is
   scaled by it, so a host whose other processes leave the loop half the CPU admits half the
-  tables — measured before the tables play, while the load that the lag shows is still to come;
+  tables (never less than half the budget; a loop that ran less than ``CpuShare.MIN_BUSY`` of the
+  window is not judged) — measured from the first tables, before the load they bring shows in the
+  lag;
 - the event loop's lag (:class:`LoopLag`, what every table's frames wait for) and the stroke
   acknowledgements (``griffon_stroke_ack_seconds``, the promise itself): while either's p99 is
   above ``capacity_lag_ms`` (100 ms: the promise), no new table or room is admitted.
@@ -48,7 +50,7 @@ from service.settings import Settings
 RETRY_AFTER_S = 30.0
 LAG_PERIOD_S = 0.05  # how often the loop's lag is sampled
 LAG_WINDOW_S = 10.0  # the recent past its p99 is read over
-MIN_CPU_SHARE = 0.05  # the budget is never scaled below this share
+MIN_CPU_SHARE = 0.5  # the budget is never scaled below half: a busy host costs at most half the tables
 
 
 def thread_schedstat(tid: int) -> tuple[float, float] | None:
@@ -66,7 +68,10 @@ class CpuShare:
     ran over the time it ran or waited to run (1: it never waits; 0.5: the host's other processes
     make it wait as long as it runs). Read from ``read()`` (ran, waited), sampled by `sample`."""
 
-    MIN_SEEN_S = 0.002  # a thread that ran and waited less than this over the window tells nothing
+    # A loop that ran less than this share of the window tells little: its few short wakes each wait
+    # the host's wake-up latency, which says more about the wakes' brevity than about the CPU left
+    # for tables (an idle loop on a quiet host can read 0.5).
+    MIN_BUSY = 0.02
 
     def __init__(self, read: Callable[[], tuple[float, float] | None], window_s: float = LAG_WINDOW_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -88,9 +93,9 @@ class CpuShare:
         """The share over the window (None: nothing measured yet)."""
         if len(self.samples) < 2:
             return None
-        (_, ran0, waited0), (_, ran1, waited1) = self.samples[0], self.samples[-1]
+        (at0, ran0, waited0), (at1, ran1, waited1) = self.samples[0], self.samples[-1]
         ran, waited = ran1 - ran0, waited1 - waited0
-        if ran + waited < self.MIN_SEEN_S:
+        if at1 <= at0 or ran < self.MIN_BUSY * (at1 - at0):
             return None
         return ran / (ran + waited)
 

@@ -215,11 +215,19 @@ def test_the_budget_shrinks_with_the_share_of_the_cpu_the_event_loop_gets() -> N
     assert refused.value.code == "server_busy" and refused.value.retry_after
     open_now["kontour"] = 4  # a table ended: one fits again in the scaled budget
     assert capacity.admits("kontour") and not capacity.admits("pictomania")
+    open_now["kontour"] = 3
+    for _ in range(10):  # busier still: the budget is never scaled below half
+        second(ran=0.05, waited=0.2)
+    assert cpu.share() == pytest.approx(0.2)
+    assert capacity.admits("kontour") and not capacity.admits("pictomania")
     open_now["kontour"] = 5
     for _ in range(10):  # the other processes ended: the window forgets them
         second(ran=0.05, waited=0.0)
     assert cpu.share() == pytest.approx(1.0)
     assert capacity.admits("kontour")
+    for _ in range(10):  # a loop that hardly runs is not judged: its few wakes each wait a little
+        second(ran=0.005, waited=0.01)
+    assert cpu.share() is None and capacity.admits("kontour")
     off = Capacity(Costs(pictomania=0.3, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
                    lag_limit_s=0.0, cpu_share=lambda: 0.1)
     assert off.admits("pictomania")  # capacity_lag_ms 0: the measured costs only
