@@ -35,9 +35,9 @@ hypothesis.settings.register_profile(
 )
 hypothesis.settings.load_profile("griffon")
 
-# Admission by the event loop's measured lag (service/capacity.py) answers how busy the machine is:
-# the servers and apps the tests start admit by the measured costs only, whatever else runs on the
-# host (tests/test_service_capacity.py checks the lag's admission on its own, with a lag it sets).
+# Admission by the event loop's measured lag and CPU share (service/capacity.py) answers how busy the
+# machine is: the servers and apps the tests start admit by the measured costs only, whatever else
+# runs on the host (tests/test_service_capacity.py checks both on their own, with figures it sets).
 os.environ.setdefault("GRIFFON_CAPACITY_LAG_MS", "0")
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
