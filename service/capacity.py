@@ -57,7 +57,8 @@ def thread_schedstat(tid: int) -> tuple[float, float] | None:
     """Seconds thread ``tid`` of this process has run on a CPU and waited, runnable, for one
     (``/proc/self/task/TID/schedstat``); None where Linux does not say."""
     try:
-        ran, waited = open(f"/proc/self/task/{tid}/schedstat").read().split()[:2]
+        with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as counters:
+            ran, waited = counters.read().split()[:2]
         return int(ran) / 1e9, int(waited) / 1e9
     except (OSError, ValueError):
         return None
@@ -68,9 +69,9 @@ class CpuShare:
     ran over the time it ran or waited to run (1: it never waits; 0.5: the host's other processes
     make it wait as long as it runs). Read from ``read()`` (ran, waited), sampled by `sample`."""
 
-    # A loop that ran less than this share of the window tells little: its few short wakes each wait
-    # the host's wake-up latency, which says more about the wakes' brevity than about the CPU left
-    # for tables (an idle loop on a quiet host can read 0.5).
+    # A loop that ran less than this share of the window tells little: each of its short wakes waits
+    # at least the host's wake-up latency, which weighs more the shorter the wakes are, whatever
+    # CPU is left for tables.
     MIN_BUSY = 0.02
 
     def __init__(self, read: Callable[[], tuple[float, float] | None], window_s: float = LAG_WINDOW_S,
@@ -90,7 +91,7 @@ class CpuShare:
             self.samples.popleft()
 
     def share(self) -> float | None:
-        """The share over the window (None: nothing measured yet)."""
+        """The share over the window (None: nothing measured yet, or the thread hardly ran)."""
         if len(self.samples) < 2:
             return None
         (at0, ran0, waited0), (at1, ran1, waited1) = self.samples[0], self.samples[-1]
