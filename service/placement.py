@@ -22,16 +22,17 @@ that cannot be reached, answers 5xx, or whose file is stale (a dead worker) is s
 made where the request landed. A forwarded request is never forwarded again.
 
 Each worker also publishes what each client (a short hash of its address) holds there: its lobbies,
-its solo games (and of those, the ones its player left) and its bot rooms (`CLIENT_COUNTS`). A
-client's holdings are counted on every worker (`Placement.elsewhere`) against ``rooms_per_client``
-(`Placement.check_lobbies`), ``games_per_client`` (the game manager, through the capacity) and
-``bot_rooms_per_client`` (`service.capacity`), so that each limit holds across the workers, not per
-worker (a burst of requests at once may pass one more per sibling: a worker publishes what it made
-as soon as it is made). A client at its games' limit who left one of them on a sibling has its new
-game made there, where it replaces the one they left. A room's games (its
-start, « Rejouer ») are made on the worker that holds the room, where the room was placed; bot rooms
-live where their socket lands (relaying a bot's every frame would cost more than it spreads), and
-count in the load.
+its solo games (and of those, the ones its player left), its bot rooms and the solo games made for it
+in the last hour (`CLIENT_COUNTS`). A client's holdings are counted on every worker
+(`Placement.elsewhere`) against ``rooms_per_client`` (`Placement.check_lobbies`),
+``games_per_client`` (the game manager, through the capacity), ``bot_rooms_per_client``
+(`service.capacity`) and ``games_per_client_hour`` (`Placement.check_created`), so that each limit
+holds across the workers, not per worker (a burst of requests at once may pass one more per
+sibling: a worker publishes what it made as soon as it is made). A client at its games' limit who
+left one of them on a sibling has its new game made there, where it replaces the one they left.
+A room's games (its start, « Rejouer ») are made on the worker that holds the room, where the room
+was placed; bot rooms live where their socket lands (relaying a bot's every frame would cost more
+than it spreads), and count in the load.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import json
 import logging
 import os
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -67,8 +68,9 @@ STALE_S = 5.0  # a file older than this is a worker that stopped publishing: nev
 FORWARD_TIMEOUT = httpx.Timeout(15.0, connect=1.0)
 MAX_PUBLISHED_CLIENTS = 10_000  # clients whose holdings of each kind one worker publishes, at most
 # What a worker publishes of each client: its lobbies, its solo games, those of them its player left
-# (a new game of theirs replaces one), its bot rooms.
-CLIENT_COUNTS = ("lobbies", "games", "left", "bots")
+# (a new game of theirs replaces one), its bot rooms, the solo games made for it in the last hour.
+CLIENT_COUNTS = ("lobbies", "games", "left", "bots", "created")
+CREATED_WINDOW_S = 3600.0  # games_per_client_hour counts the solo games made over this window
 Counts = dict[str, Counter[str]]
 FORWARDED_HEADERS = ("content-type", "origin", "user-agent", "accept", "accept-language")
 ANSWER_HEADERS = ("content-type", "retry-after", "x-griffon-game")
@@ -85,8 +87,9 @@ class Placement:
         """``load()``: this worker's weighted load now (`weighted_load`); ``clients()``: what each
         client holds here, by kind (`CLIENT_COUNTS`; a kind missing: none); ``placing``: false,
         every table is made where its request landed (the loads and holdings are still published)."""
-        self.workers, self.load, self.clock, self.clients_here = workers, load, clock, clients
+        self.workers, self.load, self.clock, self.holdings = workers, load, clock, clients
         self.placing = placing
+        self.created: dict[str, deque[float]] = {}  # client -> when its solo games were made here
         self.pending: dict[int, float] = {}  # worker -> weight of the tables being made there now
         self.clients: dict[int, httpx.AsyncClient] = {}
         self.publisher: asyncio.Task[None] | None = None
@@ -171,6 +174,40 @@ class Placement:
                 if index in found:
                     found[index] += weight
         return found
+
+    def clients_here(self) -> Counts:
+        """What each client holds on this worker (and the solo games made for it in the last hour)."""
+        return {**self.holdings(), "created": self.created_counts()}
+
+    def created_counts(self) -> Counter[str]:
+        """The solo games made here for each client in the last ``CREATED_WINDOW_S`` (the older ones
+        forgotten)."""
+        since = self.clock() - CREATED_WINDOW_S
+        for client in list(self.created):
+            times = self.created[client]
+            while times and times[0] < since:
+                times.popleft()
+            if not times:
+                del self.created[client]
+        return Counter({client: len(times) for client, times in self.created.items()})
+
+    def made(self, client: str, limit: int) -> None:
+        """A solo game was made here for ``client`` (at most ``limit`` kept per client, and
+        ``MAX_PUBLISHED_CLIENTS`` clients: the one heard of longest ago is forgotten first)."""
+        times = self.created.pop(client, None) or deque(maxlen=max(1, limit))
+        times.append(self.clock())
+        self.created[client] = times  # the most recent last
+        while len(self.created) > MAX_PUBLISHED_CLIENTS:
+            del self.created[next(iter(self.created))]
+        self.publish()
+
+    def check_created(self, client: str, limit: int) -> None:
+        """Raise `RateLimited` when ``limit`` solo games were made for ``client`` in the last hour, on
+        this worker and its siblings together (as published)."""
+        made = self.held(client, "created")
+        if made >= limit:
+            wait = CREATED_WINDOW_S / limit  # about when one of them leaves the window
+            raise RateLimited(f"at most {limit} new games per hour; retry in {wait:.0f} s", retry_after=wait)
 
     def siblings(self) -> Iterator[dict[str, Any]]:
         """The siblings' fresh records."""

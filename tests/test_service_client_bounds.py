@@ -1,7 +1,8 @@
 """One address's bounds hold across the workers of `griffon serve --workers 2` (service/placement.py,
-service/capacity.py): its bot rooms (``bot_rooms_per_client``) and its solo games
-(``games_per_client``) are counted on every worker, so it never gets twice its share; a new game of a
-client at its limit is made where it replaces one its player left, on whichever worker that is."""
+service/capacity.py): its bot rooms (``bot_rooms_per_client``), its solo games (``games_per_client``)
+and the games it started in the last hour (``games_per_client_hour``) are counted on every worker,
+so it never gets twice its share; a new game of a client at its limit is made where it replaces one
+its player left, on whichever worker that is."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from service.workers import CLIENT_HEADER, RELAY_HEADER
 
 KONTOUR = {"game": "kontour", "opponents": 1}
 LIMIT = 2  # bot rooms and solo games one client may hold
+HOURLY = 12  # solo games one client may start per hour
 OPEN = re.compile(r"^griffon_tables_open\{[^}]*\} (\S+)$", re.M)
 
 
@@ -29,7 +31,7 @@ def bounded(tmp_path_factory: pytest.TempPathFactory, tiny_checkpoint: Path) -> 
     folder = tmp_path_factory.mktemp("bounds") / "workers"
     env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_WORKER_DIR": str(folder),
            "GRIFFON_GAMES_PER_CLIENT": str(LIMIT), "GRIFFON_BOT_ROOMS_PER_CLIENT": str(LIMIT),
-           "GRIFFON_GAMES_PER_CLIENT_HOUR": "500", "GRIFFON_GAME_IDLE_TIMEOUT_S": "1800"}
+           "GRIFFON_GAMES_PER_CLIENT_HOUR": str(HOURLY), "GRIFFON_GAME_IDLE_TIMEOUT_S": "1800"}
     with running_server(env, workers=2) as server:
         eventually(lambda: all((folder / f"load-{i}.json").exists() for i in range(2)), 120,
                    "the workers did not publish their loads")
@@ -171,3 +173,23 @@ def test_a_client_at_its_limit_replaces_the_game_it_left_on_either_worker(
             assert json.loads(await asyncio.wait_for(ws.recv(), patient(30)))["type"] in ("state", "update")
 
     asyncio.run(scenario())
+
+
+@pytest.mark.slow
+def test_the_games_a_client_started_this_hour_are_counted_on_every_worker(
+    bounded: tuple[Server, Path],
+) -> None:
+    """Half of its hourly games on each worker (each new one replacing one it left): the next is
+    refused on either."""
+    server, folder = bounded
+    mine = as_client(server, "203.0.113.10")
+    for n in range(HOURLY):
+        made = post_on(folder, n % 2, KONTOUR, mine)
+        assert made.status_code == 201, (n, made.text)
+    for index in (0, 1):
+        refused = post_on(folder, index, KONTOUR, mine)
+        assert refused.status_code == 429, refused.text
+        assert f"at most {HOURLY} new games per hour" in refused.json()["message"]
+        assert int(refused.headers["retry-after"]) >= 1
+    other = post_on(folder, 1, KONTOUR, as_client(server, "203.0.113.11"))
+    assert other.status_code == 201, other.text

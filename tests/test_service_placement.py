@@ -296,3 +296,35 @@ def test_a_client_s_lobbies_are_counted_on_every_worker(two_workers: tuple[Serve
         assert third.json()["error"] == "too_many_rooms" and "2 rooms" in third.json()["message"]
     other = post(folder, 1, "/v1/rooms", body, {**headers, CLIENT_HEADER: "203.0.113.10"})
     assert other.status_code == 201, other.text  # another client is not counted with it
+
+
+def test_a_client_s_holdings_and_games_of_the_hour_are_counted_on_every_worker(tmp_path: Path) -> None:
+    """What each worker publishes of a client is added up by the others; the games made in the last
+    hour leave the count as the hour passes; another address is not counted with it."""
+    from collections import Counter
+
+    from service.errors import RateLimited
+    from service.placement import CREATED_WINDOW_S
+
+    now, a = [1000.0], "203.0.113.1"
+    first = Placement(Workers(0, 2, tmp_path, "s"), lambda: 0.0, clock=lambda: now[0],
+                      clients=lambda: {"games": Counter({a: 2}), "bots": Counter({a: 5})})
+    second = Placement(Workers(1, 2, tmp_path, "s"), lambda: 0.0, clock=lambda: now[0],
+                       clients=lambda: {"left": Counter({a: 1}), "games": Counter({a: 1})})
+    first.publish()
+    second.publish()
+    assert second.elsewhere("203.0.113.1", "bots") == 5 and second.held("203.0.113.1", "games") == 3
+    assert first.elsewhere("203.0.113.2", "games") == 0
+    assert first.replacing("203.0.113.1", 3) == 1  # at its limit, a game left on worker 1: made there
+    assert first.replacing("203.0.113.1", 4) is None and second.replacing("203.0.113.1", 3) is None
+    for _ in range(2):
+        first.made("203.0.113.1", 3)
+    second.made("203.0.113.1", 3)
+    with pytest.raises(RateLimited, match="at most 3 new games per hour"):
+        first.check_created("203.0.113.1", 3)
+    second.check_created("203.0.113.2", 3)  # another address
+    now[0] += CREATED_WINDOW_S + 1  # an hour later: forgotten
+    first.publish()
+    second.publish()
+    first.check_created("203.0.113.1", 3)
+    assert first.created == {} and second.held("203.0.113.1", "created") == 0

@@ -218,9 +218,18 @@ async def new_game(
         raise ServiceError(f"{body.game} takes {limits['min']}-{limits['max']} AI opponents, "
                            f"got {body.opponents}", code="invalid_request")
     placement: Placement | None = request.app.state.placement
-    make = functools.partial(_open_solo, body, games, client, response)
     if placement is None:
-        return await make()
+        return await _open_solo(body, games, client, response)
+
+    placed = placement
+
+    async def make() -> GameCreated:  # the client's games of the last hour, on every worker
+        hourly = games.settings.games_per_client_hour
+        placed.check_created(client, hourly)
+        made = await _open_solo(body, games, client, response)
+        placed.made(client, hourly)
+        return made
+
     limit = games.settings.games_per_client  # a new game goes where it replaces one its player left
     return await placement.place(request, body.game, client, make, games_limit=limit)
 
