@@ -127,7 +127,7 @@ def bench_frames() -> None:
 def bench_loop() -> None:
     """The event loop's work per 1,000-point stroke, from the first stroke to a full game log."""
     from bench.bench_attacks import table_stroke
-    from service.play.manager import encode_frame, handle_text
+    from service.play.sockets import encode_frame, handle_text
 
     async def run() -> list[float]:
         session = pictomania_session(play=PlaySettings())

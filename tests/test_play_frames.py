@@ -19,7 +19,7 @@ from games.ai.levels import load_level
 from games.core import Tick
 from games.kontour import Guess, KontourRules
 from games.pictomania import Done, NextRound
-from service.play.manager import game_configs, handle_text
+from service.play.manager import game_configs
 from service.play.session import (
     HUMAN,
     KontourSession,
@@ -29,6 +29,7 @@ from service.play.session import (
     apply_update,
 )
 from service.play.settings import PlaySettings
+from service.play.sockets import handle_text
 from service.play.words import kontour_candidates, kontour_deck, load_words
 from service.settings import Settings
 from service.shared import Shared
@@ -270,7 +271,7 @@ def test_stroke_points_are_checked_as_the_point_by_point_reading_does(raw: Any) 
 
 def test_a_frame_is_encoded_as_json_reads_it() -> None:
     """Compact text, French letters as they are, integer keys as strings (as ``json.dumps``)."""
-    from service.play.manager import encode_frame
+    from service.play.sockets import encode_frame
 
     frame = {"type": "update", "fr": {"chat": "chat noir, très élégant"}, "points": [[1.5, 2.0]],
              "scores": {1: 3}, "pair": (1, 2)}

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 from griffon.launch import eventually
-from service.play.manager import GameManager, handle_text
+from service.play.manager import GameManager
 from service.play.session import ManualClock
 from service.play.settings import PlaySettings
+from service.play.sockets import handle_text
 from service.replicas import Ownership, Replica, ReplicaSettings, ReplicaSettingsError
 from service.settings import Settings
 from store import BotRoomRecord, MoveRejected, Store, StoreError, StoreSettings, hash_token, open_store
@@ -189,7 +190,7 @@ def test_a_replica_whose_game_was_taken_stands_down_on_its_next_move_without_wri
         frames = []
         while not queue.empty():
             frames.append(queue.get_nowait())
-        assert frames == [None]  # never shown; the socket closes (1012: service.play.manager._send_loop)
+        assert frames == [None]  # never shown; the socket closes (1012: service.play.sockets._send_loop)
         session.tick()  # the AI players' next step writes nothing either
         assert len(other.load_game(session.id).moves) == stored  # type: ignore[union-attr]
         await games.aclose()

@@ -21,19 +21,11 @@ from games.ai import level_names
 from service.errors import STORE_DOWN, NotFound, ServiceError, Unavailable
 from service.frames import error_frame
 from service.placement import Placement
-from service.play.manager import (
-    CLOSE_BAD_TOKEN,
-    CLOSE_FULL,
-    CLOSE_TOO_SLOW,
-    CLOSE_UNKNOWN_GAME,
-    GameManager,
-    TooManyGames,
-    UnknownGame,
-    serve_socket,
-)
+from service.play.manager import GameManager, TooManyGames, UnknownGame
 from service.play.rooms import CODE, RoomError, serve_lobby
 from service.play.session import HUMAN, Recognize, accepted_opponents
 from service.play.settings import PlaySettings
+from service.play.sockets import CLOSE_BAD_TOKEN, CLOSE_FULL, CLOSE_TOO_SLOW, CLOSE_UNKNOWN_GAME, serve_socket
 from service.play.words import DeckSetupError
 from service.replicas import Ownership, Replica
 from service.shared import ClientDep, Shared, client_of
