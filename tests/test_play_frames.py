@@ -241,6 +241,26 @@ def test_the_persons_strokes_are_charged_to_the_client_point_budget() -> None:
     assert replies[5] is None  # another client has its own budget
 
 
+
+def test_a_games_strokes_are_bounded_by_the_services_one_stroke_limit() -> None:
+    """``GRIFFON_MAX_STROKE_POINTS`` bounds a person's stroke in a game as in the HTTP API and bot
+    rooms: one name for one limit."""
+    from service.play.manager import GameManager
+
+    async def run() -> tuple[Any, Any]:
+        games = GameManager(Settings(max_stroke_points=40), PlaySettings(), lambda key: uniform, frozenset(),
+                            clock=ManualClock())
+        session = games.create("pictomania", opponents=2, level="normal", name="Ana", seed=3)
+        replies = handle_text(session, stroke(1, 40)), handle_text(session, stroke(2, 41))
+        await games.aclose()
+        return replies
+
+    fits, too_long = asyncio.run(run())
+    assert fits is None
+    assert too_long is not None and too_long["code"] == "invalid_move"
+    assert "1 to 40 points" in too_long["message"]
+
+
 BAD_POINTS = [
     [], "12", [[1, 2], [3]], [[True, 2]], [[1, False]], [["1", 2]], [[None, 2]],
     [[float("nan"), 2]], [[1, float("inf")]], [[-65, 2]], [[1, 321]], [[10**400, 2]], [[1, 2, 3]],
@@ -253,7 +273,7 @@ def test_stroke_points_are_checked_as_the_point_by_point_reading_does(raw: Any) 
     """The one-pass check of exact JSON types accepts exactly what the point-by-point reading
     accepts (tuples too), gives the same points, and refuses the rest with its message."""
     from games.core import InvalidMove
-    from service.play.session import _checked_points, check_points
+    from service.play.bounds import _checked_points, check_points
 
     def outcome(check: Any) -> Any:
         try:

@@ -32,6 +32,7 @@ from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
 from service.capacity import Capacity
 from service.errors import RateLimited
 from service.metrics import Metrics
+from service.play.bounds import MoveBounds
 from service.play.journal import Journal, replay_into
 from service.play.rooms import Rooms
 from service.play.session import (
@@ -97,6 +98,7 @@ class GameManager:
         self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
         self.writer = shared_move_writer(store) if store is not None else None  # moves and ends, in order
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
+        self.bounds = MoveBounds.of(play, settings)  # of the people's moves
         self.games: dict[str, GameSession] = {}
         self.creating = asyncio.Lock()  # one new game at a time (`open_game`)
         self.owners: dict[str, str] = {}  # game id -> client that created it
@@ -312,6 +314,7 @@ class GameManager:
             friends=dict(setup.get("friends") or {}),
             levels={seat: load_level(name) for seat, name in (setup.get("levels") or {}).items()},
             room_code=setup.get("room"),
+            bounds=self.bounds,
         )
         if kind == "kontour":
             rules = KontourRules(KontourConfig.from_dict(setup["config"]), judge=words.judge)

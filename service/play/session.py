@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import time
 from collections import deque
@@ -49,6 +48,7 @@ from games.core import Event, InvalidMove, Move, RuleError, events_for
 from games.kontour import KontourConfig, KontourRules, KontourState
 from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
 from service.metrics import Metrics
+from service.play.bounds import MoveBounds, move_bytes
 from service.play.settings import PlaySettings
 from service.play.words import Words
 from service.ratelimit import DecayingRate, RateLimit
@@ -80,8 +80,6 @@ class ManualClock:
 
 
 HUMAN = "joueur"
-COORD_MIN, COORD_MAX = -64.0, 320.0  # the page draws on a 0-255 canvas; a little slack outside
-MAX_GUESS_CHARS = 80
 MAX_OPPONENTS = 5  # what `POST /v1/play` accepts
 SEND_QUEUE = 64  # frames waiting for a slow socket; beyond, the socket is dropped
 DRAWING_EVENTS = ("stroke_drawn", "stroke_undone", "drawing_cleared")  # Pictomania drawings change only so
@@ -109,50 +107,6 @@ class Held:
     stroke: bool  # the person's stroke: its acknowledgement is timed
 
 
-class GameTooLong(RuleError):
-    """The game's move log reached ``max_moves`` moves or ``max_log_bytes`` bytes: the person's
-    moves are refused (the AI players and the timers still end the turn / round)."""
-
-    code = "game_too_long"
-
-
-def move_bytes(move: Move) -> int:
-    """The size of a move as logged (its compact JSON)."""
-    return len(json.dumps(move.to_dict(), separators=(",", ":")))
-
-
-def check_points(raw: Any, limit: int) -> list[tuple[float, float]]:
-    """Stroke points from a frame: 1 to `limit` finite ``[x, y]`` pairs within the canvas.
-
-    One pass over exact JSON types first (a stroke of 1,000 points is checked in a fraction of a
-    millisecond of the event loop); anything it does not accept goes through `_checked_points`,
-    which accepts or names the first bad point."""
-    if not isinstance(raw, list) or not 1 <= len(raw) <= limit:
-        raise InvalidMove(f"a stroke needs 1 to {limit} points [x, y]")
-    # NaN and infinities fail the bounds; a bool is not exactly an int
-    if all(type(p) is list and len(p) == 2 and type(p[0]) in _NUMBERS and type(p[1]) in _NUMBERS
-           and COORD_MIN <= p[0] <= COORD_MAX and COORD_MIN <= p[1] <= COORD_MAX for p in raw):
-        return [(float(x), float(y)) for x, y in raw]
-    return _checked_points(raw)
-
-
-_NUMBERS = (float, int)
-
-
-def _checked_points(raw: list[Any]) -> list[tuple[float, float]]:
-    points = []
-    for p in raw:
-        if not (isinstance(p, list | tuple) and len(p) == 2):
-            raise InvalidMove("each point must be a pair [x, y]")
-        x, y = p
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (x, y)):
-            raise InvalidMove("point coordinates must be numbers")
-        if not all(COORD_MIN <= v <= COORD_MAX for v in (x, y)):  # NaN, infinities, huge integers
-            raise InvalidMove(f"point coordinates must be finite, within {COORD_MIN}..{COORD_MAX}")
-        points.append((float(x), float(y)))
-    return points
-
-
 class GameSession:
     """The parts shared by both games (subclasses: `KontourSession`, `PictomaniaSession`)."""
 
@@ -176,6 +130,7 @@ class GameSession:
         friends: dict[str, str] | None = None,
         levels: dict[str, AILevel] | None = None,
         room_code: str | None = None,
+        bounds: MoveBounds | None = None,
     ) -> None:
         """``token``: the host's (seat `HUMAN`); ``friends``: the other people's seats of a room
         and the SHA-256 of each one's token (none in a solo game); ``level``: the AI players',
@@ -188,6 +143,7 @@ class GameSession:
         self.people = list(self.hashes)  # the seats played by people (the host first)
         self.journal: Any = None  # service.persistence.Journal: the move log in the database
         self.words, self.recognize, self.labels, self.play = words, recognize, labels, play
+        self.bounds = bounds or MoveBounds.of(play)
         self.ais = [p for p in names if p not in self.hashes]
         self.clock = clock
         self.t0 = clock()
@@ -464,7 +420,7 @@ class GameSession:
             raise InvalidMove("'move' must be an object with a 'kind'")
         self.last_activity = self.clock()
         move = self.parse(dict(data, player=seat))
-        size = self.check_length(move)
+        size = self.bounds.check_length(self.moves, self.log_bytes, move)
         if move.kind == "next_round" and self.room and getattr(self.state, "phase", "") == "scored":
             self.ready.add(seat)
             self.send_presence()
@@ -472,26 +428,12 @@ class GameSession:
             return
         self.apply(move, size)
 
-    def check_length(self, move: Move) -> int:
-        """Refuse the person's move once the game's log is full (`GameTooLong`): a game holds at
-        most ``max_moves`` moves and ``max_log_bytes`` bytes of moves, so that no player can
-        grow the database without end (strokes undone and drawn again, guesses...). Returns the
-        move's `move_bytes`."""
-        size = move_bytes(move)
-        if self.moves >= self.play.max_moves or self.log_bytes + size > self.play.max_log_bytes:
-            raise GameTooLong(
-                f"this game has reached its length limit ({self.play.max_moves} moves, "
-                f"{self.play.max_log_bytes} bytes of moves): start a new game",
-                moves=self.moves, bytes=self.log_bytes,
-            )
-        return size
-
     def parse(self, data: dict[str, Any]) -> Move:
         """Check bounds and build the engine's move (`InvalidMove` for bad data)."""
         if data["kind"] == "tick":
             raise InvalidMove("the server keeps time: 'tick' is not a player move")
         if "points" in data:
-            data["points"] = check_points(data["points"], self.play.max_points_per_stroke)
+            data["points"] = self.bounds.points(data["points"])
         try:
             return self.rules.parse_move(data)
         except ValueError as error:  # pydantic ValidationError

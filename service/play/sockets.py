@@ -27,8 +27,9 @@ from fastapi import WebSocket, WebSocketDisconnect
 from games.core import RuleError
 from service.errors import RateLimited
 from service.frames import FrameError, error_frame, load_json
+from service.play.bounds import MAX_GUESS_CHARS
 from service.play.manager import GameManager
-from service.play.session import HUMAN, MAX_GUESS_CHARS, GameSession
+from service.play.session import HUMAN, GameSession
 from service.ratelimit import RateLimit
 from service.settings import Settings
 from service.shared import client_of
