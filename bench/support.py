@@ -21,7 +21,7 @@ import httpx
 from websockets.sync.client import ClientConnection, connect
 
 from griffon.launch import Patience, Server, patient
-from service.play.session import HUMAN, apply_update
+from service.play.views import HUMAN, apply_update
 
 Frame = dict[str, Any]
 

@@ -35,7 +35,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from games.core import Event, Move
-from service.play.session import HUMAN
+from service.play.views import HUMAN
 from store import DrawingRecord, StoredGame, StoreError
 from store.background import BackgroundWriter
 from store.group_commit import MoveWriter

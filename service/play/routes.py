@@ -23,9 +23,10 @@ from service.frames import error_frame
 from service.placement import Placement
 from service.play.manager import GameManager, TooManyGames, UnknownGame
 from service.play.rooms import CODE, RoomError, serve_lobby
-from service.play.session import HUMAN, Recognize, accepted_opponents
+from service.play.session import Recognize
 from service.play.settings import PlaySettings
 from service.play.sockets import CLOSE_BAD_TOKEN, CLOSE_FULL, CLOSE_TOO_SLOW, CLOSE_UNKNOWN_GAME, serve_socket
+from service.play.views import HUMAN, accepted_opponents
 from service.play.words import DeckSetupError
 from service.replicas import Ownership, Replica
 from service.shared import ClientDep, Shared, client_of

@@ -5,11 +5,8 @@ goes through `rules.apply(state, move, now)`; the new state is stored, the AI pl
 the events, and the human gets what changed in their own `rules.view` with the events they may
 see. A refused move raises `RuleError`; for the human it becomes an error frame and the game goes on.
 
-Frames: a socket gets the whole view once (``{"type": "state", "seq"}``: on connect, and when the
-page asks with ``{"type": "sync"}``), then one ``{"type": "update", "seq"}`` per move carrying only
-what the move changed, so a move costs the size of the move, not of the game (a Pictomania drawing
-of 300 strokes is not sent again with each stroke). `apply_update` is the reference merge (the
-page's is `service/static/app.js`); docs/PLAY.md states the format.
+Frames: a socket gets the whole view once, then one update per move carrying only what the move
+changed (`service.play.views`).
 
 Time: `now` is seconds since the game was created, read from the game's clock (`time.monotonic`,
 the event loop's own; tests and benchmarks give a `ManualClock` they move by hand) and passed
@@ -33,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 from collections import deque
@@ -45,11 +41,12 @@ from typing import Any
 from games.ai.driver import KontourDriver, Look, PictomaniaDriver
 from games.ai.levels import AILevel
 from games.core import Event, InvalidMove, Move, RuleError, events_for
-from games.kontour import KontourConfig, KontourRules, KontourState
-from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
+from games.kontour import KontourRules, KontourState
+from games.pictomania import PictomaniaRules, PictomaniaState
 from service.metrics import Metrics
 from service.play.bounds import MoveBounds, move_bytes
 from service.play.settings import PlaySettings
+from service.play.views import HUMAN, KontourViews, PictomaniaViews, Views
 from service.play.words import Words
 from service.ratelimit import DecayingRate, RateLimit
 from store import hash_token, token_matches
@@ -79,10 +76,7 @@ class ManualClock:
         self.seconds += seconds
 
 
-HUMAN = "joueur"
-MAX_OPPONENTS = 5  # what `POST /v1/play` accepts
 SEND_QUEUE = 64  # frames waiting for a slow socket; beyond, the socket is dropped
-DRAWING_EVENTS = ("stroke_drawn", "stroke_undone", "drawing_cleared")  # Pictomania drawings change only so
 PAUSE_AFTER_S = 2.0  # a move not written after this long pauses the table (a database that hangs)
 PAUSED_MESSAGE = "Sauvegarde impossible — nouvel essai…"  # what the page shows while the table waits
 LOST_MESSAGE = "Cette partie ne peut plus être enregistrée : elle s'arrête ici."
@@ -114,6 +108,7 @@ class GameSession:
     rules: Any
     state: Any
     ai: Any  # the AI driver: games.ai.driver.KontourDriver / PictomaniaDriver
+    views: Views  # what each seat is sent
 
     def __init__(
         self,
@@ -158,7 +153,6 @@ class GameSession:
         self.moves = 0
         self.log_bytes = 0  # size of the moves applied so far (bounded: `GameTooLong`)
         self.seq = 0  # updates so far: every frame carries it, the page asks for a full state on a gap
-        self.fr_sent: dict[str, set[str]] = {}  # per seat: French words sent so far (a full frame: all)
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
         self.metrics: Metrics | None = None  # set by the manager: strokes, recognitions, store writes
         self.held: deque[Held] = deque()  # moves applied, waiting for the database (stored before shown)
@@ -529,68 +523,18 @@ class GameSession:
 
     def frame(self, events: list[Event], seat: str = HUMAN, state: Any = None,
               seq: int | None = None) -> dict[str, Any]:
-        """The full state frame of `seat`: its view, the events, the time left, French words; of
-        the state the sockets may see (`shown`: the database has it) unless `state` and `seq` are given."""
+        """The full state frame of `seat` (`Views.frame`); of the state the sockets may see
+        (`shown`: the database has it) unless `state` and `seq` are given."""
         if state is None:
             state, seq = self.shown if self.shown is not None else (self.state, self.seq)
-        view = self.rules.view(state, seat)
-        sent = self.fr_sent.setdefault(seat, set())
-        sent |= self.keys_shown(view, events)  # every word shown so far: the seat's sockets share updates
-        return {
-            "type": "state",
-            "seq": seq,
-            "game": self.kind,
-            "id": self.id,
-            "you": seat,
-            "host": HUMAN,
-            "seats": self.presence(),
-            "ready": sorted(self.ready),
-            "names": self.names,
-            "level": self.level.name,
-            "now": round(self.now(), 3),
-            "time_left": round(self.time_left(state), 3),
-            "config": self.client_config(),
-            "state": view.to_dict(),
-            "events": [self.event_dict(e) for e in events],
-            "fr": {k: self.words.french(k) for k in sorted(sent)},
-        }
+        return self.views.frame(self, events, seat, state, seq)
 
     def update(self, before: Any, events: list[Event], seat: str = HUMAN) -> dict[str, Any]:
-        """The update frame of one move: its events, the view's fields that may have changed
-        (``set``), the new items of its append-only lists (``append``) and the French words not
-        sent yet. Its size does not depend on the length of the game."""
-        view = self.rules.view(self.state, seat)
-        sent = self.fr_sent.setdefault(seat, set())
-        new_keys = self.keys_shown(view, events) - sent
-        sent |= new_keys
-        changed, appended = self.delta(before, view)
-        return {
-            "type": "update",
-            "seq": self.seq,
-            "now": round(self.now(), 3),
-            "time_left": round(self.time_left(), 3),
-            "events": [self.event_dict(e) for e in events],
-            "set": changed,
-            "append": appended,
-            "fr": {k: self.words.french(k) for k in sorted(new_keys)},
-        }
-
-    def delta(self, before: Any, view: Any) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-        """(fields of the view to replace, new items of its append-only lists)."""
-        raise NotImplementedError
-
-    def event_dict(self, event: Event) -> dict[str, Any]:
-        """An event as sent to the page."""
-        return event.to_dict()
+        """The update frame of the last move (from state `before`) for `seat` (`Views.update`)."""
+        return self.views.update(self, before, events, seat)
 
     def time_left(self, state: Any = None) -> float:
         """Seconds left on the running timer of `state` (default: the current state)."""
-        raise NotImplementedError
-
-    def client_config(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def keys_shown(self, view: Any, events: list[Event]) -> set[str]:
         raise NotImplementedError
 
     async def _probabilities(self, drawing: list[Any], candidates: Sequence[str]) -> dict[str, float] | None:
@@ -630,6 +574,7 @@ class KontourSession(GameSession):
     def __init__(self, rules: KontourRules, state: KontourState, candidates: list[str], **kw: Any) -> None:
         super().__init__(**kw)
         self.rules, self.state, self.candidates = rules, state, candidates
+        self.views: Views = KontourViews(rules, self.words)
         self.ai: KontourDriver = KontourDriver(
             rules, self.ais, self.level, self.words.kit(), self.seed, candidates,
             between_turns_s=self.play.between_turns_s, card_s=self.play.ai_think_s, levels=self.levels,
@@ -644,31 +589,6 @@ class KontourSession(GameSession):
             return 0.0 if deadline is None else max(0.0, deadline - self.now())
         return max(0.0, turn.ends_at(self.rules.config.tie_window_s) - self.now())
 
-    def client_config(self) -> dict[str, Any]:
-        cfg = self.rules.config
-        return {
-            "timer_s": cfg.timer_s,
-            "draw_card_s": cfg.draw_card_s,
-            "max_strokes": cfg.max_strokes,
-            "target_score": cfg.target_score,
-            "gestures": list(cfg.gestures),
-            "drawer_points": cfg.drawer_points,
-            "opponents": accepted_opponents(),
-        }
-
-    def delta(self, before: KontourState, view: KontourState) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-        """Everything but the history (15 lines at most a turn), and the turns that ended."""
-        done = len(before.history)
-        new = [h.to_dict() for h in view.history[done:]]
-        return view.model_dump(mode="json", exclude={"history"}), ({"history": new} if new else {})
-
-    def keys_shown(self, view: KontourState, events: list[Event]) -> set[str]:
-        keys = {h.word for h in view.history if h.word}
-        turn = view.turn
-        if turn is not None and turn.card is not None:
-            keys |= {turn.card.blue, turn.card.orange}
-        return keys
-
 
 class PictomaniaSession(GameSession):
     """A Pictomania game: everybody draws their secret word and guesses the others' at once."""
@@ -678,6 +598,7 @@ class PictomaniaSession(GameSession):
     def __init__(self, rules: PictomaniaRules, state: PictomaniaState, **kw: Any) -> None:
         super().__init__(**kw)
         self.rules, self.state = rules, state
+        self.views = PictomaniaViews(rules, self.words)
         self.ai: PictomaniaDriver = PictomaniaDriver(
             rules, self.ais, self.level, self.words.kit(), self.seed, state,
             labels=self.labels, human_done_after_s=self.play.human_done_after_s, levels=self.levels,
@@ -688,87 +609,3 @@ class PictomaniaSession(GameSession):
         if state.phase != "playing":
             return 0.0
         return max(0.0, state.round.deadline - self.now())
-
-    def client_config(self) -> dict[str, Any]:
-        cfg = self.rules.config
-        return {
-            "rounds": cfg.rounds,
-            "round_timer_s": cfg.round_timer_s,
-            "words_per_card": cfg.words_per_card,
-            "tokens": list(cfg.tokens(len(self.state.players))),
-            "unclaimed_penalty": cfg.unclaimed_penalty,
-            "cards_per_round": cfg.cards_per_round,
-            "opponents": accepted_opponents(),
-        }
-
-    def delta(
-        self, before: PictomaniaState, view: PictomaniaState
-    ) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-        """Everything but the drawings and the past rounds' results. Within a round the drawings
-        change only through the events `DRAWING_EVENTS` (the page applies them); a new round
-        sends its (fresh) drawings whole. A result scored in this update comes without its
-        drawings when the page holds them as ``round.drawings``."""
-        changed = view.model_dump(mode="json", exclude={"results": True, "round": {"drawings"}})
-        same_round = before.round.number == view.round.number
-        if not same_round:
-            changed["round"]["drawings"] = view.round.to_dict()["drawings"]
-        done = len(before.results)
-        lean = {"drawings"} if same_round else None  # the round just scored is still the state's round
-        new = [r.model_dump(mode="json", exclude=lean if r.number == view.round.number else None)
-               for r in view.results[done:]]
-        return changed, ({"results": new} if new else {})
-
-    def event_dict(self, event: Event) -> dict[str, Any]:
-        """`round_scored` without the drawings (the page has them in the state)."""
-        if event.kind == "round_scored":
-            return event.model_dump(mode="json", exclude={"result": {"drawings"}})
-        return event.to_dict()
-
-    def keys_shown(self, view: PictomaniaState, events: list[Event]) -> set[str]:
-        keys = {w for card in view.round.cards for w in card.words}
-        for result in view.results:
-            keys |= set(result.words.values())
-        return keys
-
-
-@functools.cache
-def accepted_opponents() -> dict[str, dict[str, int]]:
-    """How many AI opponents each game accepts (from the rules configs' player counts, within the
-    1-5 the service offers)."""
-    out = {}
-    for game, cfg in (("kontour", KontourConfig.load()), ("pictomania", PictomaniaConfig.load())):
-        out[game] = {"min": max(1, cfg.min_players - 1), "max": min(MAX_OPPONENTS, cfg.max_players - 1)}
-    return out
-
-
-def apply_update(full: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """The reference merge of an update frame into the last full frame (what the page does):
-    returns the new full frame, with the update's events. `ValueError` when `update` does not
-    follow `full` (a gap: ask for a full state with ``{"type": "sync"}``)."""
-    if update["seq"] != full["seq"] + 1:
-        raise ValueError(f"update {update['seq']} does not follow state {full['seq']}")
-    old = full["state"]
-    state = {**old, **update["set"]}
-    for field, items in update["append"].items():
-        state[field] = [*old.get(field, []), *items]
-    if "round" in update["set"] and "drawings" not in update["set"]["round"]:
-        drawings = dict(old["round"]["drawings"])
-        for e in update["events"]:
-            if e["kind"] == "stroke_drawn":
-                drawings[e["player"]] = [*drawings.get(e["player"], []), e["points"]]
-            elif e["kind"] == "stroke_undone":
-                drawings[e["player"]] = drawings.get(e["player"], [])[: e["strokes_left"]]
-            elif e["kind"] == "drawing_cleared":
-                drawings[e["player"]] = []
-        state["round"] = {**update["set"]["round"], "drawings": drawings}
-    for result in state.get("results", []) if "results" in update["append"] else []:
-        result.setdefault("drawings", state["round"]["drawings"])
-    return {
-        **full,
-        "seq": update["seq"],
-        "now": update["now"],
-        "time_left": update["time_left"],
-        "events": update["events"],
-        "state": state,
-        "fr": {**full["fr"], **update["fr"]},
-    }
