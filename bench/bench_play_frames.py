@@ -39,9 +39,10 @@ from games.ai.levels import load_level
 from games.pictomania import PictomaniaRules
 from griffon.launch import REPO, running_server
 from service.play.manager import game_configs
-from service.play.session import HUMAN, PictomaniaSession
+from service.play.session import HUMAN, Collaborators, PictomaniaSession
 from service.play.settings import PlaySettings
 from service.play.words import load_words, pictomania_deck
+from service.ratelimit import RateLimit
 
 CHECKPOINTS = (10, 100, 300)
 SERVER_STROKES, SEND_S, POINTS = 150, 4.0, 1_000
@@ -55,10 +56,13 @@ async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
 BIG_LOG = PlaySettings(max_log_bytes=16 * 1024 * 1024)  # 300 strokes of 1,000 points: about 3 MB
 
 
-def pictomania_session(seed: int = 3, play: PlaySettings = BIG_LOG) -> PictomaniaSession:
+def pictomania_session(
+    seed: int = 3, play: PlaySettings = BIG_LOG, loop_budget: RateLimit | None = None
+) -> PictomaniaSession:
     """A 3-player game (the person and two AIs) whose driver is not started: only the moves the
     caller makes happen (through the session's one update path). By default its log may hold 300
-    strokes of 1,000 points (a game's default bound is 2 MiB); the tests of frames use this too."""
+    strokes of 1,000 points (a game's default bound is 2 MiB); the tests of frames use this too.
+    ``loop_budget``: its share of the event loop (None: unbounded)."""
     words = load_words(None)
     _, config = game_configs(play)
     deck, config = pictomania_deck(words, config, seed)
@@ -68,6 +72,7 @@ def pictomania_session(seed: int = 3, play: PlaySettings = BIG_LOG) -> Pictomani
     return PictomaniaSession(
         rules, state, game_id="g", token="t", names=names, level=load_level("normal"), seed=seed,
         words=words, recognize=uniform, labels=frozenset(), play=play,
+        collaborators=Collaborators(loop_budget=loop_budget),
     )
 
 

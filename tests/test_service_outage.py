@@ -125,7 +125,7 @@ def replayed_view(url: str, game_id: str, upto: int) -> tuple[dict[str, Any], in
             stored = store.load_game(game_id)
             assert stored is not None, f"game {game_id} is not in the database"
             games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), None)
-            session = games._build(game_id, stored.kind, stored.setup, "")
+            session = games._build(game_id, stored.kind, stored.setup, "", stored.token_hash)
             replay_into(session, replace(stored, moves=stored.moves[:upto]))
             return session.frame([])["state"], len(stored.moves), stored.status
         finally:

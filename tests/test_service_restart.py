@@ -52,7 +52,7 @@ def replayed(db: Path, game_id: str, upto: int | None = None) -> tuple[Any, dict
             stored = store.load_game(game_id)
             assert stored is not None
             games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), None)
-            session = games._build(game_id, stored.kind, stored.setup, "")
+            session = games._build(game_id, stored.kind, stored.setup, "", stored.token_hash)
             replay_into(session, replace(stored, moves=stored.moves[:upto]))
             session.driver = None
             return session.state, session.frame([])["state"], len(stored.moves)

@@ -30,6 +30,7 @@ loop (the shared `store.background.BackgroundWriter`).
 
 from __future__ import annotations
 
+import json
 import logging
 from concurrent.futures import Future
 from typing import Any
@@ -166,10 +167,11 @@ def result(state: Any) -> dict[str, Any]:
     return {"winners": list(state.winners), "scores": dict(scores)}
 
 
-def replay_into(session: Any, game: StoredGame) -> None:
+def replay_into(session: Any, game: StoredGame, game_clock: float = 0.0) -> None:
     """Apply a stored game's move log to a session just built from its setup: the rules check
     every move again, the AI driver hears every event, the journal follows the drawings without
-    writing; then the game clock goes on from the last move and the AI players resume.
+    writing; then the game clock goes on from the last move, or from ``game_clock`` when later,
+    and the AI players resume.
 
     Raises whatever the rules raise for a log they refuse (the caller abandons that game)."""
     journal: Journal | None = session.journal
@@ -186,7 +188,8 @@ def replay_into(session: Any, game: StoredGame) -> None:
     if journal is not None:
         journal.writing = True
     session.moves = session.seq = len(game.moves)
-    session.t0 = session.clock() - now  # the clock goes on where it stopped: timers paused
+    session.log_bytes = sum(len(json.dumps(m.move, separators=(",", ":"))) for m in game.moves)
+    session.t0 = session.clock() - max(now, game_clock)  # the clock goes on where it stopped: timers paused
     session.last_activity = session.clock()
     session.ai.resume(state, now)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import secrets
 import time
@@ -38,6 +37,7 @@ from service.play.rooms import Rooms
 from service.play.session import (
     HUMAN,
     Clock,
+    Collaborators,
     GameSession,
     KontourSession,
     PictomaniaSession,
@@ -165,10 +165,8 @@ class GameManager:
         `DeckSetupError`, `store.StoreError` (the database refused the new game). The database
         write runs here, on the caller's thread: the service calls `open_game`."""
         token = secrets.token_urlsafe(18)
-        session = self.open(game, self._solo_seats(name, opponents), level, seed, client, learn,
-                            host_hash=hash_token(token), withdraw_key=withdraw_key)
-        session.token = token
-        return session
+        return self.open(game, self._solo_seats(name, opponents), level, seed, client, learn,
+                         host_hash=hash_token(token), withdraw_key=withdraw_key, token=token)
 
     async def open_game(
         self, game: Literal["kontour", "pictomania"], opponents: int, level: str, name: str,
@@ -176,22 +174,20 @@ class GameManager:
     ) -> GameSession:
         """`create`, the database write in a thread (`open_async`)."""
         token = secrets.token_urlsafe(18)
-        session = await self.open_async(game, self._solo_seats(name, opponents), level, seed, client, learn,
-                                        hash_token(token), withdraw_key=withdraw_key)
-        session.token = token
-        return session
+        return await self.open_async(game, self._solo_seats(name, opponents), level, seed, client, learn,
+                                     hash_token(token), withdraw_key=withdraw_key, token=token)
 
     async def open_async(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
         host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
-        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None, token: str = "",
     ) -> GameSession:
         """`open`, the database write in a thread (the event loop and the other tables go on). New
         games are made one at a time: the limits `_deal` checks (slots, the client's games and
         budget, the CPU budget) count each game only once it is open."""
         async with self.creating:
             session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
-                                                  room, withdraw_key, levels)
+                                                  room, withdraw_key, levels, token)
             if self.store is not None:
                 await asyncio.to_thread(self.store.create_game, session.id, game, setup, host_hash)
             if replaced is not None and replaced not in self.games:
@@ -201,14 +197,15 @@ class GameManager:
     def open(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
         host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
-        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None, token: str = "",
     ) -> GameSession:
-        """A new game of the seats `names` (`HUMAN`: the host, their token's hash `host_hash`; `friends`:
-        the other people's seats and token hashes; the other seats are AI players, at `level` but
-        those `levels` names), stored (on the caller's thread) and started. A solo game is a room of
-        one person. Raises as `create`. The service calls `open_async`."""
+        """A new game of the seats `names` (`HUMAN`: the host, their token's hash `host_hash`, the
+        token itself when the host is given it now: `token`; `friends`: the other people's seats and
+        token hashes; the other seats are AI players, at `level` but those `levels` names), stored
+        (on the caller's thread) and started. A game against the AI is a table of one person.
+        Raises as `create`. The service calls `open_async`."""
         session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
-                                              room, withdraw_key, levels)
+                                              room, withdraw_key, levels, token)
         if self.store is not None:
             self.store.create_game(session.id, game, setup, host_hash)
         return self._open(session, replaced, client)
@@ -221,7 +218,7 @@ class GameManager:
     def _deal(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
         host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
-        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None, token: str = "",
     ) -> tuple[GameSession, dict[str, Any], str | None]:
         """A new game's session and setup, not stored nor started; and the game it replaces. The
         setup's ``level`` is every AI seat's but those its ``levels`` names (a room's: AI seat ->
@@ -243,8 +240,7 @@ class GameManager:
             setup["levels"] = dict(levels)
         if learn and withdraw_key:
             setup["owner"] = hash_token(withdraw_key)
-        session = self._build(self.new_id(), game, setup, token="")
-        session.token_hash = host_hash
+        session = self._build(self.new_id(), game, setup, token, host_hash)
         if self.ownership is not None:  # a replica leases the game before it exists for the others
             self.ownership.claim_new(session.id)
         return session, setup, replaced
@@ -294,15 +290,20 @@ class GameManager:
         self.games[session.id] = session
         for seat in session.people:  # each person's own guess budget
             self.guesses[session.id, seat] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
-        settings = self.settings
-        session.loop_budget = RateLimit(settings.table_loop_share, settings.table_loop_burst_s)
 
-    def _build(self, game_id: str, kind: str, setup: dict[str, Any], token: str) -> GameSession:
-        """The session of a game from its setup (the same code for a new and a resumed game)."""
+    def _build(
+        self, game_id: str, kind: str, setup: dict[str, Any], token: str, host_hash: str
+    ) -> GameSession:
+        """The session of a game from its setup (the same code for a new and a resumed game), with
+        its collaborators: its journal (with a database), the metrics, the loss handler, its share
+        of the event loop."""
         words = load_words(self.play.drawings)
+        journal = None if self.writer is None else Journal(self.writer, game_id, kind, setup, self.drawings)
+        settings = self.settings
         common: dict[str, Any] = dict(
             game_id=game_id,
             token=token,
+            host_hash=host_hash,
             level=load_level(setup["level"]),
             seed=setup["seed"],
             words=words,
@@ -315,6 +316,10 @@ class GameManager:
             levels={seat: load_level(name) for seat, name in (setup.get("levels") or {}).items()},
             room_code=setup.get("room"),
             bounds=self.bounds,
+            collaborators=Collaborators(
+                journal=journal, metrics=self.metrics, on_lost=self._lost if journal is not None else None,
+                loop_budget=RateLimit(settings.table_loop_share, settings.table_loop_burst_s),
+            ),
         )
         if kind == "kontour":
             rules = KontourRules(KontourConfig.from_dict(setup["config"]), judge=words.judge)
@@ -330,10 +335,6 @@ class GameManager:
             session = PictomaniaSession(picto, state, **common)
         else:
             raise ValueError(f"unknown game kind {kind!r}")
-        if self.writer is not None:
-            session.journal = Journal(self.writer, game_id, kind, setup, self.drawings)
-            session.on_lost = self._lost
-        session.metrics = self.metrics
         return session
 
     def resume(self) -> tuple[int, int]:
@@ -391,17 +392,13 @@ class GameManager:
         One that cannot be replayed is marked ``abandoned`` and logged (None)."""
         assert self.store is not None
         try:
-            session = self._build(stored.id, stored.kind, stored.setup, token="")
-            session.token_hash = stored.token_hash
-            replay_into(session, stored)
-            session.log_bytes = sum(len(json.dumps(m.move, separators=(",", ":"))) for m in stored.moves)
+            session = self._build(stored.id, stored.kind, stored.setup, "", stored.token_hash)
+            replay_into(session, stored, game_clock)
         except Exception:  # a log the rules refuse, a setup of an older Griffon...
             log.exception("game %s: cannot be resumed; marked abandoned", stored.id)
             with contextlib.suppress(StoreError):
                 self.store.finish_game(stored.id, "abandoned")
             return None
-        if game_clock > session.now():
-            session.t0 = session.clock() - game_clock
         self._add(session)
         if stored.setup.get("room"):
             self.rooms.started[stored.setup["room"]] = session.id

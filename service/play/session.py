@@ -45,6 +45,7 @@ from games.kontour import KontourRules, KontourState
 from games.pictomania import PictomaniaRules, PictomaniaState
 from service.metrics import Metrics
 from service.play.bounds import MoveBounds, move_bytes
+from service.play.journal import Journal
 from service.play.settings import PlaySettings
 from service.play.views import HUMAN, KontourViews, PictomaniaViews, Views
 from service.play.words import Words
@@ -101,6 +102,16 @@ class Held:
     stroke: bool  # the person's stroke: its acknowledgement is timed
 
 
+@dataclass(frozen=True)
+class Collaborators:
+    """What a table is handed at construction (`GameManager` builds them; each None: without)."""
+
+    journal: Journal | None = None  # its move log in the database (service.play.journal)
+    metrics: Metrics | None = None  # where its strokes, recognitions and store writes are counted
+    on_lost: Callable[[GameSession, BaseException], None] | None = None  # the database lost it: closed
+    loop_budget: RateLimit | None = None  # its share of the event loop (`take_turn`)
+
+
 class GameSession:
     """The parts shared by both games (subclasses: `KontourSession`, `PictomaniaSession`)."""
 
@@ -126,17 +137,20 @@ class GameSession:
         levels: dict[str, AILevel] | None = None,
         room_code: str | None = None,
         bounds: MoveBounds | None = None,
+        host_hash: str | None = None,
+        collaborators: Collaborators = Collaborators(),
     ) -> None:
         """``token``: the host's (seat `HUMAN`); ``friends``: the other people's seats of a room
-        and the SHA-256 of each one's token (none in a solo game); ``level``: the AI players',
+        and the SHA-256 of each one's token (none in a game against the AI alone); ``level``: the AI players',
         but those ``levels`` names (AI seat -> its own); ``room_code``: the room the game is of."""
         self.id, self.token, self.names, self.level, self.seed = game_id, token, names, level, seed
         self.levels, self.room_code = dict(levels or {}), room_code
         self.next_game: str | None = None  # the room's next game (« Rejouer »), once the host started it
-        # a game resumed from the database knows only the hashes
-        self.hashes: dict[str, str] = {HUMAN: hash_token(token), **(friends or {})}
+        # a game resumed from the database (or a room's) knows only the hashes: ``host_hash``
+        self.hashes: dict[str, str] = {HUMAN: host_hash or hash_token(token), **(friends or {})}
         self.people = list(self.hashes)  # the seats played by people (the host first)
-        self.journal: Any = None  # service.persistence.Journal: the move log in the database
+        self.journal, self.metrics = collaborators.journal, collaborators.metrics
+        self.on_lost, self.loop_budget = collaborators.on_lost, collaborators.loop_budget
         self.words, self.recognize, self.labels, self.play = words, recognize, labels, play
         self.bounds = bounds or MoveBounds.of(play)
         self.ais = [p for p in names if p not in self.hashes]
@@ -154,25 +168,13 @@ class GameSession:
         self.log_bytes = 0  # size of the moves applied so far (bounded: `GameTooLong`)
         self.seq = 0  # updates so far: every frame carries it, the page asks for a full state on a gap
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
-        self.metrics: Metrics | None = None  # set by the manager: strokes, recognitions, store writes
         self.held: deque[Held] = deque()  # moves applied, waiting for the database (stored before shown)
         self.shown: tuple[Any, int] | None = None  # (state, seq) the sockets have while moves are held
         self.paused_at: float | None = None  # clock() when the table paused (the database cannot write)
         self.pauses = 0  # how many times the table paused
         self.lost = False  # the database refused a move for good: the game is being closed
-        self.on_lost: Callable[[GameSession, BaseException], None] | None = None  # the manager closes it
-        self.loop_budget: RateLimit | None = None  # set by the manager: this table's share of the loop
         self.loop_used = DecayingRate()  # the event loop's seconds a second this table took lately
         self.moved = False  # another replica took the game over (service.replicas): this copy is dead
-
-    @property
-    def token_hash(self) -> str:
-        """The SHA-256 of the host's token (what the database keeps)."""
-        return self.hashes[HUMAN]
-
-    @token_hash.setter
-    def token_hash(self, value: str) -> None:
-        self.hashes[HUMAN] = value
 
     def check_token(self, token: str) -> bool:
         """Whether `token` is one of this game's people's tokens (constant-time comparison)."""
