@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from griffon.launch import PostgresUnavailable, Server, patient, postgres_server, running_server
+from service.play.gate import PAUSED_MESSAGE
 from service.play.journal import replay_into
 from service.play.manager import GameManager
-from service.play.session import HUMAN, PAUSED_MESSAGE
+from service.play.session import HUMAN
 from service.play.settings import PlaySettings
 from service.settings import Settings
 from store import open_store

@@ -78,7 +78,7 @@ def test_a_game_comes_back_from_its_move_log(kind: str, db_url: str) -> None:  #
         before, moves, token = session.state, session.moves, session.token
         assert moves >= 8  # the person's moves, the AI players' and the timers'
         await first.settle()  # the writer's thread has them all
-        assert not session.held and session.frame([])["seq"] == session.seq
+        assert not session.gate.held and session.frame([])["seq"] == session.seq
         stored = store.load_game(session.id)
         assert stored is not None and [m.seq for m in stored.moves] == list(range(moves))
         assert stored.token_hash != token and token not in json.dumps(stored.setup)
@@ -292,7 +292,7 @@ def test_a_stalled_database_pauses_the_table_and_every_move_is_kept(tmp_path: Pa
         assert handle_text(session, line(0)) is None  # applied, held: not shown
         await wait_for(lambda: games.writer.failing is not None, "the writer did not see the lock")
         session.tick()
-        assert session.paused_at is not None and socket.get_nowait()["type"] == "paused"
+        assert session.gate.paused_at is not None and socket.get_nowait()["type"] == "paused"
         assert socket.empty()  # the stroke is not shown
         stopped = session.now()
         session.clock.advance(30.0)  # the round's whole timer: it does not run out during a pause
@@ -301,7 +301,7 @@ def test_a_stalled_database_pauses_the_table_and_every_move_is_kept(tmp_path: Pa
         assert handle_text(session, line(1))["code"] == "paused"
         other.execute("ROLLBACK")
         other.close()
-        await wait_for(lambda: session.paused_at is None, "the table did not resume")
+        await wait_for(lambda: session.gate.paused_at is None, "the table did not resume")
         frames = [socket.get_nowait() for _ in range(socket.qsize())]
         assert [f["type"] for f in frames] == ["update", "resumed"]
         assert frames[0]["events"][0]["kind"] == "stroke_drawn"

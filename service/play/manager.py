@@ -482,7 +482,7 @@ class GameManager:
         if self.writer is not None:
             await asyncio.to_thread(self.writer.flush, timeout)
         for _ in range(100):  # the writer's answers reach the games through the event loop
-            if not any(game.held for game in self.games.values()):
+            if not any(game.gate.held for game in self.games.values()):
                 return
             await asyncio.sleep(0.001)
 
@@ -512,7 +512,7 @@ class GameManager:
         within ``game_idle_timeout_s``; returns their ids."""
         now = self.clock()
         limit, unjoined = now - self.settings.idle_expiry_s, now - self.settings.game_idle_timeout_s
-        expired = [gid for gid, g in self.games.items() if g.paused_at is None
+        expired = [gid for gid, g in self.games.items() if g.gate.paused_at is None
                    and (g.last_activity < limit or (gid not in self.joined and g.t0 < unjoined))]
         for game_id in expired:
             log.info("game %s: expired (idle)", game_id)

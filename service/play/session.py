@@ -18,21 +18,15 @@ other tasks (`_spawn`) through the shared batched inference and come back with `
 neither the driver nor the event loop ever waits on the model. Everything that touches the state is
 synchronous code between two awaits, so no lock is needed.
 
-Stored before shown: with a database, a move's frame is held (`held`) until the store's writer
-says it is written (`release`); the state runs ahead, what the sockets see (`shown`) follows the
-database. While the database cannot write, the table pauses (`pause`): the person is told
-(a ``paused`` frame), their moves are refused (``paused``), the AI players and the timers wait,
-and the game clock stops — a pause never eats a turn's or a round's time; the rules see a clock
-that did not count it. Once the held moves are written the table resumes by itself (``resumed``).
+Stored before shown: with a database, a move's frames wait until the store's writer says it is
+written, and the table pauses while the database cannot write (`service.play.gate`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -45,6 +39,7 @@ from games.kontour import KontourRules, KontourState
 from games.pictomania import PictomaniaRules, PictomaniaState
 from service.metrics import Metrics
 from service.play.bounds import MoveBounds, move_bytes
+from service.play.gate import LOST_MESSAGE, PAUSED_MESSAGE, Gate, Held
 from service.play.journal import Journal
 from service.play.settings import PlaySettings
 from service.play.views import HUMAN, KontourViews, PictomaniaViews, Views
@@ -78,28 +73,6 @@ class ManualClock:
 
 
 SEND_QUEUE = 64  # frames waiting for a slow socket; beyond, the socket is dropped
-PAUSE_AFTER_S = 2.0  # a move not written after this long pauses the table (a database that hangs)
-PAUSED_MESSAGE = "Sauvegarde impossible — nouvel essai…"  # what the page shows while the table waits
-LOST_MESSAGE = "Cette partie ne peut plus être enregistrée : elle s'arrête ici."
-
-
-class TablePaused(RuleError):
-    """The table waits for the database: no move until its held moves are written."""
-
-    code = "paused"
-
-
-@dataclass
-class Held:
-    """A move applied but not yet written: its frame waits (`GameSession.release`)."""
-
-    seq: int
-    state: Any  # the state after the move
-    frames: dict[str, dict[str, Any]]  # its update frame per seat with a socket then (others: a full frame)
-    events: list[Event]  # its events (each seat is sent those it may see)
-    stored: Future[None] | None  # the write (None: nothing to write, e.g. after the game's end)
-    since: float  # time.monotonic() when it was applied
-    stroke: bool  # the person's stroke: its acknowledgement is timed
 
 
 @dataclass(frozen=True)
@@ -168,11 +141,7 @@ class GameSession:
         self.log_bytes = 0  # size of the moves applied so far (bounded: `GameTooLong`)
         self.seq = 0  # updates so far: every frame carries it, the page asks for a full state on a gap
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
-        self.held: deque[Held] = deque()  # moves applied, waiting for the database (stored before shown)
-        self.shown: tuple[Any, int] | None = None  # (state, seq) the sockets have while moves are held
-        self.paused_at: float | None = None  # clock() when the table paused (the database cannot write)
-        self.pauses = 0  # how many times the table paused
-        self.lost = False  # the database refused a move for good: the game is being closed
+        self.gate = Gate(self.journal)  # stored before shown; paused while the database cannot write
         self.loop_used = DecayingRate()  # the event loop's seconds a second this table took lately
         self.moved = False  # another replica took the game over (service.replicas): this copy is dead
 
@@ -192,7 +161,8 @@ class GameSession:
     def now(self) -> float:
         """Seconds since the game was created (monotonic), not counting the pauses: the game
         clock stands still while the table is paused."""
-        return (self.clock() if self.paused_at is None else self.paused_at) - self.t0
+        paused_at = self.gate.paused_at
+        return (self.clock() if paused_at is None else paused_at) - self.t0
 
     def start(self) -> None:
         """Start the driver task."""
@@ -241,7 +211,7 @@ class GameSession:
         """One period of the driver: the timers and the AI decisions due now (none while the
         table is paused). A move the rules refuse, or a bug, is logged and the game goes on."""
         self.check_store()
-        if self.paused_at is not None or self.lost:
+        if self.gate.closed:
             return
         try:
             self.check_people()
@@ -294,10 +264,9 @@ class GameSession:
         """Apply a move now (the rules check it), hand it to the database, let the AIs react, send
         the human what changed in their view once the database has it (``size``: its
         `move_bytes`, when known). `TablePaused` while the table waits for the database."""
-        if self.paused_at is None and not self.lost and self.journal is not None and self.journal.full():
+        if not self.gate.closed and self.journal is not None and self.journal.full():
             self.pause("the move writer's queue is full")  # timers and AI players stop with the moves
-        if self.paused_at is not None or self.lost:
-            raise TablePaused("the game is paused until the database can store its moves again")
+        self.gate.check_open()
         now = self.now()
         before = self.state
         self.state, events = self.rules.apply(before, move, now)
@@ -310,69 +279,54 @@ class GameSession:
         self.log_bytes += move_bytes(move) if size is None else size
         self.seq += 1
         self.on_events(events, now)
-        if stored is None and not self.held:
-            self.broadcast(before, events)
-        else:
+        if self.gate.must_hold(stored):
             self.hold(before, events, stored, move.kind == "stroke" and move.player in self.people)
+        else:
+            self.broadcast(before, events)
         return events
 
-    # -- stored before shown ---------------------------------------------------------------------
+    # -- stored before shown (service.play.gate) --------------------------------------------------
     def hold(self, before: Any, events: list[Event], stored: Future[None] | None, stroke: bool) -> None:
         """Keep the move's frames (one per seat with a socket) until the database has the move
         (`release`, called from the writer's thread through the event loop)."""
         frames = {seat: self.update(before, events_for(events, seat), seat)
                   for seat in set(self.listeners.values())}
-        if not self.held:
-            self.shown = (before, self.seq - 1)
-        self.held.append(Held(self.seq, self.state, frames, events, stored, time.monotonic(), stroke))
-        if stored is None:
-            self.release()
-            return
-        loop = asyncio.get_running_loop()
-
-        def written(_: Future[None]) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: the server is gone
-                loop.call_soon_threadsafe(self.release)
-
-        stored.add_done_callback(written)
+        held = Held(self.seq, self.state, frames, events, stored, time.monotonic(), stroke)
+        self.gate.hold(held, before, self.release)
 
     def release(self) -> None:
         """Send the frames of the moves written so far, in order; resume a paused table once
         nothing is held. A move the database refused for good closes the game (`lose`)."""
-        if self.lost:
+        gate = self.gate
+        if gate.lost:
             return
-        while self.held and (self.held[0].stored is None or self.held[0].stored.done()):
-            held = self.held.popleft()
+        while (held := gate.pop_written()) is not None:
             error = held.stored.exception() if held.stored is not None else None
             if error is not None:
-                self.lose(error)
+                self.lose(error, held.seq)
                 return
-            self.shown = (held.state, held.seq)
+            gate.show(held)
             waited = time.monotonic() - held.since
             if self.metrics is not None:
                 self.metrics.store_write.observe(waited)
                 if held.stroke:
                     self.metrics.stroke_ack.labels(source="play").observe(waited)
             self.send_seats(held)
-        if not self.held:
-            self.shown = None
-            if self.paused_at is not None:
-                self.unpause()
+        if gate.settled() and gate.paused_at is not None:
+            self.unpause()
 
     def check_store(self) -> None:
         """Pause the table when a held move waits on a database that cannot write (or hangs)."""
-        if self.paused_at is not None or not self.held or self.journal is None:
-            return
-        error = self.journal.failing()
-        if error is not None or time.monotonic() - self.held[0].since > PAUSE_AFTER_S:
-            self.pause(str(error) if error is not None else f"a write waits for over {PAUSE_AFTER_S:g} s")
+        why = self.gate.stalled()
+        if why is not None:
+            self.pause(why)
 
     def pause(self, why: str) -> None:
         """The database cannot write: stop the game clock, the AI players and the person's moves,
         and tell the person. The held moves are written when the database is back (`release`)."""
-        self.paused_at = self.clock()
-        self.pauses += 1
-        log.warning("game %s: paused, %d moves waiting for the database (%s)", self.id, len(self.held), why)
+        self.gate.pause(self.clock())
+        held = len(self.gate.held)
+        log.warning("game %s: paused, %d moves waiting for the database (%s)", self.id, held, why)
         self.send(self.pause_frame())
 
     def pause_frame(self) -> dict[str, Any]:
@@ -382,26 +336,22 @@ class GameSession:
 
     def unpause(self) -> None:
         """The held moves are written: the game clock goes on where it stopped."""
-        assert self.paused_at is not None
         stopped_at = self.now()  # the game clock where it stopped
         time_left = self.time_left()
         now = self.clock()
-        paused = now - self.paused_at
+        paused = self.gate.unpause(now)
         self.t0 += paused
-        self.paused_at = None
         self.last_activity = now
         log.warning("game %s: resumed after %.1f s", self.id, paused)
         self.send({"type": "resumed", "paused_s": round(paused, 3), "now": round(stopped_at, 3),
                    "time_left": round(time_left, 3)})
 
-    def lose(self, error: BaseException) -> None:
-        """A move the database refuses for good (another server writes this game): the game can
-        no longer be kept here; it stops, and the manager closes it (`on_lost`) — the person is
+    def lose(self, error: BaseException, seq: int) -> None:
+        """The database refused move ``seq`` for good (another server writes this game): the game
+        can no longer be kept here; it stops, and the manager closes it (`on_lost`) — the person is
         told, unless another replica took the game over (the page then reconnects to it)."""
-        log.error("game %s: move %d refused by the database (%s); the game stops here", self.id,
-                  self.held[0].seq if self.held else self.seq, error)
-        self.lost = True
-        self.held.clear()
+        log.error("game %s: move %d refused by the database (%s); the game stops here", self.id, seq, error)
+        self.gate.lose()
         if not is_lease_lost(error):
             self.send({"type": "error", "code": "not_stored", "message": LOST_MESSAGE})
         if self.on_lost is not None:
@@ -410,8 +360,7 @@ class GameSession:
     def human_move(self, data: Any, seat: str = HUMAN) -> None:
         """A move from the socket of a person's `seat` (``player`` is set here); raises `RuleError`.
         In a room, the next Pictomania round starts once every person here asked for it."""
-        if self.paused_at is not None or self.lost:
-            raise TablePaused("the game is paused until the database can store its moves again")
+        self.gate.check_open()
         if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
             raise InvalidMove("'move' must be an object with a 'kind'")
         self.last_activity = self.clock()
@@ -474,7 +423,7 @@ class GameSession:
             self.adopted.discard(seat)
             self.ai.release(seat, self.state)
         _offer(queue, self.frame([], seat))
-        if self.paused_at is not None:
+        if self.gate.paused_at is not None:
             _offer(queue, self.pause_frame())
         if self.next_game is not None:  # a page late for « Rejouer » follows too
             _offer(queue, self.next_frame())
@@ -528,7 +477,7 @@ class GameSession:
         """The full state frame of `seat` (`Views.frame`); of the state the sockets may see
         (`shown`: the database has it) unless `state` and `seq` are given."""
         if state is None:
-            state, seq = self.shown if self.shown is not None else (self.state, self.seq)
+            state, seq = self.gate.shown if self.gate.shown is not None else (self.state, self.seq)
         return self.views.frame(self, events, seat, state, seq)
 
     def update(self, before: Any, events: list[Event], seat: str = HUMAN) -> dict[str, Any]:
