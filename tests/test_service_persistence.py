@@ -91,6 +91,7 @@ def test_a_game_comes_back_from_its_move_log(kind: str, db_url: str) -> None:  #
         other = token[:-1] + ("y" if token.endswith("x") else "x")  # one character off, never the token
         assert back.check_token(token) and not back.check_token(other)
         assert before.clock <= back.now() < before.clock + 1  # timers paused while it was down
+        assert back.log_bytes == session.log_bytes  # the log's size, counted again from what is stored
         assert back.names == session.names
         frame = back.frame([])
         assert frame["state"] == session.rules.view(before, HUMAN).to_dict()
@@ -311,5 +312,39 @@ def test_a_stalled_database_pauses_the_table_and_every_move_is_kept(tmp_path: Pa
         await games.aclose()
         assert manager(store).resume() == (1, 0)
         store.close()
+
+    asyncio.run(run())
+
+
+def test_a_persons_stroke_is_encoded_once_and_stored_as_encoded(tmp_path: Path, monkeypatch) -> None:
+    """The JSON of a person's stroke is made once, on the event loop: its size bounds the game's
+    log (`MoveBounds.check_length`) and the store's writer thread writes that very text."""
+    import store.records
+
+    encoded: list[Any] = []
+    compact_json = store.records.compact_json
+
+    def counted(value: Any) -> str:
+        encoded.append(value)
+        return compact_json(value)
+
+    monkeypatch.setattr(store.records, "compact_json", counted)
+
+    async def run() -> None:
+        db = open_store(f"sqlite:///{tmp_path / 'griffon.db'}")
+        games = manager(db)
+        session = games.create("pictomania", opponents=2, level="normal", name="Ana", seed=3)
+        assert session.driver is not None
+        session.driver.cancel()  # only the person's moves
+        encoded.clear()
+        assert handle_text(session, line(0)) is None
+        await games.settle()
+        strokes = [value for value in encoded if isinstance(value, dict) and value.get("kind") == "stroke"]
+        assert len(strokes) == 1, strokes
+        stored = db.load_game(session.id)
+        assert stored is not None and stored.moves[-1].move == strokes[0]
+        assert session.log_bytes == len(compact_json(strokes[0]).encode("utf-8"))
+        await games.aclose()
+        db.close()
 
     asyncio.run(run())

@@ -4,18 +4,19 @@ A person's stroke holds 1 to ``Settings.max_stroke_points`` points (the one stro
 service: HTTP, bot rooms and games alike), each a finite ``[x, y]`` within the canvas and a little
 slack; a typed guess at most `MAX_GUESS_CHARS` characters; a game's log at most
 ``PlaySettings.max_moves`` moves and ``max_log_bytes`` bytes of moves (`GameTooLong`), so that no
-player can grow the database without end. A move's size is its compact JSON (`move_bytes`).
+player can grow the database without end. A move is encoded once, as the store keeps it
+(`encode_move`): its size bounds the log, its text is what the store writes.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from games.core import InvalidMove, Move, RuleError
 from service.play.settings import PlaySettings
 from service.settings import Settings
+from store import Encoded
 
 COORD_MIN, COORD_MAX = -64.0, 320.0  # the page draws on a 0-255 canvas; a little slack outside
 MAX_GUESS_CHARS = 80
@@ -28,9 +29,9 @@ class GameTooLong(RuleError):
     code = "game_too_long"
 
 
-def move_bytes(move: Move) -> int:
-    """The size of a move as logged (its compact JSON)."""
-    return len(json.dumps(move.to_dict(), separators=(",", ":")))
+def encode_move(move: Move) -> Encoded:
+    """A move as the store keeps it (its compact JSON) and its size in bytes."""
+    return Encoded.of(move.to_dict())
 
 
 @dataclass(frozen=True)
@@ -51,18 +52,15 @@ class MoveBounds:
         """A stroke's points from a frame (`check_points`); `InvalidMove` when they are not."""
         return check_points(raw, self.stroke_points)
 
-    def check_length(self, moves: int, log_bytes: int, move: Move) -> int:
-        """Refuse a person's move once the game's log (``moves`` moves, ``log_bytes`` bytes) is
-        full (`GameTooLong`): strokes undone and drawn again, guesses... Returns the move's
-        `move_bytes`."""
-        size = move_bytes(move)
-        if moves >= self.max_moves or log_bytes + size > self.max_log_bytes:
+    def check_length(self, moves: int, log_bytes: int, move: Encoded) -> None:
+        """Refuse a person's move (`encode_move`) once the game's log (``moves`` moves,
+        ``log_bytes`` bytes) is full (`GameTooLong`): strokes undone and drawn again, guesses..."""
+        if moves >= self.max_moves or log_bytes + move.size > self.max_log_bytes:
             raise GameTooLong(
                 f"this game has reached its length limit ({self.max_moves} moves, "
                 f"{self.max_log_bytes} bytes of moves): start a new game",
                 moves=moves, bytes=log_bytes,
             )
-        return size
 
 
 def check_points(raw: Any, limit: int) -> list[tuple[float, float]]:

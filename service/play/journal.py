@@ -30,14 +30,13 @@ loop (the shared `store.background.BackgroundWriter`).
 
 from __future__ import annotations
 
-import json
 import logging
 from concurrent.futures import Future
 from typing import Any
 
 from games.core import Event, Move
 from service.play.views import HUMAN
-from store import DrawingRecord, StoredGame, StoreError
+from store import DrawingRecord, Encoded, StoredGame, StoreError
 from store.background import BackgroundWriter
 from store.group_commit import MoveWriter
 
@@ -58,13 +57,15 @@ class Journal:
         self.ended = False
         self.strokes: list[tuple[float, Any]] = []  # the person's strokes being drawn: (time, points)
 
-    def record(self, session: Any, move: Move, now: float, events: list[Event]) -> Future[None] | None:
-        """A move the rules accepted (its number: ``session.moves``): hand it to the writer, follow
-        the person's drawing, close the game when it is over. Returns the write's future (None
-        when nothing is written: a replay, a game already ended)."""
+    def record(
+        self, session: Any, move: Move, encoded: Encoded, now: float, events: list[Event]
+    ) -> Future[None] | None:
+        """A move the rules accepted (its number: ``session.moves``; ``encoded``: its stored form):
+        hand it to the writer, follow the person's drawing, close the game when it is over.
+        Returns the write's future (None when nothing is written: a replay, a game already ended)."""
         stored = None
         if self.writing and not self.ended:
-            stored = self.writer.submit(self.id, session.moves, now, move.to_dict())
+            stored = self.writer.submit(self.id, session.moves, now, encoded)
         self.follow(session, move, now, events)
         if session.state.phase == "game_over" and self.writing:
             self.end("finished", result(session.state))
@@ -188,7 +189,7 @@ def replay_into(session: Any, game: StoredGame, game_clock: float = 0.0) -> None
     if journal is not None:
         journal.writing = True
     session.moves = session.seq = len(game.moves)
-    session.log_bytes = sum(len(json.dumps(m.move, separators=(",", ":"))) for m in game.moves)
+    session.log_bytes = sum(Encoded.of(m.move).size for m in game.moves)
     session.t0 = session.clock() - max(now, game_clock)  # the clock goes on where it stopped: timers paused
     session.last_activity = session.clock()
     session.ai.resume(state, now)

@@ -38,14 +38,14 @@ from games.core import Event, InvalidMove, Move, RuleError, events_for
 from games.kontour import KontourRules, KontourState
 from games.pictomania import PictomaniaRules, PictomaniaState
 from service.metrics import Metrics
-from service.play.bounds import MoveBounds, move_bytes
+from service.play.bounds import MoveBounds, encode_move
 from service.play.gate import LOST_MESSAGE, PAUSED_MESSAGE, Gate, Held
 from service.play.journal import Journal
 from service.play.settings import PlaySettings
 from service.play.views import HUMAN, KontourViews, PictomaniaViews, Views
 from service.play.words import Words
 from service.ratelimit import DecayingRate, RateLimit
-from store import hash_token, token_matches
+from store import Encoded, hash_token, token_matches
 from store.leases import is_lease_lost
 
 log = logging.getLogger("griffon.play")
@@ -260,23 +260,25 @@ class GameSession:
             _offer(queue, frame)
 
     # -- the one update path -----------------------------------------------------------------------
-    def apply(self, move: Move, size: int | None = None) -> list[Event]:
+    def apply(self, move: Move, encoded: Encoded | None = None) -> list[Event]:
         """Apply a move now (the rules check it), hand it to the database, let the AIs react, send
-        the human what changed in their view once the database has it (``size``: its
-        `move_bytes`, when known). `TablePaused` while the table waits for the database."""
+        the human what changed in their view once the database has it (``encoded``: the move in
+        its stored form, `encode_move`, when the caller has it). `TablePaused` while the table waits for
+        the database."""
         if not self.gate.closed and self.journal is not None and self.journal.full():
             self.pause("the move writer's queue is full")  # timers and AI players stop with the moves
         self.gate.check_open()
         now = self.now()
         before = self.state
         self.state, events = self.rules.apply(before, move, now)
+        encoded = encoded or encode_move(move)
         stored = None
         if self.journal is not None:  # stored before anyone sees it (service.play.journal)
-            stored = self.journal.record(self, move, now, events)
+            stored = self.journal.record(self, move, encoded, now, events)
         if self.metrics is not None and move.kind == "stroke":
             self.metrics.strokes.labels(source="play" if move.player in self.people else "ai").inc()
         self.moves += 1
-        self.log_bytes += move_bytes(move) if size is None else size
+        self.log_bytes += encoded.size
         self.seq += 1
         self.on_events(events, now)
         if self.gate.must_hold(stored):
@@ -365,13 +367,14 @@ class GameSession:
             raise InvalidMove("'move' must be an object with a 'kind'")
         self.last_activity = self.clock()
         move = self.parse(dict(data, player=seat))
-        size = self.bounds.check_length(self.moves, self.log_bytes, move)
+        encoded = encode_move(move)  # once: its size bounds the log, the store writes its text
+        self.bounds.check_length(self.moves, self.log_bytes, encoded)
         if move.kind == "next_round" and self.room and getattr(self.state, "phase", "") == "scored":
             self.ready.add(seat)
             self.send_presence()
             self._next_round_if_ready()
             return
-        self.apply(move, size)
+        self.apply(move, encoded)
 
     def parse(self, data: dict[str, Any]) -> Move:
         """Check bounds and build the engine's move (`InvalidMove` for bad data)."""
