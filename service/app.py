@@ -406,7 +406,8 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.callback(store.close)
             app.state.shared = await start_shared(settings)
             release.push_async_callback(app.state.shared.inference.aclose)
-            writer = shared_writer(store, min_interval_s=settings.transcript_save_s)  # one, for all
+            writer = shared_writer(store, min_interval_s=settings.transcript_save_s,  # one, for all
+                                   room_bytes=settings.bot_room_bytes)
             # the last transcripts and drawings reach the database
             release.push_async_callback(asyncio.to_thread, writer.close)
             archive = TranscriptArchive(store, writer, settings.transcript_bytes)
@@ -415,7 +416,6 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.push_async_callback(keys.aclose)
             refresher = asyncio.create_task(keys.refresh_forever(), name="bot-keys")
             release.callback(refresher.cancel)
-            writer.room_bytes = settings.bot_room_bytes
             for what in ("pending", "retries", "failed", "dropped"):
                 metrics.watch(metrics.background, functools.partial(getattr, writer, what), what=what)
             # rooms' memory in the database: one process (or one replica) knows which rooms it holds
