@@ -70,7 +70,7 @@ from service.inference import BatchInference, InferenceClosed, Overloaded
 from service.metrics import Metrics
 from service.placement import Placement, weighted_load
 from service.play import routes as play
-from service.replicas import Ownership, Replica, ReplicaSettingsError
+from service.replicas import Ownership, Replica, ReplicaSettingsError, RoomLeases
 from service.replicas import join as join_replicas
 from service.settings import Settings
 from service.shared import Shared
@@ -418,8 +418,10 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.callback(refresher.cancel)
             for what in ("pending", "retries", "failed", "dropped"):
                 metrics.watch(metrics.background, functools.partial(getattr, writer, what), what=what)
-            # rooms' memory in the database: one process (or one replica) knows which rooms it holds
-            app.state.bots = bot.BotRegistry(settings, archive, writer, keys=keys,
+            # rooms' memory in the database: one process (or one replica) knows which rooms it holds;
+            # a replica leases its rooms (service.replicas), renewed with its games' leases
+            room_leases = functools.partial(RoomLeases, replica, store) if replica is not None else None
+            app.state.bots = bot.BotRegistry(settings, archive, writer, keys=keys, room_leases=room_leases,
                                              rooms=store if workers is None else None)
             upkeep = asyncio.create_task(app.state.bots.upkeep_forever(), name="bot-rooms")
             release.callback(upkeep.cancel)
@@ -437,8 +439,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.push_async_callback(play.shutdown, app)
             await play.startup(app)
             ownership = app.state.play.ownership
-            if ownership is not None:  # a replica: bot rooms are leased too (service.replicas)
-                app.state.bots.ownership = ownership
+            if ownership is not None:  # a replica (service.replicas)
                 for what in Ownership.FIGURES:
                     metrics.watch(metrics.replica, functools.partial(ownership.figure, what), what=what)
             if workers is not None and settings.worker_placement:  # new tables on the least-loaded worker

@@ -164,26 +164,90 @@ def join(store: Store, replica: Replica) -> Leases:
     return leases
 
 
+class RoomLeases:
+    """The bot rooms this replica drives, leased as ``bot:<session>`` (:data:`ROOM_LEASE`): built by
+    the bot rooms' registry with its stand-down (`service.bot.registry.BotRegistry`), renewed with
+    the games' leases by `Ownership`."""
+
+    def __init__(self, replica: Replica, store: Store, room_lost: Callable[[str], None]) -> None:
+        """``room_lost(session id)``: a bot room whose lease another replica took (stand it down)."""
+        self.replica, self.room_lost = replica, room_lost
+        self.leases = Leases(store, replica.holder, replica.address, replica.settings.lease_s)
+        self.held: dict[str, int] = {}  # bot room session id -> the fence of our lease
+        self.done: set[str] = set()  # rooms over: their leases are deleted at the next renewal
+
+    async def claim_room(self, session_id: str) -> Lease | None:
+        """Lease a bot room (a new one, or one whose holder's lease ran out); the lease of another
+        live holder when it has one (None: the database could not say)."""
+        try:
+            lease = await asyncio.to_thread(self.leases.claim, ROOM_LEASE + session_id)
+            if lease is None:
+                return await asyncio.to_thread(self.leases.get, ROOM_LEASE + session_id)
+        except StoreError as error:
+            log.warning("bot room %s: not leased: %s", session_id, error)
+            return None
+        if lease.holder == self.replica.holder:
+            self.held[session_id] = lease.fence
+            self.done.discard(session_id)
+        return lease
+
+    async def room_holder(self, session_id: str) -> Lease | None:
+        """The live lease of another replica on a bot room (None: nobody else drives it now)."""
+        lease = await asyncio.to_thread(self.leases.get, ROOM_LEASE + session_id)
+        if lease is None or lease.expired or lease.holder == self.replica.holder:
+            return None
+        return lease
+
+    def room_over(self, session_id: str) -> None:
+        """A bot room ended for good here: its lease is deleted at the next renewal."""
+        if self.held.pop(session_id, None) is not None:
+            self.done.add(session_id)
+
+    def room_gone(self, session_id: str) -> None:
+        """A bot room another replica took: its lease is no longer ours (nothing is written)."""
+        self.held.pop(session_id, None)
+
+    def renewals(self) -> dict[str, tuple[int, float]]:
+        """The leases to renew: lease id -> (fence, clock)."""
+        return {ROOM_LEASE + sid: (fence, 0.0) for sid, fence in self.held.items()}
+
+    def finished(self) -> tuple[str, ...]:
+        """The lease ids of the rooms over since the last call (to delete)."""
+        done, self.done = self.done, set()
+        return tuple(ROOM_LEASE + sid for sid in done)
+
+    def lost(self, lease_ids: set[str]) -> None:
+        """Stand down the rooms of these leases (another replica took them)."""
+        for lease_id in lease_ids:
+            session_id = lease_id.removeprefix(ROOM_LEASE)
+            if self.held.pop(session_id, None) is not None:
+                log.warning("bot room %s: its lease was taken by another replica; standing down", session_id)
+                self.room_lost(session_id)
+
+    def stand_down_all(self) -> None:
+        """Stand down every room held (this replica was frozen past its leases)."""
+        for session_id in list(self.held):
+            self.held.pop(session_id, None)
+            self.room_lost(session_id)
+
+
 class Ownership:
     """The games this replica drives: their leases renewed, the orphans taken over, the lost ones
-    stood down (`service.play.manager.GameManager.ownership`)."""
+    stood down (`service.play.manager.GameManager.ownership`); the bot rooms' leases renewed too."""
 
-    def __init__(self, replica: Replica, manager: Tables,
-                 room_lost: Callable[[str], None] = lambda session: None) -> None:
+    def __init__(self, replica: Replica, manager: Tables, rooms: RoomLeases | None = None) -> None:
         """``manager``: the tables it leases (the `GameManager`, which builds its ownership with
-        itself); ``room_lost(session id)``: a bot room whose lease another replica took (the bot
-        rooms' registry stands it down)."""
+        itself); ``rooms``: the bot rooms' leases (`RoomLeases`, the bot rooms' registry's; None:
+        no bot rooms)."""
         assert manager.store is not None
         self.replica, self.manager, self.settings = replica, manager, replica.settings
         self.leases = Leases(manager.store, replica.holder, replica.address, replica.settings.lease_s)
+        self.rooms = rooms if rooms is not None else RoomLeases(replica, manager.store, lambda session: None)
         self.fences: dict[str, int] = {}  # game id -> the fence of our lease
         self.opening: dict[str, float] = {}  # game id -> when its lease was claimed, while it is stored
         self.taking: dict[str, asyncio.Task[Table | None]] = {}
         self.task: asyncio.Task[None] | None = None
         self.taken = self.lost_count = 0
-        self.rooms: dict[str, int] = {}  # bot room session id -> the fence of our lease
-        self.rooms_done: set[str] = set()  # rooms over: their leases are deleted at the next renewal
-        self.room_lost = room_lost
         self.watcher: asyncio.Task[None] | None = None
         self.frozen_count = 0
 
@@ -192,7 +256,7 @@ class Ownership:
     def figure(self, what: str) -> int:
         """One of `FIGURES`: tables and bot rooms held now; tables taken over and stood down, and
         wakes past the leases, since the start."""
-        return {"tables": len(self.fences), "rooms": len(self.rooms), "taken_over": self.taken,
+        return {"tables": len(self.fences), "rooms": len(self.rooms.held), "taken_over": self.taken,
                 "stood_down": self.lost_count, "frozen": self.frozen_count}[what]
 
     def start(self) -> None:
@@ -217,38 +281,6 @@ class Ownership:
             await asyncio.to_thread(self.leases.release, None)
             await asyncio.to_thread(self.leases.leave)
         self.fences.clear()
-
-    # -- bot rooms ---------------------------------------------------------------------------------
-    async def claim_room(self, session_id: str) -> Lease | None:
-        """Lease a bot room (a new one, or one whose holder's lease ran out); the lease of another
-        live holder when it has one (None: the database could not say)."""
-        try:
-            lease = await asyncio.to_thread(self.leases.claim, ROOM_LEASE + session_id)
-            if lease is None:
-                return await asyncio.to_thread(self.leases.get, ROOM_LEASE + session_id)
-        except StoreError as error:
-            log.warning("bot room %s: not leased: %s", session_id, error)
-            return None
-        if lease.holder == self.replica.holder:
-            self.rooms[session_id] = lease.fence
-            self.rooms_done.discard(session_id)
-        return lease
-
-    async def room_holder(self, session_id: str) -> Lease | None:
-        """The live lease of another replica on a bot room (None: nobody else drives it now)."""
-        lease = await asyncio.to_thread(self.leases.get, ROOM_LEASE + session_id)
-        if lease is None or lease.expired or lease.holder == self.replica.holder:
-            return None
-        return lease
-
-    def room_over(self, session_id: str) -> None:
-        """A bot room ended for good here: its lease is deleted at the next renewal."""
-        if self.rooms.pop(session_id, None) is not None:
-            self.rooms_done.add(session_id)
-
-    def room_gone(self, session_id: str) -> None:
-        """A bot room another replica took: its lease is no longer ours (nothing is written)."""
-        self.rooms.pop(session_id, None)
 
     # -- new games, fenced writes ------------------------------------------------------------------
     def claim_new(self, game_id: str) -> None:
@@ -291,15 +323,13 @@ class Ownership:
         """This replica stood still ``frozen_s`` seconds, past its leases: stop driving every game and
         bot room at once, without writing (a page reconnects; the holder, maybe this replica again
         once it claims the game back, serves it)."""
-        games, rooms = list(self.fences), list(self.rooms)
+        games, rooms = list(self.fences), list(self.rooms.held)
         self.frozen_count += 1
         log.warning("this replica stood still %.1f s, past its %.1f s leases: standing down its %d "
                     "tables and %d bot rooms", frozen_s, self.settings.lease_s, len(games), len(rooms))
         for gid in games:
             self.stand_down(gid)
-        for session_id in rooms:
-            self.rooms.pop(session_id, None)
-            self.room_lost(session_id)
+        self.rooms.stand_down_all()
 
     async def run(self) -> None:
         """Every ``renew_s``: renew, stand down the lost games, release the closed ones, take over
@@ -327,19 +357,14 @@ class Ownership:
             await asyncio.to_thread(self.leases.release, {}, closed)
             for gid in closed:
                 self.fences.pop(gid, None)
-        rooms = {ROOM_LEASE + sid: (fence, 0.0) for sid, fence in self.rooms.items()}
-        if self.rooms_done:
-            done, self.rooms_done = self.rooms_done, set()
-            await asyncio.to_thread(self.leases.release, {}, tuple(ROOM_LEASE + sid for sid in done))
+        rooms = self.rooms.renewals()
+        if done := self.rooms.finished():
+            await asyncio.to_thread(self.leases.release, {}, done)
         kept = await asyncio.to_thread(self.leases.renew, held | rooms)
         await asyncio.to_thread(self.leases.seen)
         for gid in set(held) - kept:
             self.stand_down(gid)
-        for lease_id in set(rooms) - kept:
-            session_id = lease_id.removeprefix(ROOM_LEASE)
-            if self.rooms.pop(session_id, None) is not None:
-                log.warning("bot room %s: its lease was taken by another replica; standing down", session_id)
-                self.room_lost(session_id)
+        self.rooms.lost(set(rooms) - kept)
         room = self.manager.settings.max_sessions - len(games)
         if room > 0:
             for gid in await asyncio.to_thread(self.leases.orphans, min(room, self.settings.claim_batch)):

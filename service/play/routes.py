@@ -139,8 +139,8 @@ async def startup(app: FastAPI) -> None:
     labels = frozenset(shared.guesser.labels)
     replica: Replica | None = getattr(app.state, "replica", None)
     ownership = None
-    if replica is not None:  # the games are leased (service.replicas); so are the bot rooms (app.py)
-        ownership = functools.partial(Ownership, replica, room_lost=app.state.bots.stand_down)
+    if replica is not None:  # the games are leased (service.replicas), and renewed with the bot rooms'
+        ownership = functools.partial(Ownership, replica, rooms=app.state.bots.room_leases)
     manager = GameManager(shared.settings, play, make_recognizer(shared), labels, app.state.store,
                           spend_points=shared.spend_points, metrics=shared.metrics,
                           workers=app.state.workers, capacity=getattr(app.state, "capacity", None),
