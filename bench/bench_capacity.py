@@ -67,7 +67,7 @@ from griffon.launch import REPO, Server, free_port, running_server
 GAMES = ("pictomania", "kontour", "bot")
 READY_TIMEOUT_S = 60.0
 PROJECT_PACKAGES = ("games/", "griffon/", "service/", "model/", "store/", "vocab/")
-ENTRY_POINTS = ("griffon/serve.py", "griffon/workers.py")  # where every stack starts: tells nothing
+ENTRY_POINTS = ("griffon/serve.py", "griffon/worker_process.py")  # where every stack starts: tells nothing
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 # The service's defaults (service.settings.Settings) that the bench's tables, all from 127.0.0.1,

@@ -39,9 +39,9 @@ from games.ai.levels import load_level
 from games.pictomania import PictomaniaRules
 from griffon.launch import REPO, running_server
 from service.play.manager import game_configs
-from service.play.session import HUMAN, Collaborators, PictomaniaSession
 from service.play.settings import PlaySettings
-from service.play.words import load_words, pictomania_deck
+from service.play.table import HUMAN, Collaborators, PictomaniaSession
+from service.play.table_words import load_words, pictomania_deck
 from service.ratelimit import RateLimit
 
 CHECKPOINTS = (10, 100, 300)

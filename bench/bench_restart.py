@@ -26,9 +26,9 @@ from typing import Any
 from games.core import RuleError
 from service.play.journal import Journal
 from service.play.manager import GameManager
-from service.play.session import ManualClock
 from service.play.settings import PlaySettings
 from service.play.sockets import handle_text
+from service.play.table import ManualClock
 from service.settings import Settings
 from store import open_store
 

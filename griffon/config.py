@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from griffon import workers as worker_processes
+from griffon import worker_process as worker_processes
 from model import runtime
 from service import replicas, workers
 from service import settings as service_settings

@@ -250,7 +250,7 @@ class PortTaken(RuntimeError):
 def _start(repo: Path, environ: dict[str, str], port: int, workers: int = 1,
            log_level: str = "warning") -> Server:
     address = ["--host", "127.0.0.1", "--port", str(port), "--log-level", log_level]
-    if (repo / "griffon" / "workers.py").is_file():
+    if any((repo / "griffon" / name).is_file() for name in ("worker_process.py", "workers.py")):  # --workers
         command = [sys.executable, "-m", "griffon.serve", *address, "--workers", str(workers)]
     elif (repo / "griffon" / "serve.py").is_file():
         command = [sys.executable, "-m", "griffon.serve", *address]

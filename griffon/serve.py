@@ -19,12 +19,12 @@ uvicorn's knobs (tests and benchmarks start the server through it too,
 
 ``--workers N`` (:func:`supervise`): this process, the supervisor, opens the database once (so that
 a bad database stops everything before any worker starts, and migrations run once), checks that the
-port is free, and starts N workers (``python -m griffon.workers``, each on the port with
+port is free, and starts N workers (``python -m griffon.worker_process``, each on the port with
 ``SO_REUSEPORT``). A worker that dies is started again (it resumes its games from the database);
 one that exits with an error before it ever served (bad settings, an unusable database, a missing
 model) stops the whole server with its status, however long its start took. SIGTERM or SIGINT stops
 every worker, then the supervisor; a supervisor killed outright takes its workers with it (they
-watch it: griffon/workers.py), so that a new server can listen on the port.
+watch it: griffon/worker_process.py), so that a new server can listen on the port.
 """
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ def supervise(host: str, port: int, log_level: str, count: int, backlog: int) ->
 
     def start(index: int) -> subprocess.Popen:
         ready_marker(folder, index).unlink(missing_ok=True)
-        command = [sys.executable, "-m", "griffon.workers", "--log-level", log_level]
+        command = [sys.executable, "-m", "griffon.worker_process", "--log-level", log_level]
         return subprocess.Popen(command, env={**environ, ENV_INDEX: str(index)}, pass_fds=(lifeline,))
 
     running = {index: start(index) for index in range(count)}

@@ -67,9 +67,9 @@ from service.bot.keys import BotKeys
 from service.capacity import Capacity, ClientRooms, LoopLag
 from service.errors import STORE_DOWN, ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
-from service.metrics import Metrics
 from service.placement import Placement, weighted_load
-from service.play import routes as play
+from service.play import web as play
+from service.prometheus import Metrics
 from service.replicas import Ownership, Replica, ReplicaSettingsError, RoomLeases
 from service.replicas import join as join_replicas
 from service.settings import Settings

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import store.cli
 from service.bot.keys import BotKeys, KeyRefused, presented_key
 from service.frames import FrameError
-from service.metrics import Metrics
+from service.prometheus import Metrics
 from store import BadRecord, Store, UnknownKey, hash_token, new_key_secret, open_store
 
 runner = CliRunner()

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from service.app import start_shared
+from service.bot.kept_strokes import stroke_text
 from service.bot.memory import BadMemory, restore, seal, snapshot, unseal
 from service.bot.protocol import Hello, PlayerGuess, RoundStart, Verdict
 from service.bot.session import BotSession
-from service.bot.strokes import stroke_text
 from service.settings import Settings
 from store import BadRecord, BotRoomRecord, Store, hash_token, open_store
 from store.background import BackgroundWriter

@@ -20,11 +20,11 @@ from games.core import Tick
 from games.kontour import Guess, KontourRules
 from games.pictomania import Done, NextRound
 from service.play.manager import game_configs
-from service.play.session import KontourSession, ManualClock, PictomaniaSession
 from service.play.settings import PlaySettings
 from service.play.sockets import handle_text
+from service.play.table import KontourSession, ManualClock, PictomaniaSession
+from service.play.table_words import kontour_candidates, kontour_deck, load_words
 from service.play.views import HUMAN, accepted_opponents, apply_update
-from service.play.words import kontour_candidates, kontour_deck, load_words
 from service.settings import Settings
 from service.shared import Shared
 

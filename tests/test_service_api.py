@@ -367,7 +367,7 @@ def test_game_creation_is_budgeted_per_client(tiny_checkpoint: Path) -> None:
 
 def test_no_deck_is_503(tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import service.play.manager
-    from service.play.words import DeckSetupError
+    from service.play.table_words import DeckSetupError
 
     def no_deck(*args: object) -> None:
         raise DeckSetupError("need at least 4 drawable words for a Kontour deck, got 0")

@@ -754,7 +754,7 @@ def test_python_client_resumes_after_a_dropped_socket(server: Server) -> None:
 
 
 def test_the_word_rule_reads_case_spaces_articles_and_plurals_in_both_languages() -> None:
-    from service.bot.words import WordIndex, comparison_form
+    from service.bot.word_index import WordIndex, comparison_form
     from vocab.vocabulary import load_vocabulary
 
     vocabulary = load_vocabulary()

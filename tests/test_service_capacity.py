@@ -172,7 +172,7 @@ def test_the_loop_lag_is_measured_over_a_recent_window() -> None:
 
 
 def test_the_stroke_acknowledgements_of_the_last_seconds_are_kept_for_admission() -> None:
-    from service.metrics import Metrics
+    from service.prometheus import Metrics
 
     metrics = Metrics()
     assert metrics.recent_acks.p99() is None

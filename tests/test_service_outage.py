@@ -23,8 +23,8 @@ from griffon.launch import PostgresUnavailable, Server, patient, postgres_server
 from service.play.gate import PAUSED_MESSAGE
 from service.play.journal import replay_into
 from service.play.manager import GameManager
-from service.play.session import HUMAN
 from service.play.settings import PlaySettings
+from service.play.table import HUMAN
 from service.settings import Settings
 from store import open_store
 from tests.play_helpers import FAST, HOUSE, Player, model_env, new_game

@@ -18,7 +18,7 @@ from websockets.asyncio.client import connect
 
 from griffon.launch import Server, eventually, patient, running_server
 from service.placement import STALE_S, WEIGHTS, Placement, table_weight, weighted_load
-from service.play.routes import GameCreated, RoomCreated
+from service.play.web import GameCreated, RoomCreated
 from service.ratelimit import DecayingRate
 from service.workers import CLIENT_HEADER, RELAY_HEADER, Workers
 

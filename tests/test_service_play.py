@@ -174,8 +174,8 @@ def test_a_word_not_chosen_in_time_reaches_the_page_as_a_turn_without_a_word() -
     import asyncio
 
     from service.play.manager import GameManager
-    from service.play.session import HUMAN, ManualClock
     from service.play.settings import PlaySettings
+    from service.play.table import HUMAN, ManualClock
     from service.settings import Settings
     from tests.test_service_persistence import move, play_a_while, uniform
 
@@ -359,14 +359,14 @@ def test_guesses_come_at_a_human_pace(app) -> None:
 
 
 def test_a_failed_games_start_releases_everything_the_app_started(tiny_checkpoint: Path, monkeypatch) -> None:
-    """`service.play.routes.startup` raising: the pruner, the inference worker, the games and the
+    """`service.play.web.startup` raising: the pruner, the inference worker, the games and the
     database are all released (no task or thread left behind)."""
     import asyncio
     import tempfile
 
     from fastapi.testclient import TestClient
 
-    import service.play.routes
+    import service.play.web
     from service.app import create_app
     from service.settings import Settings
     from store import StoreSettings
@@ -378,8 +378,8 @@ def test_a_failed_games_start_releases_everything_the_app_started(tiny_checkpoin
         seen["tasks"] = {t.get_name() for t in asyncio.all_tasks()}
         raise RuntimeError("the games could not start")
 
-    real_startup = service.play.routes.startup
-    monkeypatch.setattr(service.play.routes, "startup", broken_startup)
+    real_startup = service.play.web.startup
+    monkeypatch.setattr(service.play.web, "startup", broken_startup)
     with tempfile.TemporaryDirectory(prefix="griffon-test-db-") as folder:
         app = create_app(Settings(model=tiny_checkpoint), StoreSettings(data_dir=Path(folder)))
         closed: list[str] = []

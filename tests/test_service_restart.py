@@ -28,9 +28,9 @@ import websockets
 from griffon.launch import REPO, Patience, Server, patient, running_server
 from service.play.journal import replay_into
 from service.play.manager import GameManager
-from service.play.session import HUMAN
 from service.play.settings import PlaySettings
-from service.play.words import load_words
+from service.play.table import HUMAN
+from service.play.table_words import load_words
 from service.settings import Settings
 from store import open_store
 from tests.play_helpers import FAST, HOUSE, Player, model_env, new_game

@@ -149,7 +149,7 @@ def test_a_table_over_its_share_of_the_event_loop_waits_and_one_under_it_does_no
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from bench.bench_play_frames import pictomania_session
-    from service.play import session as session_module
+    from service.play import table as session_module
     from service.ratelimit import RateLimit
 
     now = [0.0]

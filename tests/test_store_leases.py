@@ -18,9 +18,9 @@ import pytest
 
 from griffon.launch import eventually
 from service.play.manager import GameManager
-from service.play.session import ManualClock
 from service.play.settings import PlaySettings
 from service.play.sockets import handle_text
+from service.play.table import ManualClock
 from service.replicas import Ownership, Replica, ReplicaSettings, ReplicaSettingsError
 from service.settings import Settings
 from store import BotRoomRecord, MoveRejected, Store, StoreError, StoreSettings, hash_token, open_store

@@ -20,7 +20,7 @@ from service.bot.keys import BotKeys
 from service.bot.memory import BadMemory, restore, snapshot
 from service.bot.session import BotSession, Frame
 from service.bot.transcript import Transcript
-from service.bot.words import WordIndex
+from service.bot.word_index import WordIndex
 from service.settings import Settings
 from service.shared import Shared
 from service.workers import Workers
@@ -374,7 +374,7 @@ class BotRegistry:
         return stored
 
     def words(self, shared: Shared) -> WordIndex:
-        """The word rule over the model's labels (``service.bot.words``), built once."""
+        """The word rule over the model's labels (``service.bot.word_index``), built once."""
         if self._words is None:
             self._words = WordIndex(shared.guesser.labels, shared.vocabulary.lookup)
         return self._words

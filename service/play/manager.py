@@ -30,11 +30,11 @@ from games.kontour import KontourCard, KontourConfig, KontourRules
 from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
 from service.capacity import Capacity
 from service.errors import RateLimited
-from service.metrics import Metrics
 from service.play.bounds import MoveBounds
 from service.play.journal import Journal, replay_into
 from service.play.rooms import Rooms
-from service.play.session import (
+from service.play.settings import PlaySettings
+from service.play.table import (
     HUMAN,
     Clock,
     Collaborators,
@@ -43,8 +43,8 @@ from service.play.session import (
     PictomaniaSession,
     Recognize,
 )
-from service.play.settings import PlaySettings
-from service.play.words import kontour_candidates, kontour_deck, load_words, pictomania_deck
+from service.play.table_words import kontour_candidates, kontour_deck, load_words, pictomania_deck
+from service.prometheus import Metrics
 from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
 from service.workers import Workers

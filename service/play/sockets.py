@@ -29,7 +29,7 @@ from service.errors import RateLimited
 from service.frames import FrameError, error_frame, load_json
 from service.play.bounds import MAX_GUESS_CHARS
 from service.play.manager import GameManager
-from service.play.session import HUMAN, GameSession
+from service.play.table import HUMAN, GameSession
 from service.ratelimit import RateLimit
 from service.settings import Settings
 from service.shared import client_of

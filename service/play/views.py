@@ -18,7 +18,7 @@ from games.ai.levels import AILevel
 from games.core import Event
 from games.kontour import KontourConfig, KontourRules, KontourState
 from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
-from service.play.words import Words
+from service.play.table_words import Words
 
 HUMAN = "joueur"  # the host's seat (a solo game's one person)
 MAX_OPPONENTS = 5  # what `POST /v1/play` accepts
@@ -26,7 +26,7 @@ DRAWING_EVENTS = ("stroke_drawn", "stroke_undone", "drawing_cleared")  # Pictoma
 
 
 class Seen(Protocol):
-    """The table a view is of (`service.play.session.GameSession`)."""
+    """The table a view is of (`service.play.table.GameSession`)."""
 
     kind: str
     id: str

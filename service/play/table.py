@@ -37,13 +37,13 @@ from games.ai.levels import AILevel
 from games.core import Event, InvalidMove, Move, RuleError, events_for
 from games.kontour import KontourRules, KontourState
 from games.pictomania import PictomaniaRules, PictomaniaState
-from service.metrics import Metrics
 from service.play.bounds import MoveBounds, encode_move
 from service.play.gate import LOST_MESSAGE, PAUSED_MESSAGE, Gate, Held
 from service.play.journal import Journal
 from service.play.settings import PlaySettings
+from service.play.table_words import Words
 from service.play.views import HUMAN, KontourViews, PictomaniaViews, Views
-from service.play.words import Words
+from service.prometheus import Metrics
 from service.ratelimit import DecayingRate, RateLimit
 from store import Encoded, hash_token, token_matches
 from store.leases import is_lease_lost

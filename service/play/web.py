@@ -23,11 +23,11 @@ from service.frames import error_frame
 from service.placement import Placement
 from service.play.manager import GameManager, TooManyGames, UnknownGame
 from service.play.rooms import CODE, RoomError, serve_lobby
-from service.play.session import Recognize
 from service.play.settings import PlaySettings
 from service.play.sockets import CLOSE_BAD_TOKEN, CLOSE_FULL, CLOSE_TOO_SLOW, CLOSE_UNKNOWN_GAME, serve_socket
+from service.play.table import Recognize
+from service.play.table_words import DeckSetupError
 from service.play.views import HUMAN, accepted_opponents
-from service.play.words import DeckSetupError
 from service.replicas import Ownership, Replica
 from service.shared import ClientDep, Shared, client_of
 from service.workers import RELAY_CLOSE, RELAYED, relay, relay_to

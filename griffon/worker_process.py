@@ -1,4 +1,4 @@
-"""One worker process of `griffon serve --workers N` (``python -m griffon.workers``), started by
+"""One worker process of `griffon serve --workers N` (``python -m griffon.worker_process``), started by
 the supervisor (:func:`griffon.serve.supervise`).
 
 It listens on the shared port with ``SO_REUSEPORT`` (the kernel spreads the connections evenly
@@ -94,7 +94,7 @@ def main() -> None:
     args = parser.parse_args()
     workers = Workers.current()
     if workers is None:
-        sys.exit("griffon.workers runs under `griffon serve --workers N`")
+        sys.exit("griffon.worker_process runs under `griffon serve --workers N`")
     lifeline = os.environ.get(ENV_LIFELINE)
     if lifeline is not None:  # checked after prctl: a supervisor dead before it closed this pipe
         watch_lifeline(int(lifeline), stop_orphan)
