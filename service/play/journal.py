@@ -1,4 +1,4 @@
-"""Solo games in the database: each game's setup and move log, its end, and its return after a restart.
+"""Tables in the database: each game's setup and move log, its end, and its return after a restart.
 
 A game is stored as what it was set up with (players, names, seed, the dealt deck, the rules
 config, the AI level, the consent switch) and its move log; the engines are pure, so replaying the

@@ -71,7 +71,7 @@ class UnknownGame(KeyError):
 
 
 class GameManager:
-    """All live solo games of one app."""
+    """All live tables of one app: games against AI players and rooms' games alike."""
 
     def __init__(
         self, settings: Settings, play: PlaySettings, recognizer: Callable[[str], Recognize],
@@ -211,7 +211,7 @@ class GameManager:
         return self._open(session, replaced, client)
 
     def _solo_seats(self, name: str, opponents: int) -> dict[str, str]:
-        """The seats of a solo game: the person, then `opponents` AI players."""
+        """The seats of a game against AI players: the person, then `opponents` AI players."""
         return {HUMAN: name, **{f"ia{i + 1}": self.play.ai_names[i % len(self.play.ai_names)]
                                 for i in range(opponents)}}
 

@@ -1,9 +1,10 @@
-"""One solo game held by the server: the rules engine's state, the AI players, the human's sockets.
+"""One table held by the server — a game against AI players, or a room's game with friends: the
+rules engine's state, the AI players, the people's sockets.
 
-One update path (`GameSession.apply`): the move (the human's, from a WebSocket frame, or an AI's)
+One update path (`GameSession.apply`): the move (a person's, from a WebSocket frame, or an AI's)
 goes through `rules.apply(state, move, now)`; the new state is stored, the AI players hear about
-the events, and the human gets what changed in their own `rules.view` with the events they may
-see. A refused move raises `RuleError`; for the human it becomes an error frame and the game goes on.
+the events, and each person gets what changed in their own `rules.view` with the events they may
+see. A refused move raises `RuleError`; for a person it becomes an error frame and the game goes on.
 
 Frames: a socket gets the whole view once, then one update per move carrying only what the move
 changed (`service.play.views`).
@@ -262,7 +263,7 @@ class GameSession:
     # -- the one update path -----------------------------------------------------------------------
     def apply(self, move: Move, encoded: Encoded | None = None) -> list[Event]:
         """Apply a move now (the rules check it), hand it to the database, let the AIs react, send
-        the human what changed in their view once the database has it (``encoded``: the move in
+        each person what changed in their view once the database has it (``encoded``: the move in
         its stored form, `encode_move`, when the caller has it). `TablePaused` while the table waits for
         the database."""
         if not self.gate.closed and self.journal is not None and self.journal.full():
@@ -415,7 +416,7 @@ class GameSession:
             self.reading.discard(look.subject)
         self._read()
 
-    # -- what the human sees ---------------------------------------------------------------------
+    # -- what the people see ---------------------------------------------------------------------
     def attach(self, seat: str = HUMAN) -> asyncio.Queue[dict[str, Any] | None]:
         """A queue of frames for a new socket of `seat`, starting with the current state. A person
         back in a seat an AI played takes it over again."""
@@ -521,7 +522,7 @@ def _offer(queue: asyncio.Queue[Any], item: Any, force: bool = False) -> bool:
 
 
 class KontourSession(GameSession):
-    """A Kontour game: the human and AI players take turns drawing; the others guess."""
+    """A Kontour game: people and AI players take turns drawing; the others guess."""
 
     kind = "kontour"
 

@@ -20,7 +20,7 @@ from games.kontour import KontourConfig, KontourRules, KontourState
 from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
 from service.play.table_words import Words
 
-HUMAN = "joueur"  # the host's seat (a solo game's one person)
+HUMAN = "joueur"  # the host's seat (the one person of a game against AI players)
 MAX_OPPONENTS = 5  # what `POST /v1/play` accepts
 DRAWING_EVENTS = ("stroke_drawn", "stroke_undone", "drawing_cleared")  # Pictomania drawings change only so
 

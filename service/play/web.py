@@ -1,7 +1,10 @@
-"""Solo games in the browser: the page, its static files, `POST /v1/play` and `WS /v1/play/{id}`.
+"""The tables in the browser: the page, its static files, `POST /v1/play` (a game against AI
+players), `POST /v1/rooms` and the lobby's socket (a room with friends), `WS /v1/play/{id}` (any
+table's socket).
 
 Included by `service.app.create_app` (which awaits `startup(app)` / `shutdown(app)` around the
-shared model). The game logic lives in `service.games_*`; the routes only translate HTTP.
+shared model). The game logic lives in `service.play.manager`, `service.play.table` and
+`service.play.rooms`; the routes only translate HTTP.
 """
 
 from __future__ import annotations
