@@ -404,7 +404,7 @@ class GameManager:
             self.rooms.started[stored.setup["room"]] = session.id
         self.joined.add(session.id)  # its player has idle_expiry_s to come back
         session.start()
-        session._read()  # the AI players read the drawings as they are
+        session.read_drawings()  # the AI players read the drawings as they are
         return session
 
     def _check_client(self, client: str) -> str | None:

@@ -395,9 +395,9 @@ class GameSession:
         self.ai.on_events(self.state, events, now)
         if any(e.kind == "round_started" for e in events):
             self.ready.clear()
-        self._read()
+        self.read_drawings()
 
-    def _read(self) -> None:
+    def read_drawings(self) -> None:
         """Start the recognitions the AIs asked for; one at a time per drawing: a drawing that
         changes while it is read is read again (its newest strokes only) when the reading is back."""
         for look in self.ai.looks(busy=self.reading):
@@ -414,7 +414,7 @@ class GameSession:
             self.ai.seen(look, probs, self.now())
         finally:
             self.reading.discard(look.subject)
-        self._read()
+        self.read_drawings()
 
     # -- what the people see ---------------------------------------------------------------------
     def attach(self, seat: str = HUMAN) -> asyncio.Queue[dict[str, Any] | None]:
