@@ -50,6 +50,7 @@ import typer
 
 from service.settings import Settings, SettingsError
 from service.workers import ENV_COUNT, ENV_FOLDER, ENV_INDEX, ENV_SECRET
+from store.settings import TUNING_ENV, EnvSettings, is_tuning, read_tuning
 
 log = logging.getLogger("griffon.service")
 ENV_ADDRESS = "GRIFFON_WORKER_ADDRESS"  # host:port:backlog every worker listens on
@@ -85,6 +86,7 @@ def serve(
         settings = Settings.from_env()
         PlaySettings.from_env()  # a bad GRIFFON_PLAY_* value stops here too
         replica = ReplicaSettings.from_env().name is not None  # and GRIFFON_REPLICA_*
+        check_tuning((Settings, PlaySettings, ReplicaSettings))  # and a misspelt GRIFFON_TUNING key
         count = workers or (1 if replica else usable_cores())
         if replica and count > 1:
             raise SettingsError("a replica (GRIFFON_REPLICA_NAME) is one process: run more replicas "
@@ -106,6 +108,15 @@ def serve(
         # loads), a corrupt / unreachable database: its message, no traceback
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
+
+
+def check_tuning(classes: tuple[type[EnvSettings], ...]) -> None:
+    """Raise `SettingsError` when ``GRIFFON_TUNING`` names a field none of ``classes`` tunes."""
+    known = {name for cls in classes for name, field in cls.model_fields.items() if is_tuning(field)}
+    unknown = sorted(set(read_tuning(os.environ)) - known)
+    if unknown:
+        raise SettingsError(f"{TUNING_ENV}: no tuning field {', '.join(map(repr, unknown))} "
+                            "(docs/CONFIG.md lists them)")
 
 
 def default_replica_address(host: str, port: int) -> None:
