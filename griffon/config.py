@@ -23,7 +23,6 @@ from pathlib import Path
 
 from pydantic.fields import FieldInfo
 
-from griffon import workers as worker_processes
 from model import runtime
 from service import replicas, workers
 from service import settings as service_settings
@@ -186,8 +185,7 @@ LOOSE: tuple[Variable, ...] = (
     *(
         Variable(name, "dev", "set by `griffon serve`", "—",
                  "what `griffon serve --workers N` tells each worker process it starts; not for operators")
-        for name in (workers.ENV_INDEX, workers.ENV_COUNT, workers.ENV_SECRET, worker_processes.ENV_ADDRESS,
-                     worker_processes.ENV_LIFELINE)
+        for name in (workers.ENV_INDEX, workers.ENV_COUNT, workers.ENV_SECRET)
     ),
     Variable(
         "GRIFFON_TEACHERS", "data", "unset: `../shared/models`", "path",
@@ -202,10 +200,6 @@ LOOSE: tuple[Variable, ...] = (
         "how much longer the tests wait than on a quiet machine (`griffon.launch.slowness`)",
     ),
     Variable(
-        "GRIFFON_BENCH_PROFILE", "dev", "unset", "path",
-        "set by `python -m bench.bench_capacity --profiler cprofile`: where its profiled server writes",
-    ),
-    Variable(
         "GRIFFON_CONFORMANCE_URL", "dev", "unset: the suite starts a server", "`ws://` or `wss://` URL",
         "the bot endpoint `tests/test_bot_conformance.py` checks both clients against (`…/v1/bot`)",
     ),
@@ -213,16 +207,12 @@ LOOSE: tuple[Variable, ...] = (
         "GRIFFON_CONFORMANCE_KEYS_URL", "dev", "unset: that scenario skips", "`ws://` or `wss://` URL",
         "a bot endpoint that requires API keys, for the conformance suite's `key_required` scenario",
     ),
-    Variable(
-        "GRIFFON_SCREENSHOTS", "dev", "`/tmp/griffon-screenshots`", "path",
-        "where the browser tests save their screenshots (`tests/test_browser_play.py`)",
-    ),
 )
 
 # Variables an operator has no reason to set, listed apart from the operators' table: which engine
 # runs the model (for comparisons), the workers' folder (tests), and the "dev" group.
 INTERNAL: frozenset[str] = frozenset({"GRIFFON_WORKER_DIR", "GRIFFON_MODEL_BACKEND"})
-MAX_OPERATOR_VARIABLES = 60  # the operators' table stays short enough to read (tests/test_config_doc.py)
+MAX_OPERATOR_VARIABLES = 62  # the operators' table stays short enough to read (tests/test_config_doc.py)
 MAX_VARIABLES = 70  # and every variable, the internal ones too
 
 # Variables of other software that Griffon's parts honour.

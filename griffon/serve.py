@@ -53,8 +53,6 @@ from service.workers import ENV_COUNT, ENV_FOLDER, ENV_INDEX, ENV_SECRET
 from store.settings import TUNING_ENV, EnvSettings, is_tuning, read_tuning
 
 log = logging.getLogger("griffon.service")
-ENV_ADDRESS = "GRIFFON_WORKER_ADDRESS"  # host:port:backlog every worker listens on
-ENV_LIFELINE = "GRIFFON_WORKER_LIFELINE"  # the worker's end of a pipe that closes when we die
 POLL_S = 0.5
 
 
@@ -305,16 +303,16 @@ def supervise(host: str, port: int, log_level: str, count: int, backlog: int) ->
     folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="griffon-workers-"))
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     environ = {**os.environ, ENV_COUNT: str(count), ENV_FOLDER: str(folder),
-               ENV_SECRET: secrets.token_urlsafe(32), ENV_ADDRESS: f"{host}:{port}:{backlog}"}
+               ENV_SECRET: secrets.token_urlsafe(32)}
     lifeline, ours = os.pipe()  # workers read lifeline; ours closes only when this process ends
-    environ[ENV_LIFELINE] = str(lifeline)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
     signal.signal(signal.SIGINT, lambda signum, _: stopping.append(signum))
 
     def start(index: int) -> subprocess.Popen:
         ready_marker(folder, index).unlink(missing_ok=True)
-        command = [sys.executable, "-m", "griffon.workers", "--log-level", log_level]
+        command = [sys.executable, "-m", "griffon.workers", "--log-level", log_level,
+                   "--listen", f"{host}:{port}:{backlog}", "--lifeline", str(lifeline)]
         return subprocess.Popen(command, env={**environ, ENV_INDEX: str(index)}, pass_fds=(lifeline,))
 
     running = {index: start(index) for index in range(count)}

@@ -71,7 +71,7 @@ class PlaySettings(EnvSettings):
     rooms_per_client: int = Field(
         default=2, ge=1, le=20, description="rooms one client may have open at once"
     )
-    room_seats: int = Field(
+    room_seats: int = tuning(
         default=6, ge=2, le=6, description="seats of a room, people and AI players (within the rules' bounds)"
     )
     lobby_expiry_s: float = Field(
