@@ -53,7 +53,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import ClassVar, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from service.settings import SettingsError
@@ -97,12 +97,24 @@ class ReplicaSettings(EnvSettings):
         description="seconds a game's lease lasts unrenewed: a dead replica's games are taken over after it",
     )
     renew_s: float = tuning(
-        default=1.0, gt=0, le=30,
-        description="seconds between two renewals of the leases (and looks for games to take over)",
+        default=None, gt=0, le=30,
+        description="seconds between two renewals of the leases (and looks for games to take over); "
+        "unset: a third of the lease",
     )
     claim_batch: int = tuning(
         default=100, ge=1, le=10_000, description="games a replica takes over at most per renewal"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renewal(cls, data: object) -> object:
+        """``renew_s`` unset: a third of ``lease_s`` (1 s for the default 3 s)."""
+        if isinstance(data, dict) and data.get("renew_s") is None:
+            try:
+                data = {**data, "renew_s": float(data.get("lease_s", 3.0)) / 3}
+            except (TypeError, ValueError):  # a bad lease_s: reported as itself
+                data = {**data, "renew_s": 1.0}
+        return data
 
     def check(self) -> Self:
         """Raise `ReplicaSettingsError` for settings that do not go together."""
