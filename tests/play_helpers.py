@@ -45,7 +45,7 @@ def play_server(request: pytest.FixtureRequest, tuned: dict[str, float] | None =
                 **extra: str) -> Iterator[Server]:
     """The real service with fast game timers (`FAST`, then the tuning fields ``tuned``) and the
     `extra` variables."""
-    with running_server({**tuning(**FAST, **(tuned or {})), **model_env(request), **extra}) as server:
+    with running_server({**tuning(**{**FAST, **(tuned or {})}), **model_env(request), **extra}) as server:
         yield server
 
 
