@@ -168,7 +168,7 @@ class EnvSettings(BaseSettings):
         finally:
             _READING.reset(token)
         for old, new in cls.deprecated_in(environ):
-            log.warning("%s is deprecated: it is read as %s, its new name", old, new)
+            log.warning("%s is deprecated: name it %s", old, new)
         return settings
 
     @classmethod

@@ -328,6 +328,16 @@ def test_a_tuning_field_is_no_variable_of_its_own_and_a_plain_constructor_reads_
     assert PlaySettings(tick_s=0.2, rooms_per_client=5).tick_s == 0.2  # every field: a constructor parameter
 
 
+def test_the_tuning_a_test_gives_its_server_reaches_each_settings_class() -> None:
+    from griffon.launch import tuned, tuning
+    from service.play.settings import PlaySettings
+
+    env = tuned({"GRIFFON_MAX_POINTS": "100", **tuning(tick_s=0.05)}, kontour_timer_s=6, bot_tick_s=0.5)
+    play, service = PlaySettings.from_env(env), Settings.from_env(env)
+    assert (play.tick_s, play.kontour_timer_s, service.bot_tick_s, service.max_points) == (0.05, 6, 0.5, 100)
+    assert PlaySettings.from_env(tuned(env, tick_s=0.2)).tick_s == 0.2  # the later value wins
+
+
 def test_a_renamed_variable_is_read_by_its_former_name_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
