@@ -29,7 +29,7 @@ from service import settings as service_settings
 from service.play import settings as play_settings
 from service.play.manager import game_configs
 from store import settings as store_settings
-from store.settings import TUNING_ENV, EnvSettings, env_names, is_tuning
+from store.settings import RETIRED, TUNING_ENV, EnvSettings, env_names, is_tuning
 from training import data
 
 REPO = Path(__file__).resolve().parent.parent
@@ -406,6 +406,9 @@ def render() -> str:
               f"{cell(v.description)} |" for v in tuned]
     lines += ["", f"## {FORMER.title}", "", FORMER.intro, "", "| former name | read as |", "|---|---|"]
     lines += [f"| `{old}` | `{new}` |" for old, new in former_names().items()]
+    lines += ["", "## Retired", "", "These variables are no longer read (a tuning field or a constant now); "
+              "`griffon serve` logs a warning naming each one still set.", "",
+              ", ".join(f"`{name}`" for name in sorted(RETIRED))]
     lines += ["", "## Other software's variables", "", "| variable | meaning |", "|---|---|"]
     lines += [f"| `{name}` | {cell(text)} |" for name, text in OTHERS]
     return "\n".join(lines) + "\n"

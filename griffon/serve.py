@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ import typer
 
 from service.settings import Settings, SettingsError
 from service.workers import ENV_COUNT, ENV_FOLDER, ENV_INDEX, ENV_SECRET
-from store.settings import TUNING_ENV, EnvSettings, is_tuning, read_tuning
+from store.settings import TUNING_ENV, EnvSettings, is_tuning, read_tuning, retired_in
 
 log = logging.getLogger("griffon.service")
 POLL_S = 0.5
@@ -85,6 +86,7 @@ def serve(
         PlaySettings.from_env()  # a bad GRIFFON_PLAY_* value stops here too
         replica = ReplicaSettings.from_env().name is not None  # and GRIFFON_REPLICA_*
         check_tuning((Settings, PlaySettings, ReplicaSettings))  # and a misspelt GRIFFON_TUNING key
+        warn_retired(os.environ)
         count = workers or (1 if replica else usable_cores())
         if replica and count > 1:
             raise SettingsError("a replica (GRIFFON_REPLICA_NAME) is one process: run more replicas "
@@ -115,6 +117,13 @@ def check_tuning(classes: tuple[type[EnvSettings], ...]) -> None:
     if unknown:
         raise SettingsError(f"{TUNING_ENV}: no tuning field {', '.join(map(repr, unknown))} "
                             "(docs/CONFIG.md lists them)")
+
+
+def warn_retired(environ: Mapping[str, str]) -> None:
+    """One warning line for each retired variable ``environ`` still sets (it changes nothing)."""
+    for name in retired_in(environ):
+        log.warning("%s is no longer read (docs/CONFIG.md: a tuning field or a constant now); "
+                    "remove it from the environment", name)
 
 
 def default_replica_address(host: str, port: int) -> None:

@@ -67,6 +67,29 @@ def is_tuning(field: FieldInfo) -> bool:
     return isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get("tuning") is True
 
 
+# Variables that are no longer read: rule timers and targets, internal periods and bursts and the
+# measured costs became tuning fields or constants (docs/CONFIG.md). Setting one logs a warning, so an
+# operator's old env file does not change nothing silently.
+RETIRED = frozenset({
+    "GRIFFON_BATCH_WAIT_MS", "GRIFFON_BOT_KEYS_REFRESH_S", "GRIFFON_BOT_ROOM_BYTES", "GRIFFON_BOT_ROOM_COST",
+    "GRIFFON_BOT_TICK_S", "GRIFFON_CLIENT_CPU_BURST_S", "GRIFFON_CLIENT_POINTS_BURST", "GRIFFON_GUESS_BURST",
+    "GRIFFON_HTTP_SHARE", "GRIFFON_KONTOUR_TABLE_COST", "GRIFFON_MAX_GAME_SOCKETS",
+    "GRIFFON_MAX_MESSAGE_BURST",
+    "GRIFFON_PICTOMANIA_TABLE_COST", "GRIFFON_PLAY_AI_THINK_S", "GRIFFON_PLAY_BETWEEN_TURNS_S",
+    "GRIFFON_PLAY_DRAWINGS", "GRIFFON_PLAY_HUMAN_DONE_AFTER_S", "GRIFFON_PLAY_KONTOUR_DRAW_CARD_S",
+    "GRIFFON_PLAY_KONTOUR_TARGET", "GRIFFON_PLAY_KONTOUR_TIMER_S", "GRIFFON_PLAY_MAX_LOG_BYTES",
+    "GRIFFON_PLAY_MAX_MOVES", "GRIFFON_PLAY_MAX_PICTOMANIA_STROKES", "GRIFFON_PLAY_PICTOMANIA_ROUNDS",
+    "GRIFFON_PLAY_PICTOMANIA_ROUND_S", "GRIFFON_PLAY_ROOM_SEATS", "GRIFFON_PLAY_TICK_S",
+    "GRIFFON_REPLICA_CLAIM_BATCH", "GRIFFON_REPLICA_RENEW_S", "GRIFFON_SEND_QUEUE_BYTES",
+    "GRIFFON_TABLE_LOOP_BURST_S", "GRIFFON_TRANSCRIPTS_KEPT", "GRIFFON_TRANSCRIPT_SAVE_S",
+})
+
+
+def retired_in(environ: Mapping[str, str]) -> list[str]:
+    """The retired variables (:data:`RETIRED`) ``environ`` sets, sorted: read by nothing any more."""
+    return sorted(name for name in RETIRED if environ.get(name))
+
+
 def renamed(new: str, old: str) -> AliasChoices:
     """A variable's name, then its former name (still read; docs/CONFIG.md lists it as deprecated)."""
     return AliasChoices(new, old)

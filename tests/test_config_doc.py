@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from griffon import config
+from store.settings import RETIRED
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = re.compile(r"GRIFFON_[A-Z0-9_]*")
@@ -48,7 +49,7 @@ FORMER_NAMES_IN = {"store/settings.py", "service/settings.py", "tests/test_servi
 
 def test_every_griffon_variable_named_anywhere_is_in_the_table() -> None:
     former = config.former_names()
-    table = {v.name for v in config.variables()} | set(former)
+    table = {v.name for v in config.variables()} | set(former) | RETIRED
     named = named_variables()
     assert len(named) > 40 and "GRIFFON_DB_URL" in named  # the scan reads the code and the docs
     missing = [
@@ -63,6 +64,9 @@ def test_every_griffon_variable_named_anywhere_is_in_the_table() -> None:
     stale = [f"{name} → {former[name]} ({', '.join(sorted(named[name] - FORMER_NAMES_IN))})"
              for name in sorted(set(former) & set(named)) if named[name] - FORMER_NAMES_IN]
     assert not stale, "former names still written: use the new one\n" + "\n".join(stale)
+    retired = [f"{name} ({', '.join(sorted(named[name]))})" for name in sorted(RETIRED & set(named))
+               if named[name] - {"store/settings.py", "tests/test_service_api.py", "docs/CONFIG.md"}]
+    assert not retired, "retired variables still written: remove them\n" + "\n".join(retired)
 
 
 def test_every_settings_class_is_in_the_table() -> None:

@@ -428,3 +428,21 @@ def test_a_test_server_whose_port_was_taken_moves_to_another(
         assert server.url != tight_server.url
         assert httpx.get(server.url + "/healthz", timeout=patient(10)).status_code == 200
     assert tight_server.alive()
+
+
+def test_a_retired_variable_is_named_in_a_warning_at_start(caplog: pytest.LogCaptureFixture) -> None:
+    """A variable no longer read (a tuning field now) changes nothing, so `griffon serve` says so."""
+    from griffon.serve import warn_retired
+    from store.settings import RETIRED, env_names
+
+    with caplog.at_level("WARNING", logger="griffon.service"):
+        warn_retired({"GRIFFON_PLAY_KONTOUR_TIMER_S": "30", "GRIFFON_PLAY_MAX_GAMES": "5"})
+    assert "GRIFFON_PLAY_KONTOUR_TIMER_S is no longer read" in caplog.text
+    assert "GRIFFON_PLAY_MAX_GAMES" not in caplog.text  # read today: no warning
+    from service.play.settings import PlaySettings
+    from service.replicas import ReplicaSettings
+    from store.settings import StoreSettings
+
+    read = {n for cls in (Settings, PlaySettings, ReplicaSettings, StoreSettings)
+            for field in cls.model_fields for n in env_names(cls, field)}
+    assert not RETIRED & read  # a retired name is never one that is read
