@@ -221,7 +221,7 @@ async def flood(url: str, ws_url: str) -> dict[str, float]:
 
 def bench_server(repo: Path) -> None:
     """/healthz latency and RSS while one socket sends 150 strokes of 1,000 points in 4 s."""
-    with running_server({"GRIFFON_GAMES_PER_CLIENT": "10"}, repo=repo) as server:
+    with running_server({"GRIFFON_PLAY_GAMES_PER_CLIENT": "10"}, repo=repo) as server:
         pid = server.process.pid
         time.sleep(1.0)
         before = rss_mb(pid)

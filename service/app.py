@@ -9,8 +9,8 @@ Shared objects, created once at start-up (lifespan), reach routes as typed depen
   the ``vocab.Vocabulary``, the :class:`service.inference.BatchInference` (batched inference,
   fair preprocessing pool) and the per-client point budgets.
 - :class:`service.bot.routes.BotRegistry` (``BotsDep``): live bot sessions and transcripts.
-- ``app.state.store``: the database (:mod:`store`; ``GRIFFON_DATABASE_URL``, else
-  ``GRIFFON_DATA_DIR/griffon.db``), opened by ``create_app`` itself, so that a corrupt or
+- ``app.state.store``: the database (:mod:`store`; ``GRIFFON_DB_URL``, else
+  ``GRIFFON_DB_DIR/griffon.db``), opened by ``create_app`` itself, so that a corrupt or
   unreachable database stops ``griffon serve`` at once with its message (no traceback) and is
   never overwritten. Pruned at start and hourly (``GRIFFON_RETAIN_*``); bot transcripts are
   saved to it (:class:`store.transcripts.TranscriptArchive`); the bot rooms' API keys are read

@@ -51,29 +51,33 @@ import hmac
 import logging
 import time
 from collections.abc import Callable, Mapping
+from typing import ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, model_validator
+from pydantic_settings import SettingsConfigDict
 
-from service.settings import SettingsError, read_environment
+from service.settings import SettingsError
 from service.tables import Table, Tables
 from store import Store, StoreError, StoreSettings
 from store.leases import Lease, Leases, holder_url, new_holder
+from store.settings import EnvSettings, tuning
 
 OPENING_S = 30.0  # a new game still not open after this long was never created: its lease goes
 ROOM_LEASE = "bot:"  # the lease id of a bot room: this, then its session id
 WATCH_S = 0.1  # how often a replica looks whether it was frozen
 log = logging.getLogger("griffon.replicas")
-ENV_PREFIX = "GRIFFON_REPLICA_"
 
 
 class ReplicaSettingsError(SettingsError):
     """A ``GRIFFON_REPLICA_*`` variable that does not hold a valid value."""
 
 
-class ReplicaSettings(BaseModel):
+class ReplicaSettings(EnvSettings):
     """This process as one replica of several (all unset: a server alone)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="GRIFFON_REPLICA_")
+    env_error: ClassVar[type[Exception]] = ReplicaSettingsError
+    env_what: ClassVar[str] = "replica settings"
 
     name: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_-]{1,32}$",
@@ -92,28 +96,40 @@ class ReplicaSettings(BaseModel):
         default=3.0, ge=0.5, le=60,
         description="seconds a game's lease lasts unrenewed: a dead replica's games are taken over after it",
     )
-    renew_s: float = Field(
-        default=1.0, gt=0, le=30,
-        description="seconds between two renewals of the leases (and looks for games to take over)",
+    renew_s: float = tuning(
+        default=None, gt=0, le=30,
+        description="seconds between two renewals of the leases (and looks for games to take over); "
+        "unset: a third of the lease",
     )
-    claim_batch: int = Field(
+    claim_batch: int = tuning(
         default=100, ge=1, le=10_000, description="games a replica takes over at most per renewal"
     )
 
-    def check(self) -> ReplicaSettings:
+    @model_validator(mode="before")
+    @classmethod
+    def _renewal(cls, data: object) -> object:
+        """``renew_s`` unset: a third of ``lease_s`` (1 s for the default 3 s)."""
+        if isinstance(data, dict) and data.get("renew_s") is None:
+            try:
+                data = {**data, "renew_s": float(data.get("lease_s", 3.0)) / 3}
+            except (TypeError, ValueError):  # a bad lease_s: reported as itself
+                data = {**data, "renew_s": 1.0}
+        return data
+
+    def check(self) -> Self:
         """Raise `ReplicaSettingsError` for settings that do not go together."""
         if self.name is not None and (self.address is None or self.secret is None):
             raise ReplicaSettingsError("a replica (GRIFFON_REPLICA_NAME) needs GRIFFON_REPLICA_ADDRESS (when "
                                        "it listens on every address) and GRIFFON_REPLICA_SECRET")
         if self.renew_s * 2 > self.lease_s:
-            raise ReplicaSettingsError(f"GRIFFON_REPLICA_RENEW_S ({self.renew_s:g}) must be at most half of "
+            raise ReplicaSettingsError(f"the renewal ({self.renew_s:g} s) must be at most half of "
                                        f"GRIFFON_REPLICA_LEASE_S ({self.lease_s:g})")
         return self
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ReplicaSettings:
-        """Settings from ``GRIFFON_REPLICA_*`` variables (default: ``os.environ``)."""
-        return read_environment(cls, ENV_PREFIX, environ, "replica settings", ReplicaSettingsError).check()
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
+        """Settings from ``GRIFFON_REPLICA_*`` variables (default: ``os.environ``), checked together."""
+        return super().from_env(environ).check()
 
 
 class Replica:
@@ -135,7 +151,7 @@ class Replica:
         """The database settings whose connections name this replica (the fence: `store.leases`)."""
         url = settings.url
         if not url.startswith(("postgresql://", "postgres://")):
-            raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DATABASE_URL=postgresql://...")
+            raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DB_URL=postgresql://...")
         return settings.model_copy(update={"database_url": holder_url(url, self.holder)})
 
     def is_sibling(self, token: str | None) -> bool:

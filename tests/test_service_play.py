@@ -27,15 +27,14 @@ def server(request: pytest.FixtureRequest):
     # Pictomania rounds of 12 s: the AI players start drawing several seconds into a round. No test
     # here waits for a Kontour turn to run out: 60-second turns, so that a busy machine never sees a
     # turn end between two moves of a test.
-    timers = {"GRIFFON_PLAY_PICTOMANIA_ROUND_S": "12", "GRIFFON_PLAY_KONTOUR_TIMER_S": "60"}
-    with play_server(request, **timers) as running:
+    with play_server(request, {"pictomania_round_s": 12, "kontour_timer_s": 60}) as running:
         yield running
 
 
 @pytest.fixture(scope="module")
 def table(request: pytest.FixtureRequest):
     """The service's game manager in process (the shipped model), 12-second Pictomania rounds."""
-    local = LocalTable({**model_env(request), "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "12"})
+    local = LocalTable(model_env(request), pictomania_round_s=12)
     yield local
     local.close()
 
@@ -280,7 +279,7 @@ def test_the_message_rate_is_bounded(server) -> None:
 
 def test_game_slots_are_bounded_and_idle_games_expire(tight_server, tight_env) -> None:
     small = tight_server  # 2 game slots, idle games expire (after 2 s on a quiet machine)
-    expiry = float(tight_env["GRIFFON_IDLE_EXPIRY_S"])
+    expiry = float(tight_env["GRIFFON_PLAY_IDLE_EXPIRY_S"])
     games = [new_game(small, game="kontour", opponents=1) for _ in range(2)]
     full = httpx.post(small.url + "/v1/play", json={"game": "kontour"}, timeout=patient(10))
     assert full.status_code == 503

@@ -195,7 +195,7 @@ async def static(name: str) -> FileResponse:
 @router.get("/v1/play/options", tags=["solo games"])
 async def play_options(games: GamesDep) -> dict[str, Any]:
     """What a new game accepts: AI opponents per game (from the rules files) and the AI levels; how
-    many days given drawings are kept (``GRIFFON_RETAIN_DRAWINGS_DAYS``; 0: until withdrawn)."""
+    many days given drawings are kept (``GRIFFON_DB_RETAIN_DRAWINGS_DAYS``; 0: until withdrawn)."""
     retention = getattr(games.store, "retention", None)
     kept = retention.drawings_days if retention is not None else 0.0
     return {"opponents": accepted_opponents(), "levels": level_names(), "drawings_kept_days": kept}
