@@ -40,7 +40,7 @@ from games.pictomania import PictomaniaRules
 from griffon.launch import REPO, running_server
 from service.play.manager import game_configs
 from service.play.settings import PlaySettings
-from service.play.table import HUMAN, Collaborators, PictomaniaSession
+from service.play.table import HUMAN, Collaborators, PictomaniaSession, Seating
 from service.play.table_words import load_words, pictomania_deck
 from service.ratelimit import RateLimit
 
@@ -70,7 +70,7 @@ def pictomania_session(
     names = {HUMAN: "Ana", "ia1": "Plume", "ia2": "Fusain"}
     state, _ = rules.setup(players=list(names), deck=deck, seed=seed)
     return PictomaniaSession(
-        rules, state, game_id="g", token="t", names=names, level=load_level("normal"), seed=seed,
+        rules, state, game_id="g", seating=Seating(names, load_level("normal"), token="t"), seed=seed,
         words=words, recognize=uniform, labels=frozenset(), play=play,
         collaborators=Collaborators(loop_budget=loop_budget),
     )

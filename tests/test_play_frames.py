@@ -22,7 +22,7 @@ from games.pictomania import Done, NextRound
 from service.play.manager import game_configs
 from service.play.settings import PlaySettings
 from service.play.sockets import handle_text
-from service.play.table import KontourSession, ManualClock, PictomaniaSession
+from service.play.table import KontourSession, ManualClock, PictomaniaSession, Seating
 from service.play.table_words import kontour_candidates, kontour_deck, load_words
 from service.play.views import HUMAN, accepted_opponents, apply_update
 from service.settings import Settings
@@ -145,8 +145,8 @@ def test_kontour_updates_carry_the_turn_and_the_ended_turns_only() -> None:
         state, _ = rules.setup(players=[HUMAN, "ia1"], deck=cards, seed=5, half=half)
         clock = ManualClock()
         session = KontourSession(
-            rules, state, kontour_candidates(cards, half, words.drawable), game_id="k", token="t",
-            names=names, level=load_level("normal"), seed=5, words=words, recognize=uniform,
+            rules, state, kontour_candidates(cards, half, words.drawable), game_id="k",
+            seating=Seating(names, load_level("normal"), token="t"), seed=5, words=words, recognize=uniform,
             labels=frozenset(), play=play, clock=clock,
         )
         queue = session.attach()

@@ -42,6 +42,7 @@ from service.play.table import (
     KontourSession,
     PictomaniaSession,
     Recognize,
+    Seating,
 )
 from service.play.table_words import kontour_candidates, kontour_deck, load_words, pictomania_deck
 from service.prometheus import Metrics
@@ -300,21 +301,21 @@ class GameManager:
         words = load_words(self.play.drawings)
         journal = None if self.writer is None else Journal(self.writer, game_id, kind, setup, self.drawings)
         settings = self.settings
+        seating = Seating(
+            names=dict(setup["names"]), level=load_level(setup["level"]),
+            levels={seat: load_level(name) for seat, name in (setup.get("levels") or {}).items()},
+            token=token, host_hash=host_hash, friends=dict(setup.get("friends") or {}),
+            room_code=setup.get("room"),
+        )
         common: dict[str, Any] = dict(
             game_id=game_id,
-            token=token,
-            host_hash=host_hash,
-            level=load_level(setup["level"]),
+            seating=seating,
             seed=setup["seed"],
             words=words,
             recognize=self.recognizer(f"game:{game_id}"),
             labels=self.labels,
             play=self.play,
-            names=dict(setup["names"]),
             clock=self.clock,
-            friends=dict(setup.get("friends") or {}),
-            levels={seat: load_level(name) for seat, name in (setup.get("levels") or {}).items()},
-            room_code=setup.get("room"),
             bounds=self.bounds,
             collaborators=Collaborators(
                 journal=journal, metrics=self.metrics, on_lost=self._lost if journal is not None else None,

@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from games.ai.driver import KontourDriver, Look, PictomaniaDriver
@@ -77,6 +77,20 @@ SEND_QUEUE = 64  # frames waiting for a slow socket; beyond, the socket is dropp
 
 
 @dataclass(frozen=True)
+class Seating:
+    """Who sits at a table: every seat's name (the people's and the AI players'), the people's
+    tokens, the AI players' levels."""
+
+    names: dict[str, str]  # seat -> the name shown
+    level: AILevel  # every AI player's, but those `levels` names
+    levels: dict[str, AILevel] = field(default_factory=dict)  # AI seat -> its own level
+    token: str = ""  # the host's token (seat `HUMAN`), when the host is given it now
+    host_hash: str | None = None  # its SHA-256, when only that is known (a resumed game, a room's)
+    friends: dict[str, str] = field(default_factory=dict)  # the other people's seats -> their tokens' SHA-256
+    room_code: str | None = None  # the room the game is of
+
+
+@dataclass(frozen=True)
 class Collaborators:
     """What a table is handed at construction (`GameManager` builds them; each None: without)."""
 
@@ -98,36 +112,32 @@ class GameSession:
     def __init__(
         self,
         game_id: str,
-        token: str,
-        names: dict[str, str],
-        level: AILevel,
+        seating: Seating,
         seed: int,
         words: Words,
         recognize: Recognize,
         labels: frozenset[str],
         play: PlaySettings,
         clock: Clock = time.monotonic,
-        friends: dict[str, str] | None = None,
-        levels: dict[str, AILevel] | None = None,
-        room_code: str | None = None,
         bounds: MoveBounds | None = None,
-        host_hash: str | None = None,
         collaborators: Collaborators = Collaborators(),
     ) -> None:
-        """``token``: the host's (seat `HUMAN`); ``friends``: the other people's seats of a room
-        and the SHA-256 of each one's token (none in a game against the AI alone); ``level``: the AI players',
-        but those ``levels`` names (AI seat -> its own); ``room_code``: the room the game is of."""
-        self.id, self.token, self.names, self.level, self.seed = game_id, token, names, level, seed
-        self.levels, self.room_code = dict(levels or {}), room_code
+        """``seating``: who sits at the table; ``words``, ``recognize``, ``labels``: what its AI
+        players draw and read; ``bounds``: of the people's moves (default: the settings'
+        defaults); ``collaborators``: what the manager hands it (`Collaborators`)."""
+        self.id, self.seed, self.token = game_id, seed, seating.token
+        self.names, self.level, self.levels = seating.names, seating.level, dict(seating.levels)
+        self.room_code = seating.room_code
         self.next_game: str | None = None  # the room's next game (« Rejouer »), once the host started it
-        # a game resumed from the database (or a room's) knows only the hashes: ``host_hash``
-        self.hashes: dict[str, str] = {HUMAN: host_hash or hash_token(token), **(friends or {})}
+        # a game resumed from the database (or a room's) knows only the hashes
+        host = seating.host_hash or hash_token(seating.token)
+        self.hashes: dict[str, str] = {HUMAN: host, **seating.friends}
         self.people = list(self.hashes)  # the seats played by people (the host first)
         self.journal, self.metrics = collaborators.journal, collaborators.metrics
         self.on_lost, self.loop_budget = collaborators.on_lost, collaborators.loop_budget
         self.words, self.recognize, self.labels, self.play = words, recognize, labels, play
         self.bounds = bounds or MoveBounds.of(play)
-        self.ais = [p for p in names if p not in self.hashes]
+        self.ais = [p for p in self.names if p not in self.hashes]
         self.clock = clock
         self.t0 = clock()
         self.last_activity = clock()
