@@ -21,7 +21,6 @@ import pytest
 
 from griffon.launch import PostgresUnavailable, Server, patient, postgres_server, running_server, tuning
 from service.play.gate import PAUSED_MESSAGE
-from service.play.journal import replay_into
 from service.play.manager import GameManager
 from service.play.settings import PlaySettings
 from service.play.table import HUMAN
@@ -127,7 +126,7 @@ def replayed_view(url: str, game_id: str, upto: int) -> tuple[dict[str, Any], in
             assert stored is not None, f"game {game_id} is not in the database"
             games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), None)
             session = games._build(game_id, stored.kind, stored.setup, "", stored.token_hash)
-            replay_into(session, replace(stored, moves=stored.moves[:upto]))
+            session.replay(replace(stored, moves=stored.moves[:upto]))
             return session.frame([])["state"], len(stored.moves), stored.status
         finally:
             store.close()

@@ -26,7 +26,6 @@ import pytest
 import websockets
 
 from griffon.launch import REPO, Patience, Server, patient, running_server, tuning
-from service.play.journal import replay_into
 from service.play.manager import GameManager
 from service.play.settings import PlaySettings
 from service.play.table import HUMAN
@@ -53,7 +52,7 @@ def replayed(db: Path, game_id: str, upto: int | None = None) -> tuple[Any, dict
             assert stored is not None
             games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), None)
             session = games._build(game_id, stored.kind, stored.setup, "", stored.token_hash)
-            replay_into(session, replace(stored, moves=stored.moves[:upto]))
+            session.replay(replace(stored, moves=stored.moves[:upto]))
             session.driver = None
             return session.state, session.frame([])["state"], len(stored.moves)
         finally:

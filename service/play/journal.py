@@ -16,7 +16,7 @@ wait) and goes on by itself once its moves are written. Nothing is dropped and n
 abandoned for a failed write. A move the database refuses for good (`MoveRejected`: another server
 writes the game) closes the table with a message: it can no longer be kept.
 
-`replay_into` brings a stored game back: the session is built from the setup exactly as a new one is,
+`GameSession.replay` brings a stored game back: the session is built from the setup exactly as a new one is,
 every logged move is applied again at its logged time (the AI driver hears every event, as live),
 the game clock goes on from the last move (timers pause while the server is down) and the AI
 players resume (`driver.resume`). The page reconnects with the same id and token (only the
@@ -30,13 +30,15 @@ loop (the shared `store.background.BackgroundWriter`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import Any
 
 from games.core import Event, Move
 from service.play.views import HUMAN
-from store import DrawingRecord, Encoded, StoredGame, StoreError
+from store import DrawingRecord, Encoded, StoreError
 from store.background import BackgroundWriter
 from store.group_commit import MoveWriter
 
@@ -53,7 +55,7 @@ class Journal:
     ) -> None:
         self.writer, self.id, self.kind, self.setup, self.drawings = writer, game_id, kind, setup, drawings
         self.learn = bool(setup.get("learn")) and drawings is not None
-        self.writing = True  # False while a stored game is replayed
+        self.writing = True  # False while a stored game is replayed (`replaying`)
         self.ended = False
         self.strokes: list[tuple[float, Any]] = []  # the person's strokes being drawn: (time, points)
 
@@ -70,6 +72,15 @@ class Journal:
         if session.state.phase == "game_over" and self.writing:
             self.end("finished", result(session.state))
         return stored
+
+    @contextlib.contextmanager
+    def replaying(self) -> Iterator[None]:
+        """While a stored game is replayed: its drawings followed, nothing written."""
+        self.writing = False
+        try:
+            yield
+        finally:
+            self.writing = True
 
     def full(self) -> bool:
         """Whether the writer's queue is full (a move applied now could not be handed over)."""
@@ -166,33 +177,6 @@ def result(state: Any) -> dict[str, Any]:
     """What a finished game is stored with: the winners and the scores."""
     scores = getattr(state, "scores", None) or getattr(state, "totals", {})
     return {"winners": list(state.winners), "scores": dict(scores)}
-
-
-def replay_into(session: Any, game: StoredGame, game_clock: float = 0.0) -> None:
-    """Apply a stored game's move log to a session just built from its setup: the rules check
-    every move again, the AI driver hears every event, the journal follows the drawings without
-    writing; then the game clock goes on from the last move, or from ``game_clock`` when later,
-    and the AI players resume.
-
-    Raises whatever the rules raise for a log they refuse (the caller abandons that game)."""
-    journal: Journal | None = session.journal
-    if journal is not None:
-        journal.writing = False
-    rules, state, now = session.rules, session.state, state_clock(session.state)
-    for entry in game.moves:
-        move = rules.parse_move(entry.move)
-        state, events = rules.apply(state, move, entry.at)
-        session.state, now = state, entry.at
-        session.ai.on_events(state, events, now)
-        if journal is not None:
-            journal.follow(session, move, now, events)
-    if journal is not None:
-        journal.writing = True
-    session.moves = session.seq = len(game.moves)
-    session.log_bytes = sum(Encoded.of(m.move).size for m in game.moves)
-    session.t0 = session.clock() - max(now, game_clock)  # the clock goes on where it stopped: timers paused
-    session.last_activity = session.clock()
-    session.ai.resume(state, now)
 
 
 def state_clock(state: Any) -> float:

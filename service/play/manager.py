@@ -31,7 +31,7 @@ from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
 from service.capacity import Capacity
 from service.errors import RateLimited
 from service.play.bounds import MoveBounds
-from service.play.journal import Journal, replay_into
+from service.play.journal import Journal
 from service.play.rooms import Rooms
 from service.play.settings import PlaySettings
 from service.play.table import (
@@ -394,7 +394,7 @@ class GameManager:
         assert self.store is not None
         try:
             session = self._build(stored.id, stored.kind, stored.setup, "", stored.token_hash)
-            replay_into(session, stored, game_clock)
+            session.replay(stored, game_clock)
         except Exception:  # a log the rules refuse, a setup of an older Griffon...
             log.exception("game %s: cannot be resumed; marked abandoned", stored.id)
             with contextlib.suppress(StoreError):

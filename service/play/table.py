@@ -26,6 +26,7 @@ written, and the table pauses while the database cannot write (`service.play.gat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -40,13 +41,13 @@ from games.kontour import KontourRules, KontourState
 from games.pictomania import PictomaniaRules, PictomaniaState
 from service.play.bounds import MoveBounds, encode_move
 from service.play.gate import LOST_MESSAGE, PAUSED_MESSAGE, Gate, Held
-from service.play.journal import Journal
+from service.play.journal import Journal, state_clock
 from service.play.settings import PlaySettings
 from service.play.table_words import Words
 from service.play.views import HUMAN, KontourViews, PictomaniaViews, Views
 from service.prometheus import Metrics
 from service.ratelimit import DecayingRate, RateLimit
-from store import Encoded, hash_token, token_matches
+from store import Encoded, StoredGame, hash_token, token_matches
 from store.leases import is_lease_lost
 
 log = logging.getLogger("griffon.play")
@@ -235,6 +236,27 @@ class GameSession:
     def step(self, now: float) -> None:
         """One tick of the driver task: the AI moves due now (through `apply`)."""
         self.ai.step(self, now)
+
+    def replay(self, game: StoredGame, game_clock: float = 0.0) -> None:
+        """Apply a stored game's move log to this table just built from its setup: the rules check
+        every move again, the AI driver hears every event, the journal follows the drawings without
+        writing; then the game clock goes on from the last move, or from ``game_clock`` when later,
+        and the AI players resume. Raises whatever the rules raise for a log they refuse."""
+        replaying = self.journal.replaying() if self.journal is not None else contextlib.nullcontext()
+        now = state_clock(self.state)
+        with replaying:
+            for entry in game.moves:
+                move = self.rules.parse_move(entry.move)
+                self.state, events = self.rules.apply(self.state, move, entry.at)
+                now = entry.at
+                self.ai.on_events(self.state, events, now)
+                if self.journal is not None:
+                    self.journal.follow(self, move, now, events)
+        self.moves = self.seq = len(game.moves)
+        self.log_bytes = sum(Encoded.of(m.move).size for m in game.moves)
+        self.t0 = self.clock() - max(now, game_clock)  # the clock goes on where it stopped: timers paused
+        self.last_activity = self.clock()
+        self.ai.resume(self.state, now)
 
     # -- the people of a room ----------------------------------------------------------------------
     def presence(self) -> dict[str, str]:
