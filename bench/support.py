@@ -36,7 +36,7 @@ class Waiting(Protocol):
 
 
 class Deadline:
-    """``seconds`` of ``clock`` (a game's own: `service.play.table.ManualClock`) from now."""
+    """``seconds`` of ``clock`` (a game's own: `service.play.clock.ManualClock`) from now."""
 
     def __init__(self, clock: Callable[[], float], seconds: float, what: str) -> None:
         self.clock, self.seconds, self.what = clock, seconds, what

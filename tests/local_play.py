@@ -17,10 +17,11 @@ from typing import Any
 
 from bench.support import FrameReader
 from service.app import start_shared
+from service.play.clock import ManualClock
 from service.play.manager import GameManager
 from service.play.settings import PlaySettings
 from service.play.sockets import handle_text
-from service.play.table import GameSession, ManualClock
+from service.play.table import GameSession
 from service.play.web import make_recognizer
 from service.settings import Settings
 from tests.play_helpers import FAST

@@ -19,10 +19,11 @@ from games.ai.levels import load_level
 from games.core import Tick
 from games.kontour import Guess, KontourRules
 from games.pictomania import Done, NextRound
+from service.play.clock import ManualClock
 from service.play.manager import game_configs
 from service.play.settings import PlaySettings
 from service.play.sockets import handle_text
-from service.play.table import KontourSession, ManualClock, PictomaniaSession, Seating
+from service.play.table import KontourSession, PictomaniaSession, Seating
 from service.play.table_words import kontour_candidates, kontour_deck, load_words
 from service.play.views import HUMAN, accepted_opponents, apply_update
 from service.settings import Settings

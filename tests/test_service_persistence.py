@@ -16,10 +16,11 @@ import pytest
 
 from games.core import RuleError
 from griffon.launch import Patience
+from service.play.clock import ManualClock
 from service.play.manager import GameManager
 from service.play.settings import PlaySettings
 from service.play.sockets import handle_text
-from service.play.table import HUMAN, GameSession, ManualClock
+from service.play.table import HUMAN, GameSession
 from service.settings import Settings
 from store import Store, open_store
 from store.drawings_export import export_quickdraw

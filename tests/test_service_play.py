@@ -172,9 +172,10 @@ def test_a_word_not_chosen_in_time_reaches_the_page_as_a_turn_without_a_word() -
     AI's, next) keeps its word, the overlay's « Le mot était »."""
     import asyncio
 
+    from service.play.clock import ManualClock
     from service.play.manager import GameManager
     from service.play.settings import PlaySettings
-    from service.play.table import HUMAN, ManualClock
+    from service.play.table import HUMAN
     from service.settings import Settings
     from tests.test_service_persistence import move, play_a_while, uniform
 

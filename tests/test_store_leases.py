@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from griffon.launch import eventually
+from service.play.clock import ManualClock
 from service.play.manager import GameManager
 from service.play.settings import PlaySettings
 from service.play.sockets import handle_text
-from service.play.table import ManualClock
 from service.replicas import Ownership, Replica, ReplicaSettings, ReplicaSettingsError
 from service.settings import Settings
 from store import BotRoomRecord, MoveRejected, Store, StoreError, StoreSettings, hash_token, open_store

@@ -31,12 +31,12 @@ from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
 from service.capacity import Capacity
 from service.errors import RateLimited
 from service.play.bounds import MoveBounds
+from service.play.clock import Clock
 from service.play.journal import Journal
 from service.play.rooms import Rooms
 from service.play.settings import PlaySettings
 from service.play.table import (
     HUMAN,
-    Clock,
     Collaborators,
     GameSession,
     KontourSession,

@@ -40,6 +40,7 @@ from games.core import Event, InvalidMove, Move, RuleError, events_for
 from games.kontour import KontourRules, KontourState
 from games.pictomania import PictomaniaRules, PictomaniaState
 from service.play.bounds import MoveBounds, encode_move
+from service.play.clock import Clock
 from service.play.gate import LOST_MESSAGE, PAUSED_MESSAGE, Gate, Held
 from service.play.journal import Journal, state_clock
 from service.play.settings import PlaySettings
@@ -54,25 +55,6 @@ log = logging.getLogger("griffon.play")
 
 Recognize = Callable[[list[Any], Sequence[str]], Awaitable[dict[str, float]]]
 """``await recognize(drawing, candidates)`` -> probability of each candidate (renormalised)."""
-Clock = Callable[[], float]  # monotonic seconds
-
-
-class ManualClock:
-    """A clock that moves only when told: whole games on game time without waiting (the tests,
-    `bench.bench_restart`). Give it to `GameManager(clock=...)`; every game shares it."""
-
-    def __init__(self, start: float = 0.0) -> None:
-        self.seconds = start
-
-    def __call__(self) -> float:
-        return self.seconds
-
-    def advance(self, seconds: float) -> None:
-        """Let ``seconds`` pass (never backwards: the clock is monotonic)."""
-        if seconds < 0:
-            raise ValueError("a monotonic clock never goes back")
-        self.seconds += seconds
-
 
 SEND_QUEUE = 64  # frames waiting for a slow socket; beyond, the socket is dropped
 
