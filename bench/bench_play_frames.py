@@ -16,8 +16,12 @@
    maxima) until the game's log is full; per stroke, the synchronous work a server's loop does:
    the frame read and applied (``handle_text``: checks, rules, the AI players' reaction, the
    update built) and every frame it queued encoded. Median, p90 and max, in ms.
+4. **Stored** (`stored`): in process, a Pictomania game with a SQLite store (the move writer's
+   thread beside the loop); the person sends 150 strokes of 1,000 random points; per stroke, the
+   loop's time to read and apply its frame (``handle_text``: the move encoded once, handed to the
+   writer), median, p90, max and sum, and the time until all are written.
 
-``python -m bench.bench_play_frames [--only frames,server,loop] [--repo PATH]`` (bounded, local).
+``python -m bench.bench_play_frames [--only frames,server,loop,stored] [--repo PATH]`` (bounded, local).
 """
 
 from __future__ import annotations
@@ -161,6 +165,52 @@ def bench_loop() -> None:
           f"median {statistics.median(spent):.2f} ms, p90 {p90:.2f} ms, max {spent[-1]:.2f} ms")
 
 
+def bench_stored(strokes: int = SERVER_STROKES) -> None:
+    """The loop's time per stroke and until written, with a SQLite store (part 4)."""
+    import tempfile
+
+    from service.play.clock import ManualClock
+    from service.play.manager import GameManager
+    from service.settings import Settings
+    from store import open_store
+
+    rng = random.Random(1)
+    frames = [json.dumps({"type": "move", "move": {"kind": "stroke", "points": [
+        [round(rng.uniform(0, 255), 1), round(rng.uniform(0, 255), 1)] for _ in range(POINTS)]}})
+        for _ in range(strokes)]
+
+    async def run() -> tuple[list[float], float]:
+        with tempfile.TemporaryDirectory() as folder:
+            db = open_store(f"sqlite:///{Path(folder) / 'griffon.db'}")
+            games = GameManager(Settings(), BIG_LOG, lambda key: uniform, frozenset(), db,
+                                clock=ManualClock())
+            session = games.create("pictomania", opponents=2, level="normal", name="Ana", seed=3)
+            assert session.driver is not None
+            session.driver.cancel()  # only the person's moves
+            spent = []
+            started = time.perf_counter()
+            for i, text in enumerate(frames):
+                t0 = time.perf_counter()
+                refused = handle_text(session, text)
+                spent.append((time.perf_counter() - t0) * 1000)
+                assert refused is None, refused
+                if i % 10 == 9:
+                    await asyncio.sleep(0)  # the writer's answers reach the game
+            await games.settle()
+            written = time.perf_counter() - started
+            await games.aclose()
+            db.close()
+        return spent, written
+
+    from service.play.sockets import handle_text
+
+    spent, written = asyncio.run(run())
+    spent.sort()
+    print(f"{strokes} strokes of {POINTS} points, SQLite store: loop work per stroke median "
+          f"{statistics.median(spent):.2f} ms, p90 {spent[int(len(spent) * 0.9)]:.2f} ms, "
+          f"max {spent[-1]:.1f} ms, sum {sum(spent) / 1000:.2f} s; all written after {written:.2f} s")
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of a process (MB), from /proc."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -237,7 +287,8 @@ def bench_server(repo: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="frames,server,loop", help="frames, server, loop (comma-separated)")
+    parser.add_argument("--only", default="frames,server,loop,stored",
+                        help="frames, server, loop, stored (comma-separated)")
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout to run the server from")
     args = parser.parse_args(argv)
     chosen = args.only.split(",")
@@ -247,6 +298,8 @@ def main(argv: list[str] | None = None) -> None:
         bench_server(args.repo)
     if "loop" in chosen:
         bench_loop()
+    if "stored" in chosen:
+        bench_stored()
 
 
 if __name__ == "__main__":
