@@ -35,8 +35,8 @@ from games.kontour import KontourConfig
 from games.pictomania import PictomaniaConfig
 from service.errors import STORE_DOWN, RateLimited
 from service.frames import FrameError, error_frame, load_json
-from service.play.session import HUMAN, GameSession
-from service.play.tables import RoomTables
+from service.play.room_tables import RoomTables
+from service.play.table import HUMAN, GameSession
 from service.ratelimit import RateLimit
 from store import StoreError, hash_token, token_matches
 
