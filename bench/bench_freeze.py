@@ -30,12 +30,12 @@ import numpy as np
 import websockets
 
 from bench.bench_replicas import holders
-from griffon.launch import Replicas, running_haproxy, running_postgres, running_replicas
+from griffon.launch import Replicas, running_haproxy, running_postgres, running_replicas, tuned
 
 # Tables whose rounds outlast the run; admission by the measured costs only (a busy host would
 # refuse the bench's tables: what is measured here is the return, not the capacity).
-ENV = {"GRIFFON_PLAY_PICTOMANIA_ROUND_S": "1200", "GRIFFON_CAPACITY_LAG_MS": "0",
-       "GRIFFON_CAPACITY_CORES": "64", "GRIFFON_REPLICA_LEASE_S": "3", "GRIFFON_REPLICA_RENEW_S": "1"}
+ENV = tuned({"GRIFFON_CAPACITY_LAG_MS": "0", "GRIFFON_CAPACITY_CORES": "64", "GRIFFON_REPLICA_LEASE_S": "3"},
+            pictomania_round_s=1200)
 GONE = {4404, 4401, 4410}  # the page stops trying (unknown game, bad token, game over)
 
 

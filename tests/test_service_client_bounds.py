@@ -30,8 +30,8 @@ OPEN = re.compile(r"^griffon_tables_open\{[^}]*\} (\S+)$", re.M)
 def bounded(tmp_path_factory: pytest.TempPathFactory, tiny_checkpoint: Path) -> Iterator[tuple[Server, Path]]:
     folder = tmp_path_factory.mktemp("bounds") / "workers"
     env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_WORKER_DIR": str(folder),
-           "GRIFFON_GAMES_PER_CLIENT": str(LIMIT), "GRIFFON_BOT_ROOMS_PER_CLIENT": str(LIMIT),
-           "GRIFFON_GAMES_PER_CLIENT_HOUR": str(HOURLY), "GRIFFON_GAME_IDLE_TIMEOUT_S": "1800"}
+           "GRIFFON_PLAY_GAMES_PER_CLIENT": str(LIMIT), "GRIFFON_BOT_ROOMS_PER_CLIENT": str(LIMIT),
+           "GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR": str(HOURLY), "GRIFFON_PLAY_IDLE_TIMEOUT_S": "1800"}
     with running_server(env, workers=2) as server:
         eventually(lambda: all((folder / f"load-{i}.json").exists() for i in range(2)), 120,
                    "the workers did not publish their loads")
