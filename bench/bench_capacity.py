@@ -32,7 +32,14 @@ The ladder of a kind stops after the first level whose p99 passes ``--max-p99-ms
 tables or was refused, or when ``--budget`` seconds are spent. ``--profile`` samples the server
 during ``--profile-level`` with ``py-spy record`` (own and cumulative time per function, the
 share of each thread); where py-spy cannot attach, that level's server runs under cProfile
-(``bench.serve_profiled``, main thread only). Bounded and local:
+(``bench.serve_profiled``, main thread only).
+
+Admission on a busy host: ``--admission`` keeps the service's own refusals (its CPU budget, scaled
+by the event loop's share of the CPU; ``--lag-ms 0``: the measured costs alone); ``--waves W`` asks
+for each level's tables in W waves ``--wave-gap`` seconds of play apart (admission then sees the
+load of the waves before; the window measures every admitted table once the last wave is ready);
+``--busy K`` runs K busy processes (a Python loop each, normal priority) beside the server for the
+whole run. Bounded and local:
 ``python -m bench.bench_capacity [--game all] [--levels 1,2,4,8] [--seconds 10] [--json OUT]``.
 """
 
