@@ -90,6 +90,7 @@ class Placement:
         self.workers, self.load, self.clock, self.holdings = workers, load, clock, clients
         self.placing = placing
         self.created: dict[str, deque[float]] = {}  # client -> when its solo games were made here
+        self.records: dict[int, tuple[tuple[int, int, int], dict[str, Any]]] = {}  # sibling -> parsed file
         self.pending: dict[int, float] = {}  # worker -> weight of the tables being made there now
         self.clients: dict[int, httpx.AsyncClient] = {}
         self.publisher: asyncio.Task[None] | None = None
@@ -144,16 +145,27 @@ class Placement:
 
     # -- choosing -------------------------------------------------------------------------------------
     def read(self, index: int) -> dict[str, Any] | None:
-        """Worker ``index``'s published record (``load``, ``sending``); None when missing,
-        unreadable or stale."""
+        """Worker ``index``'s published record (``load``, ``sending``, ``clients``); None when
+        missing, unreadable or stale. A file is parsed again only once it was replaced (each
+        request that counts a client reads every sibling's, of up to ``MAX_PUBLISHED_CLIENTS``
+        clients a kind)."""
+        path = self.load_path(index)
         try:
-            record = json.loads(self.load_path(index).read_bytes())
-            fresh = self.clock() - float(record["at"]) <= STALE_S
-            record["load"] = float(record["load"])
-            record["sending"] = {int(k): float(v) for k, v in record.get("sending", {}).items()}
+            seen = path.stat()
+            version = (seen.st_ino, seen.st_mtime_ns, seen.st_size)
+            cached = self.records.get(index)
+            if cached is not None and cached[0] == version:
+                record = cached[1]
+            else:
+                record = json.loads(path.read_bytes())
+                record["at"] = float(record["at"])
+                record["load"] = float(record["load"])
+                record["sending"] = {int(k): float(v) for k, v in record.get("sending", {}).items()}
+                self.records[index] = (version, record)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self.records.pop(index, None)
             return None
-        return record if fresh else None
+        return record if self.clock() - record["at"] <= STALE_S else None
 
     def sending(self) -> dict[int, float]:
         """The tables this worker has sent each sibling and not had answered yet (their weight)."""
