@@ -314,7 +314,7 @@ def capacity(settings: Settings, app: FastAPI, lag: LoopLag | None = None) -> Ca
 
     def changed() -> None:  # a new bot room: the siblings see it at once
         if app.state.placement is not None:
-            app.state.placement.publish()
+            app.state.placement.publish_soon()
 
     rooms = ClientRooms(lambda: app.state.bots.live, changed)
     workers = app.state.workers

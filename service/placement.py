@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -64,6 +65,8 @@ T = TypeVar("T")
 # a Pictomania table with 5 AI players, a Kontour table with 3, a bot room streaming drawings.
 WEIGHTS = {"pictomania": 18.0, "kontour": 10.0, "bot": 7.5}
 PUBLISH_EVERY_S = 0.5
+PUBLISH_SOON_S = 0.05  # a new bot room is published at once, or at least this long after the last write
+SMALL_PUBLISH = 1_000  # clients (of every kind) in the last file below which a change is published at once
 STALE_S = 5.0  # a file older than this is a worker that stopped publishing: never chosen
 FORWARD_TIMEOUT = httpx.Timeout(15.0, connect=1.0)
 MAX_PUBLISHED_CLIENTS = 10_000  # clients whose holdings of each kind one worker publishes, at most
@@ -90,7 +93,9 @@ class Placement:
         self.workers, self.load, self.clock, self.holdings = workers, load, clock, clients
         self.placing = placing
         self.created: dict[str, deque[float]] = {}  # client -> when its solo games were made here
-        self.records: dict[int, tuple[tuple[int, int, int], dict[str, Any]]] = {}  # sibling -> parsed file
+        self.records: dict[int, tuple[bytes, dict[str, Any]]] = {}  # sibling -> its file, parsed
+        self.published_at, self.publish_cost, self.published_clients = -PUBLISH_SOON_S, 0.0, 0
+        self.deferred: asyncio.TimerHandle | None = None  # a publish_soon put off
         self.pending: dict[int, float] = {}  # worker -> weight of the tables being made there now
         self.clients: dict[int, httpx.AsyncClient] = {}
         self.publisher: asyncio.Task[None] | None = None
@@ -118,6 +123,7 @@ class Placement:
 
     def publish(self) -> None:
         """Write this worker's load (atomically: a sibling never reads half a file)."""
+        started = time.monotonic()
         path = self.load_path(self.workers.index)
         here = self.clients_here()
         clients = {what: {client_hash(c): n for c, n in here.get(what, Counter()).most_common(
@@ -131,9 +137,30 @@ class Placement:
             os.replace(temporary, path)
         except OSError as error:  # the folder went (shutdown): the siblings see a stale file
             log.debug("worker %d: load not published: %s", self.workers.index, error)
+        self.published_at = time.monotonic()
+        self.publish_cost = self.published_at - started
+        self.published_clients = sum(len(counts) for counts in clients.values())
+
+    def publish_soon(self) -> None:
+        """Publish a change (a new bot room) now when the file is small (few clients), else at most
+        once every ``PUBLISH_SOON_S`` or ten times what the last write took: a flood of new bot rooms
+        from many addresses does not write a large file at each one (the siblings then see them that
+        much later)."""
+        spacing = max(PUBLISH_SOON_S, 10 * self.publish_cost)
+        if self.published_clients < SMALL_PUBLISH or time.monotonic() - self.published_at >= spacing:
+            self.publish()
+        elif self.deferred is None:
+            def publish() -> None:
+                self.deferred = None
+                self.publish()
+
+            wait = self.published_at + spacing - time.monotonic()
+            self.deferred = asyncio.get_running_loop().call_later(max(0.0, wait), publish)
 
     async def aclose(self) -> None:
         """Stop publishing, take this worker's file away, close the connections to the siblings."""
+        if self.deferred is not None:
+            self.deferred.cancel()
         if self.publisher is not None:
             self.publisher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -146,22 +173,21 @@ class Placement:
     # -- choosing -------------------------------------------------------------------------------------
     def read(self, index: int) -> dict[str, Any] | None:
         """Worker ``index``'s published record (``load``, ``sending``, ``clients``); None when
-        missing, unreadable or stale. A file is parsed again only once it was replaced (each
+        missing, unreadable or stale. A file is parsed again only when its bytes changed (each
         request that counts a client reads every sibling's, of up to ``MAX_PUBLISHED_CLIENTS``
         clients a kind)."""
         path = self.load_path(index)
         try:
-            seen = path.stat()
-            version = (seen.st_ino, seen.st_mtime_ns, seen.st_size)
+            data = path.read_bytes()
             cached = self.records.get(index)
-            if cached is not None and cached[0] == version:
+            if cached is not None and cached[0] == data:
                 record = cached[1]
             else:
-                record = json.loads(path.read_bytes())
+                record = json.loads(data)
                 record["at"] = float(record["at"])
                 record["load"] = float(record["load"])
                 record["sending"] = {int(k): float(v) for k, v in record.get("sending", {}).items()}
-                self.records[index] = (version, record)
+                self.records[index] = (data, record)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             self.records.pop(index, None)
             return None
@@ -334,6 +360,7 @@ class Placement:
         return Response(answer.content, status_code=answer.status_code, headers=kept)
 
 
+@functools.lru_cache(maxsize=4 * MAX_PUBLISHED_CLIENTS)
 def client_hash(client: str) -> str:
     """What a worker publishes of a client's address (in a folder only the server's user reads)."""
     return hashlib.blake2b(client.encode(), digest_size=8).hexdigest()
