@@ -328,3 +328,36 @@ def test_a_client_s_holdings_and_games_of_the_hour_are_counted_on_every_worker(t
     second.publish()
     first.check_created("203.0.113.1", 3)
     assert first.created == {} and second.held("203.0.113.1", "created") == 0
+
+
+def test_a_new_bot_room_is_published_at_once_unless_the_file_is_large(tmp_path: Path) -> None:
+    """A change is written at once while few clients are published; with many (a flood from many
+    addresses) it is put off to one write a little later, never lost."""
+    from collections import Counter
+
+    from service.placement import SMALL_PUBLISH, client_hash
+
+    def published() -> dict:
+        return json.loads((tmp_path / "load-0.json").read_text())["clients"]["bots"]
+
+    async def run() -> None:
+        held = {"bots": Counter({"203.0.113.1": 1})}
+        placement = Placement(Workers(0, 2, tmp_path, "s"), lambda: 0.0, clients=lambda: held)
+        placement.publish()
+        held["bots"]["203.0.113.2"] = 1
+        placement.publish_soon()
+        assert client_hash("203.0.113.2") in published() and placement.deferred is None
+        held["bots"] = Counter({f"198.51.100.{i}": 1 for i in range(SMALL_PUBLISH)})
+        placement.publish()
+        held["bots"]["203.0.113.3"] = 1
+        placement.publish_soon()
+        placement.publish_soon()  # one write put off, whatever comes meanwhile
+        assert placement.deferred is not None and client_hash("203.0.113.3") not in published()
+        for _ in range(600):
+            if placement.deferred is None:
+                break
+            await asyncio.sleep(0.05)
+        assert client_hash("203.0.113.3") in published()
+        await placement.aclose()
+
+    asyncio.run(run())
