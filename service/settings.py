@@ -154,7 +154,8 @@ class Settings(EnvSettings):
     capacity_lag_ms: float = Field(
         default=100.0, ge=0, le=10_000,
         description="the event loop's recent lag, and the stroke acknowledgements' (p99 over 10 s), "
-        "above which no new table or bot room is admitted (a busy host); 0: the measured costs only",
+        "above which no new table or bot room is admitted (a busy host; the budget also shrinks with the "
+        "loop's share of the CPU, to half at most); 0: the measured costs only",
     )
     client_capacity_share: float = Field(
         validation_alias=renamed("GRIFFON_CAPACITY_CLIENT_SHARE", "GRIFFON_CLIENT_CAPACITY_SHARE"),
