@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from service.play.session import HUMAN
+from service.play.session import HUMAN, GameSession
 from service.play.tables import RoomTables
 from store import StoreError, token_matches
 from store.leases import Lease, is_lease_lost
@@ -245,6 +245,36 @@ class StoredLobbies:
         if self.lobbies:
             log.info("lobbies brought back from the database: %d", len(self.lobbies))
         return len(self.lobbies)
+
+    async def recall(self, code: str) -> GameSession | None:
+        """The ended game room `code` leads to, brought back from the database (after a restart:
+        a game over is not resumed) when it ended within ``idle_expiry_s``: its end screen and
+        « Rejouer » are there again. None when there is none (then a code that was a room is
+        « gone »). One server alone: a replica's rooms are found by `locate`."""
+        manager, store = self.manager, self.manager.store
+        if store is None or self.ownership is not None or len(manager.games) >= manager.settings.max_sessions:
+            return None
+        try:
+            game_id = await asyncio.to_thread(store.room_game, code)
+            stored = None if game_id is None else await asyncio.to_thread(store.load_game, game_id)
+        except StoreError as error:
+            log.warning("room %s: its game could not be read: %s", code, error)
+            return None
+        if game_id is not None and game_id in manager.games:  # brought back meanwhile
+            return manager.games[game_id]
+        if stored is None:
+            return None
+        recent = time.time() - stored.updated_at < manager.settings.idle_expiry_s
+        session = manager.adopt(stored) if stored.status == "finished" and recent else None
+        if not isinstance(session, GameSession):
+            self.forget(code)
+            return None
+        if session.journal is not None:
+            session.journal.ended = True  # its end is stored: closing it again must not rewrite it
+        self.started[code] = session.id
+        self.gone.pop(code, None)
+        log.info("room %s: its ended game %s brought back from the database", code, session.id)
+        return session
 
     def _readable(self, code: str, lobby: dict[str, Any], age: float) -> Room | None:
         """The room of a stored lobby `age` seconds old; None when it expired or cannot be read."""

@@ -404,6 +404,8 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
     (``{"type": "join", "name"}``, answered ``{"type": "joined", "seat", "token"}``); then the
     lobby frames until the game starts (``{"type": "started", "game_id"}``) or the room closes."""
     code = code.upper()
+    if code not in rooms.lobbies and rooms.started.get(code) not in rooms.manager.games and CODE.match(code):
+        await rooms.recall(code)  # a room whose game ended before a restart
     game_id = rooms.started.get(code)
     if game_id is not None and game_id in rooms.manager.games:
         await _send_started(websocket, rooms.manager.games[game_id], code, token)
