@@ -191,6 +191,36 @@ def test_the_host_plays_again_with_the_same_seats_and_every_page_follows(app) ->
         assert until(alone, "error")["code"] == "not_a_room"
 
 
+def test_when_the_host_has_left_the_first_person_here_plays_again(app) -> None:
+    """« Rejouer » with the host gone from the ended game: refused to a friend while the host is
+    here, then hers (the first person here); the next game keeps every seat, the host's too (their
+    token opens it when they come back)."""
+    room = new_room(app, game="kontour", ai=1)
+    with app.websocket_connect(room["ws"]) as host:
+        with app.websocket_connect(f"/v1/rooms/{room['code']}") as friend:
+            friend.send_json({"type": "join", "name": "Léa"})
+            joined = until(friend, "joined")
+            host.send_json({"type": "start"})
+            started = until(host, "started")
+    first = manager(app).games[started["game_id"]]
+    play = f"/v1/play/{started['game_id']}"
+    with app.websocket_connect(f"{play}?token={joined['token']}") as lea:
+        assert until(lea, "state")["host"] == HUMAN
+        with app.websocket_connect(f"{play}?token={room['token']}") as ana:
+            until(ana, "state")
+            first.state = first.state.replace(phase="game_over")  # the game has ended (its rules: elsewhere)
+            lea.send_json({"type": "again"})
+            assert until(lea, "error")["code"] == "not_host"  # the host is here: theirs
+        while (frame := lea.receive_json())["type"] != "presence" or frame["seats"][HUMAN] == "here":
+            assert frame["type"] in ("presence", "update", "state"), frame
+        lea.send_json({"type": "again"})  # the host has left: hers now
+        sent_on = until(lea, "next_game")
+    second = manager(app).games[sent_on["game_id"]]
+    assert second.id != first.id and second.people == first.people and second.names == first.names
+    assert second.seat_of(room["token"]) == HUMAN and second.seat_of(joined["token"]) == "ami1"
+    assert manager(app).rooms.started[room["code"]] == second.id
+
+
 def test_rooms_are_bounded_and_refusals_say_why(app) -> None:
     assert app.post("/v1/rooms", json={"game": "kontour", "name": "A", "ai": 9}).status_code == 422
     full = new_room(app, game="kontour", ai=manager(app).play.room_seats - 1)

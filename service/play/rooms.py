@@ -237,26 +237,28 @@ class Rooms(StoredLobbies):
         return session
 
     def again(self, session: GameSession, seat: str) -> dict[str, Any] | None:
-        """« Rejouer »: the host (`seat` `HUMAN`) of a room's game that has ended starts a new one with
-        the same seats, names, people (their tokens open their seats again) and AI levels, a new deal,
+        """« Rejouer »: the host (`seat` `HUMAN`; while the host is away, the first person here:
+        `restarter`) of a room's game that has ended starts a new one with the same seats, names,
+        people (their tokens open their seats again, the host's too) and AI levels, a new deal,
         stored in a thread (`_next_game`). Every socket of the ended game is then sent
         ``{"type": "next_game", "game_id"}`` (and any socket that joins it later), and the room's code
         leads to the new game. Returns an error frame for `seat` when refused, else None."""
         code = session.room_code
         if code is None:
             return error_frame("not_a_room", "only a room's game is played again from its table")
-        if seat != HUMAN:
-            return error_frame("not_host", "only the host may start the next game")
+        if seat != restarter(session):
+            return error_frame("not_host", "only the host (while away: the first person here) may start "
+                               "the next game")
         if session.state.phase != "game_over":
             return error_frame("not_over", "the game is still being played")
         if session.next_game is not None and session.next_game in self.manager.games:
             session.send(session.next_frame())
         elif code not in self.opening:  # asked twice meanwhile: the one game under way
             self.opening.add(code)
-            self._keep(asyncio.get_running_loop().create_task(self._next_game(session, code)))
+            self._keep(asyncio.get_running_loop().create_task(self._next_game(session, code, seat)))
         return None
 
-    async def _next_game(self, session: GameSession, code: str) -> None:
+    async def _next_game(self, session: GameSession, code: str, seat: str = HUMAN) -> None:
         neutral = getattr(session.rules.config, "neutral_drawer", None)
         names = {p: name for p, name in session.names.items() if p != neutral}
         friends = {p: session.hashes[p] for p in session.people if p != HUMAN}
@@ -270,7 +272,7 @@ class Rooms(StoredLobbies):
             log.info("room %s: next game refused: %s", code, error)
             refused = error_frame("cannot_start", "the server cannot start the next game now; retry later")
             for queue, held in list(session.listeners.items()):
-                if held == HUMAN:
+                if held == seat:
                     offer(queue, refused)
             return
         finally:
@@ -372,6 +374,15 @@ class Rooms(StoredLobbies):
     def broadcast(self, room: Room) -> None:
         for queue, seat in list(room.listeners.items()):
             offer(queue, self.lobby_frame(room, seat))
+
+
+def restarter(session: GameSession) -> str | None:
+    """Who may start a room's next game (« Rejouer »): its host while here, else the first person
+    here in seat order (None: nobody). The page shows the button by the same rule (app.js)."""
+    presence = session.presence()
+    if presence.get(HUMAN) == "here":
+        return HUMAN
+    return next((seat for seat in session.people if presence.get(seat) == "here"), None)
 
 
 def _check_name(name: str) -> None:
