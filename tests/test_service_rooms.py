@@ -608,6 +608,7 @@ def test_a_room_s_code_leads_to_its_ended_game_after_a_restart(tmp_path: Path) -
         assert back is not None and back.id == session.id and back.state.phase == "game_over"
         assert back.seat_of(friend_token) == seat and back.seat_of(host_token) == HUMAN
         assert second.rooms.started[room.code] == session.id
+        back.attach(HUMAN)  # the host's page, back
         assert second.rooms.again(back, HUMAN) is None  # « Rejouer »
         await second.rooms.flush()
         new = second.games[second.rooms.started[room.code]]
