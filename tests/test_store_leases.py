@@ -109,6 +109,27 @@ def test_a_bot_room_taken_by_another_replica_is_never_written_nor_deleted_by_the
         store.close()
 
 
+def test_a_lobby_taken_by_another_replica_is_never_written_nor_deleted_by_the_old_one(
+        schema_url: str) -> None:
+    a, leases_a = replica(schema_url, "a:1")
+    b, leases_b = replica(schema_url, "b:2")
+    lobby = {"game": "kontour", "level": "normal", "client": "c", "seats": []}
+    assert leases_a.claim("room:ABCD") is not None
+    a.save_room("ABCD", lobby)
+    eventually(lambda: leases_b.claim("room:ABCD"), 10, "the lobby's lease never expired")
+    for late in (lambda: a.save_room("ABCD", {**lobby, "level": "hard"}), lambda: a.delete_room("ABCD")):
+        with pytest.raises(StoreError) as refused:
+            late()
+        assert is_lease_lost(refused.value)
+    found = b.load_room("ABCD")
+    assert found is not None and found[0]["level"] == "normal"  # the old holder changed nothing
+    assert leases_b.orphans(10) == []  # lobbies are taken when a socket comes, never looked for
+    b.delete_room("ABCD")  # the new holder starts it
+    assert b.load_room("ABCD") is None
+    for store in (a, b):
+        store.close()
+
+
 def test_a_clean_stop_gives_every_lease_up_and_orphans_are_found(schema_url: str) -> None:
     a, leases_a = replica(schema_url, "a:1")
     b, leases_b = replica(schema_url, "b:2")
