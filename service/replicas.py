@@ -264,8 +264,9 @@ class Ownership:
 
     # -- lobbies ---------------------------------------------------------------------------------------
     def claim_lobby(self, code: str) -> Lease | None:
-        """Lease a lobby (a new one, or one whose holder's lease ran out; on the caller's thread);
-        the lease of another live holder when it has one. Raises `StoreError`."""
+        """Lease a lobby (a new one, or one whose holder's lease ran out; on the caller's thread, a
+        worker thread most often: `run` reads a copy of ``lobbies``); the lease of another live
+        holder when it has one. Raises `StoreError`."""
         lease = self.leases.claim(LOBBY_LEASE + code)
         if lease is None:
             return self.leases.get(LOBBY_LEASE + code)
@@ -371,7 +372,8 @@ class Ownership:
         if self.rooms_done:
             done, self.rooms_done = self.rooms_done, set()
             await asyncio.to_thread(self.leases.release, {}, tuple(ROOM_LEASE + sid for sid in done))
-        lobbies = {LOBBY_LEASE + code: (fence, 0.0) for code, fence in self.lobbies.items()}
+        # a copy: the lobbies are claimed in threads (`service.play.lobbies`)
+        lobbies = {LOBBY_LEASE + code: (fence, 0.0) for code, fence in dict(self.lobbies).items()}
         if self.lobbies_done:
             done, self.lobbies_done = self.lobbies_done, set()
             await asyncio.to_thread(self.leases.release, {}, tuple(LOBBY_LEASE + code for code in done))

@@ -39,6 +39,12 @@ class LobbyRows(SqlCore):
         found = self.rows("SELECT lobby, updated_at FROM rooms WHERE code = ?", (code,))
         return (json.loads(found[0][0]), float(found[0][1])) if found else None
 
+    def stale_rooms(self, before: float, limit: int) -> list[str]:
+        """The codes of at most ``limit`` lobbies not written since ``before`` (Unix time), oldest first."""
+        found = self.rows("SELECT code FROM rooms WHERE updated_at < ? ORDER BY updated_at LIMIT ?",
+                          (before, limit))
+        return [str(row[0]) for row in found]
+
     def delete_room(self, code: str) -> None:
         """Forget the lobby of room `code` (started, closed or expired); none: nothing done."""
         with self.lock, self.write():

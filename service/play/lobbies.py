@@ -41,6 +41,8 @@ CODE_LENGTH = 4
 GONE_KEPT = 10_000  # codes of the rooms closed, expired or over remembered (« n'existe plus »)
 MOVED: dict[str, Any] = {"type": "moved"}  # queued to a lobby socket: another replica holds the lobby now
 RESERVE_TRIES = 20  # codes tried for a new lobby on a replica before giving up
+PRUNE_EVERY_S = 60.0  # how often a replica looks for lobbies a dead replica left (`StoredLobbies.prune`)
+PRUNE_BATCH = 100  # lobbies pruned at most at once
 
 
 @dataclass
@@ -116,6 +118,7 @@ class StoredLobbies:
         self.gone: OrderedDict[str, None] = OrderedDict()  # codes that were rooms (closed, over): bounded
         self.tasks: set[asyncio.Task[None]] = set()  # lobby writes and next games under way
         self.writing = asyncio.Lock()  # the lobby writes: one at a time, in order
+        self.pruned = -PRUNE_EVERY_S  # time.monotonic() of the last `prune`
 
     @property
     def ownership(self) -> Ownership | None:
@@ -379,6 +382,48 @@ class StoredLobbies:
         left = lease.expires_at - await asyncio.to_thread(ownership.leases.now)
         await asyncio.sleep(min(max(0.0, left) + 0.05, ownership.settings.lease_s + 0.5))
         return await self.locate(code)
+
+    def prune(self) -> None:
+        """On a replica, at most every `PRUNE_EVERY_S` (from the sweep): delete, in a thread, the
+        lobbies stored past ``lobby_expiry_s`` that no live replica holds (a dead replica's, that
+        nobody came back to), after leasing each (the fence)."""
+        if self.ownership is None or self.manager.store is None:
+            return
+        now = time.monotonic()
+        if now - self.pruned < PRUNE_EVERY_S:
+            return
+        self.pruned = now
+        with contextlib.suppress(RuntimeError):  # no event loop: nothing pruned
+            self._keep(asyncio.get_running_loop().create_task(self._prune_in_thread()))
+
+    async def _prune_in_thread(self) -> None:
+        try:
+            pruned = await asyncio.to_thread(self.prune_now)
+        except StoreError as error:
+            log.warning("lobbies left by a dead replica not pruned: %s", error)
+            return
+        if pruned:
+            log.info("lobbies left by a dead replica, expired, deleted: %d", pruned)
+
+    def prune_now(self) -> int:
+        """`prune`'s work, on the caller's thread: how many lobbies were deleted. Raises `StoreError`."""
+        ownership, store = self.ownership, self.manager.store
+        assert ownership is not None and store is not None
+        before = time.time() - self.manager.play.lobby_expiry_s
+        pruned = 0
+        for code in store.stale_rooms(before, PRUNE_BATCH):
+            if code in self.lobbies or ownership.lobby_holder(code) is not None:
+                continue  # held here or by a live replica: its holder expires it
+            lease = ownership.claim_lobby(code)
+            if lease is None or lease.holder != ownership.replica.holder:
+                continue
+            found = store.load_room(code)
+            if found is not None and found[1] < before and code not in self.lobbies:
+                store.delete_room(code)
+                pruned += 1
+            if code not in self.lobbies:
+                ownership.lobby_over(code)
+        return pruned
 
     def stand_down(self, code: str) -> None:
         """Let go of a lobby another replica took, without writing: its sockets close with 1012

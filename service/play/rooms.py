@@ -339,7 +339,8 @@ class Rooms(StoredLobbies):
         return True
 
     def sweep(self) -> list[str]:
-        """Close the lobbies nobody touched for ``lobby_expiry_s``; forget the codes of games gone."""
+        """Close the lobbies nobody touched for ``lobby_expiry_s``; forget the codes of games gone; on a
+        replica, now and then, delete the expired lobbies a dead replica left (`prune`)."""
         limit = self.manager.clock() - self.manager.play.lobby_expiry_s
         old = [code for code, room in self.lobbies.items() if room.last_activity < limit]
         for code in old:
@@ -350,6 +351,7 @@ class Rooms(StoredLobbies):
             if game_id not in self.manager.games:
                 del self.started[code]
                 self.forget(code)
+        self.prune()
         return old
 
     # -- frames ------------------------------------------------------------------------------------
