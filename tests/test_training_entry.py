@@ -50,7 +50,7 @@ def test_the_members_presets_keep_the_recipe() -> None:
         assert (config.max_minutes, config.workers, config.threads, config.augment) == (0.0, 1, 1, {})
     assert (untaught.epochs, untaught.seed, untaught.teacher, untaught.teacher_cache) == (50, 1, [], "")
     assert (taught.epochs, taught.seed, taught.teacher) == (40, 0, [])
-    assert taught.teacher_cache == parse_config(["--preset", "distilled"]).teacher_cache
+    assert taught.teacher_cache == parse_config(["--preset", "public-resnet"]).teacher_cache
     assert (taught.distill_weight, taught.distill_temperature) == (0.3, 2.0)
 
 

@@ -10,24 +10,24 @@ changing any ranking (top-k accuracy is unchanged).
 To keep the validation split untouched, a model's temperature is fitted on the *dev* band with a
 run of the same recipe that held dev out, and then applied to the shipped recipe's checkpoint:
 
-    griffon model calibrate --model runs/calibration/model.pt --split dev \
-        --apply-to runs/member-a/model.pt --out runs/member-a/calibrated.pt
+    griffon model calibrate --model runs/dev-run/model.pt --split dev \
+        --apply-to runs/full-run/model.pt --out runs/full-run/calibrated.pt
 
 A distilled student has no such run (its teachers saw every training drawing), so its temperature is
 matched instead to a calibrated reference it learnt from (``--match``): the temperature whose
 probabilities on the dev band come closest (cross-entropy) to the reference's own. Both models
 trained on those drawings, so they are over-confident there alike; validation stays untouched:
 
-    griffon model calibrate --model runs/shipped/model.pt --match runs/member-a/calibrated.pt \
-        --out runs/shipped/calibrated.pt
+    griffon model calibrate --model runs/student/model.pt --match runs/full-run/calibrated.pt \
+        --out runs/student/calibrated.pt
 
 A student of soft targets (the public teachers' answers, `training/taught.py`) stays
 under-confident even on the drawings it trained on, so matching it to a reference leaves it
 under-confident; ``--trained-on`` fits its temperature on the dev band with the labels although it
 trained on those drawings (the sharpest temperature the dev band supports; validation untouched):
 
-    griffon model calibrate --model runs/distilled/model.pt --split dev --trained-on \
-        --out runs/distilled/calibrated.pt
+    griffon model calibrate --model runs/student/model.pt --split dev --trained-on \
+        --out runs/student/calibrated.pt
 
 For a two-view model (``griffon model attach``) the temperature is that of the two views' pool
 (``pair_temperature``); the raster network keeps its own.

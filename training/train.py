@@ -3,9 +3,9 @@ members. This module reads top to bottom: data, model, loop, checkpoint (of the 
 preset with ``network: sequence`` runs :func:`training.sequence.train_sequence` instead).
 
     griffon train --help                   # every setting of both networks (python -m training.train)
-    griffon train --preset member-a        # the raster network the shipped student starts from (75 min)
-    griffon train --preset distilled       # that student, taught by the two public teachers (80 min)
-    griffon train --preset sequence-taught # the stroke-sequence member taught lightly by member A
+    griffon train --preset public-resnet   # the public ResNet fine-tuned for the games (a shipped member)
+    griffon train --preset public-doodlenet  # the public DoodleNet, the same way
+    griffon train --preset sequence-taught # a stroke-sequence member taught lightly by the cache
     griffon train --preset tiny --teacher runs/a/model.pt runs/b/model.pt   # distillation, seconds
     torchrun --nproc_per_node=2 -m training.train --preset tiny   # the raster loop, distributed (DDP)
 
