@@ -7,7 +7,8 @@ seat and starts. The game is then an ordinary game of the `GameManager` (`GameMa
 game is a room of one person): each person plays through the game socket ``/v1/play/{id}`` with
 their own token and is sent their own seat's view. A person away longer than ``room_grace_s`` has
 their seat played by an AI until they come back (`GameSession.check_people`). Once the game has
-ended the host may play again with the same seats (`Rooms.again`: « Rejouer »).
+ended the host (while away, the first person here: `restarter`) may play again with the same seats
+(`Rooms.again`: « Rejouer »).
 
 A lobby is stored each time it changes and brought back at a restart, and the game a started room's
 code leads to is stored (`service.play.lobbies`): a restart keeps the room's code, seats and links;
