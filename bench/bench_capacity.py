@@ -62,37 +62,40 @@ import httpx
 import numpy as np
 
 from bench.people import STROKE_POINTS, Start, Tally, bot_room, load_drawings, percentiles_ms, person_table
-from griffon.launch import REPO, Server, free_port, running_server
+from griffon.launch import REPO, Server, free_port, running_server, tuning
 
 GAMES = ("pictomania", "kontour", "bot")
 READY_TIMEOUT_S = 60.0
 PROJECT_PACKAGES = ("games/", "griffon/", "service/", "model/", "store/", "vocab/")
-ENTRY_POINTS = ("griffon/serve.py", "griffon/workers.py")  # where every stack starts: tells nothing
+ENTRY_POINTS = ("griffon/serve.py", "griffon/worker_process.py")  # where every stack starts: tells nothing
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 # The service's defaults (service.settings.Settings) that the bench's tables, all from 127.0.0.1,
 # would hit: variable -> (default, what one table needs of it).
 PER_CLIENT_LIMITS = {
-    "GRIFFON_MAX_SESSIONS": (100, 1),  # live solo games
-    "GRIFFON_GAMES_PER_CLIENT": (3, 1),  # live games per client address
-    "GRIFFON_GAMES_PER_CLIENT_HOUR": (30, 1),  # games created per client address and hour
-    "GRIFFON_MAX_BOT_SESSIONS": (200, 1),  # open bot connections
+    "GRIFFON_PLAY_MAX_GAMES": (100, 1),  # live solo games
+    "GRIFFON_PLAY_GAMES_PER_CLIENT": (3, 1),  # live games per client address
+    "GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR": (30, 1),  # games created per client address and hour
+    "GRIFFON_BOT_MAX_SESSIONS": (200, 1),  # open bot connections
     "GRIFFON_BOT_ROOMS_PER_CLIENT": (32, 1),  # bot rooms per client address
     "GRIFFON_MAX_CLIENT_CONNECTIONS": (256, 1),  # open connections per client address
     "GRIFFON_CLIENT_POINTS_PER_S": (10_000, 2 * STROKE_POINTS),  # the person's points, per address
 }
 GAME_LIMITS = {
-    "pictomania": ("GRIFFON_MAX_SESSIONS", "GRIFFON_GAMES_PER_CLIENT", "GRIFFON_GAMES_PER_CLIENT_HOUR",
-                   "GRIFFON_MAX_CLIENT_CONNECTIONS", "GRIFFON_CLIENT_POINTS_PER_S"),
-    "kontour": ("GRIFFON_MAX_SESSIONS", "GRIFFON_GAMES_PER_CLIENT", "GRIFFON_GAMES_PER_CLIENT_HOUR",
-                "GRIFFON_MAX_CLIENT_CONNECTIONS", "GRIFFON_CLIENT_POINTS_PER_S"),
-    "bot": ("GRIFFON_MAX_BOT_SESSIONS", "GRIFFON_BOT_ROOMS_PER_CLIENT",
+    "pictomania": ("GRIFFON_PLAY_MAX_GAMES", "GRIFFON_PLAY_GAMES_PER_CLIENT",
+                   "GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR", "GRIFFON_MAX_CLIENT_CONNECTIONS",
+                   "GRIFFON_CLIENT_POINTS_PER_S"),
+    "kontour": ("GRIFFON_PLAY_MAX_GAMES", "GRIFFON_PLAY_GAMES_PER_CLIENT",
+                "GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR", "GRIFFON_MAX_CLIENT_CONNECTIONS",
+                "GRIFFON_CLIENT_POINTS_PER_S"),
+    "bot": ("GRIFFON_BOT_MAX_SESSIONS", "GRIFFON_BOT_ROOMS_PER_CLIENT",
             "GRIFFON_MAX_CLIENT_CONNECTIONS"),  # bots' points: per session
 }
 
 
-ADMISSION_OFF = {"pictomania": "GRIFFON_PICTOMANIA_TABLE_COST", "kontour": "GRIFFON_KONTOUR_TABLE_COST",
-                 "bot": "GRIFFON_BOT_ROOM_COST"}
+# the tuning field of each kind's measured cost (service/settings.py: the costs this bench measures)
+ADMISSION_OFF = {"pictomania": "pictomania_table_cost", "kontour": "kontour_table_cost",
+                 "bot": "bot_room_cost"}
 
 
 def server_env(game: str, tables: int, admission: bool = False) -> dict[str, str]:
@@ -106,11 +109,11 @@ def server_env(game: str, tables: int, admission: bool = False) -> dict[str, str
         needed = tables * per_table + (8 if name == "GRIFFON_MAX_CLIENT_CONNECTIONS" else 0)
         if needed > default:
             env[name] = str(needed)
-    env["GRIFFON_CLIENT_CAPACITY_SHARE"] = "1"  # every table comes from this one address
+    env["GRIFFON_CAPACITY_CLIENT_SHARE"] = "1"  # every table comes from this one address
     if "GRIFFON_MODEL" in os.environ:
         env["GRIFFON_MODEL"] = os.environ["GRIFFON_MODEL"]
     if not admission:  # the ladder measures what the server does past its own budget
-        env[ADMISSION_OFF[game]] = "0"
+        env.update(tuning(**{ADMISSION_OFF[game]: 0}))
         env["GRIFFON_CAPACITY_LAG_MS"] = "0"  # nor refused for the event loop's lag
     return env
 
@@ -408,10 +411,9 @@ def cprofiled_server(
     """The server under cProfile (``bench.serve_profiled``), for when py-spy cannot attach."""
     port = free_port()
     data = tempfile.mkdtemp(prefix="griffon-bench-db-")
-    environ = {**os.environ, **env, "GRIFFON_DATA_DIR": data, "PYTHONUNBUFFERED": "1",
-               "PYTHONPATH": str(REPO), "GRIFFON_BENCH_PROFILE": str(profile_out)}
-    command = [sys.executable, "-m", "bench.serve_profiled", "--host", "127.0.0.1", "--port", str(port),
-               "--log-level", "warning", "--workers", "1"]  # cProfile sees one process
+    environ = {**os.environ, **env, "GRIFFON_DB_DIR": data, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "bench.serve_profiled", str(profile_out), "--host", "127.0.0.1",
+               "--port", str(port), "--log-level", "warning", "--workers", "1"]  # cProfile sees one process
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(command, cwd=REPO, env=environ, stdout=log, stderr=subprocess.STDOUT)
         server = Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", process, Path(os.devnull))

@@ -36,13 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.support import Player, new_game
-from griffon.launch import REPO, Server, free_port, postgres_server, running_server
+from griffon.launch import REPO, Server, free_port, postgres_server, running_server, tuning
 
 WAIT_S = 120.0  # the longest a frame is waited for (outages last 30 s)
 ENV = {
-    "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "600", "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "1",
-    "GRIFFON_PLAY_MAX_PICTOMANIA_STROKES": "1000", "GRIFFON_GAMES_PER_CLIENT": "50",
-    "GRIFFON_GAMES_PER_CLIENT_HOUR": "500",
+    **tuning(pictomania_round_s=600, pictomania_rounds=1, max_pictomania_strokes=1000),
+    "GRIFFON_PLAY_GAMES_PER_CLIENT": "50", "GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR": "500",
 }
 
 
@@ -62,7 +61,7 @@ def kill(server: Server) -> None:
 def outage(seconds: float) -> dict[str, Any]:
     figures: dict[str, Any] = {"outage_s": seconds, "load_before": load()}
     with postgres_server() as pg:
-        env = {**ENV, "GRIFFON_DATABASE_URL": pg.url}
+        env = {**ENV, "GRIFFON_DB_URL": pg.url}
         with running_server(env) as first:
             picto = new_game(first, game="pictomania", opponents=2, level="easy", seed=5)
             kontour = new_game(first, game="kontour", opponents=2, level="easy", seed=5)
@@ -132,7 +131,7 @@ def disk_full(seconds: float) -> dict[str, Any]:
         disk.mkdir()
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], check=True)
         try:
-            with running_server({**ENV, "GRIFFON_DATA_DIR": str(disk)}) as server:
+            with running_server({**ENV, "GRIFFON_DB_DIR": str(disk)}) as server:
                 game = new_game(server, game="pictomania", opponents=2, level="easy", seed=5)
                 person = Player(server, game, open_timeout=60)
                 person.move(kind="stroke", points=stroke(0))
@@ -236,7 +235,7 @@ def slowdown(delay_ms: float, tables: int, seconds: float, repo: Path) -> dict[s
         proxy = DelayProxy("127.0.0.1", int(host_port.split(":")[1]))
         url = pg.url.replace(host_port, f"127.0.0.1:{proxy.port}")
         try:
-            with running_server({**ENV, "GRIFFON_DATABASE_URL": url}, repo=repo) as server:
+            with running_server({**ENV, "GRIFFON_DB_URL": url}, repo=repo) as server:
                 busy = [new_game(server, game="pictomania", opponents=5, level="hard", seed=i)
                         for i in range(tables)]
                 # the busy tables' pages (AI players play on)

@@ -16,8 +16,12 @@
    maxima) until the game's log is full; per stroke, the synchronous work a server's loop does:
    the frame read and applied (``handle_text``: checks, rules, the AI players' reaction, the
    update built) and every frame it queued encoded. Median, p90 and max, in ms.
+4. **Stored** (`stored`): in process, a Pictomania game with a SQLite store (the move writer's
+   thread beside the loop); the person sends 150 strokes of 1,000 random points; per stroke, the
+   loop's time to read and apply its frame (``handle_text``: the move encoded once, handed to the
+   writer), median, p90, max and sum, and the time until all are written.
 
-``python -m bench.bench_play_frames [--only frames,server,loop] [--repo PATH]`` (bounded, local).
+``python -m bench.bench_play_frames [--only frames,server,loop,stored] [--repo PATH]`` (bounded, local).
 """
 
 from __future__ import annotations
@@ -39,9 +43,10 @@ from games.ai.levels import load_level
 from games.pictomania import PictomaniaRules
 from griffon.launch import REPO, running_server
 from service.play.manager import game_configs
-from service.play.session import HUMAN, PictomaniaSession
 from service.play.settings import PlaySettings
-from service.play.words import load_words, pictomania_deck
+from service.play.table import HUMAN, Collaborators, PictomaniaSession, Seating
+from service.play.table_words import load_words, pictomania_deck
+from service.ratelimit import RateLimit
 
 CHECKPOINTS = (10, 100, 300)
 SERVER_STROKES, SEND_S, POINTS = 150, 4.0, 1_000
@@ -55,10 +60,13 @@ async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
 BIG_LOG = PlaySettings(max_log_bytes=16 * 1024 * 1024)  # 300 strokes of 1,000 points: about 3 MB
 
 
-def pictomania_session(seed: int = 3, play: PlaySettings = BIG_LOG) -> PictomaniaSession:
+def pictomania_session(
+    seed: int = 3, play: PlaySettings = BIG_LOG, loop_budget: RateLimit | None = None
+) -> PictomaniaSession:
     """A 3-player game (the person and two AIs) whose driver is not started: only the moves the
     caller makes happen (through the session's one update path). By default its log may hold 300
-    strokes of 1,000 points (a game's default bound is 2 MiB); the tests of frames use this too."""
+    strokes of 1,000 points (a game's default bound is 2 MiB); the tests of frames use this too.
+    ``loop_budget``: its share of the event loop (None: unbounded)."""
     words = load_words(None)
     _, config = game_configs(play)
     deck, config = pictomania_deck(words, config, seed)
@@ -66,8 +74,9 @@ def pictomania_session(seed: int = 3, play: PlaySettings = BIG_LOG) -> Pictomani
     names = {HUMAN: "Ana", "ia1": "Plume", "ia2": "Fusain"}
     state, _ = rules.setup(players=list(names), deck=deck, seed=seed)
     return PictomaniaSession(
-        rules, state, game_id="g", token="t", names=names, level=load_level("normal"), seed=seed,
+        rules, state, game_id="g", seating=Seating(names, load_level("normal"), token="t"), seed=seed,
         words=words, recognize=uniform, labels=frozenset(), play=play,
+        collaborators=Collaborators(loop_budget=loop_budget),
     )
 
 
@@ -127,7 +136,7 @@ def bench_frames() -> None:
 def bench_loop() -> None:
     """The event loop's work per 1,000-point stroke, from the first stroke to a full game log."""
     from bench.bench_attacks import table_stroke
-    from service.play.manager import encode_frame, handle_text
+    from service.play.sockets import encode_frame, handle_text
 
     async def run() -> list[float]:
         session = pictomania_session(play=PlaySettings())
@@ -154,6 +163,52 @@ def bench_loop() -> None:
     p90 = spent[int(len(spent) * 0.9)]
     print(f"{len(spent)} strokes of 1,000 points until the log is full: loop work per stroke "
           f"median {statistics.median(spent):.2f} ms, p90 {p90:.2f} ms, max {spent[-1]:.2f} ms")
+
+
+def bench_stored(strokes: int = SERVER_STROKES) -> None:
+    """The loop's time per stroke and until written, with a SQLite store (part 4)."""
+    import tempfile
+
+    from service.play.clock import ManualClock
+    from service.play.manager import GameManager
+    from service.settings import Settings
+    from store import open_store
+
+    rng = random.Random(1)
+    frames = [json.dumps({"type": "move", "move": {"kind": "stroke", "points": [
+        [round(rng.uniform(0, 255), 1), round(rng.uniform(0, 255), 1)] for _ in range(POINTS)]}})
+        for _ in range(strokes)]
+
+    async def run() -> tuple[list[float], float]:
+        with tempfile.TemporaryDirectory() as folder:
+            db = open_store(f"sqlite:///{Path(folder) / 'griffon.db'}")
+            games = GameManager(Settings(), BIG_LOG, lambda key: uniform, frozenset(), db,
+                                clock=ManualClock())
+            session = games.create("pictomania", opponents=2, level="normal", name="Ana", seed=3)
+            assert session.driver is not None
+            session.driver.cancel()  # only the person's moves
+            spent = []
+            started = time.perf_counter()
+            for i, text in enumerate(frames):
+                t0 = time.perf_counter()
+                refused = handle_text(session, text)
+                spent.append((time.perf_counter() - t0) * 1000)
+                assert refused is None, refused
+                if i % 10 == 9:
+                    await asyncio.sleep(0)  # the writer's answers reach the game
+            await games.settle()
+            written = time.perf_counter() - started
+            await games.aclose()
+            db.close()
+        return spent, written
+
+    from service.play.sockets import handle_text
+
+    spent, written = asyncio.run(run())
+    spent.sort()
+    print(f"{strokes} strokes of {POINTS} points, SQLite store: loop work per stroke median "
+          f"{statistics.median(spent):.2f} ms, p90 {spent[int(len(spent) * 0.9)]:.2f} ms, "
+          f"max {spent[-1]:.1f} ms, sum {sum(spent) / 1000:.2f} s; all written after {written:.2f} s")
 
 
 def rss_mb(pid: int) -> float:
@@ -216,7 +271,7 @@ async def flood(url: str, ws_url: str) -> dict[str, float]:
 
 def bench_server(repo: Path) -> None:
     """/healthz latency and RSS while one socket sends 150 strokes of 1,000 points in 4 s."""
-    with running_server({"GRIFFON_GAMES_PER_CLIENT": "10"}, repo=repo) as server:
+    with running_server({"GRIFFON_PLAY_GAMES_PER_CLIENT": "10"}, repo=repo) as server:
         pid = server.process.pid
         time.sleep(1.0)
         before = rss_mb(pid)
@@ -232,7 +287,8 @@ def bench_server(repo: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="frames,server,loop", help="frames, server, loop (comma-separated)")
+    parser.add_argument("--only", default="frames,server,loop,stored",
+                        help="frames, server, loop, stored (comma-separated)")
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout to run the server from")
     args = parser.parse_args(argv)
     chosen = args.only.split(",")
@@ -242,6 +298,8 @@ def main(argv: list[str] | None = None) -> None:
         bench_server(args.repo)
     if "loop" in chosen:
         bench_loop()
+    if "stored" in chosen:
+        bench_stored()
 
 
 if __name__ == "__main__":

@@ -41,10 +41,10 @@ import websockets
 
 from bench.bench_capacity import GAMES, TABLES, parse_levels, process_cpu, server_env
 from bench.people import Start, Tally, load_drawings, percentiles_ms
-from griffon.launch import Replicas, Server, running_haproxy, running_postgres, running_replicas
+from griffon.launch import Replicas, Server, running_haproxy, running_postgres, running_replicas, tuned
 from store import Store, open_store
 
-LONG_ROUND = {"GRIFFON_PLAY_PICTOMANIA_ROUND_S": "1200", "GRIFFON_PLAY_MAX_PICTOMANIA_STROKES": "1000"}
+LONG_ROUND = {"pictomania_round_s": 1200, "max_pictomania_strokes": 1000}  # tuning fields
 PERSON = "joueur"
 
 
@@ -183,7 +183,7 @@ def statuses(database: str, ids: list[str]) -> list[tuple[Any, ...]]:
 
 
 def failover(args: argparse.Namespace) -> dict[str, Any]:
-    env = {**server_env("pictomania", args.tables), **LONG_ROUND, "GRIFFON_CAPACITY_CORES": "64"}
+    env = tuned({**server_env("pictomania", args.tables), "GRIFFON_CAPACITY_CORES": "64"}, **LONG_ROUND)
     with (
         running_postgres(durable=True) as database,
         running_replicas(args.replicas, database, env) as replicas,

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from games.core import RuleError
+from service.play.clock import ManualClock
 from service.play.journal import Journal
-from service.play.manager import GameManager, handle_text
-from service.play.session import ManualClock
+from service.play.manager import GameManager
 from service.play.settings import PlaySettings
+from service.play.sockets import handle_text
 from service.settings import Settings
 from store import open_store
 

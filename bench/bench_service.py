@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget", type=float, default=100.0, help="total seconds for all levels")
     args = parser.parse_args(argv)
     drawings = load_drawings()
-    env = {"GRIFFON_MAX_BOT_SESSIONS": str(args.max_bots + 8)}
+    env = {"GRIFFON_BOT_MAX_SESSIONS": str(args.max_bots + 8)}
     if "GRIFFON_MODEL" in os.environ:
         env["GRIFFON_MODEL"] = os.environ["GRIFFON_MODEL"]
     print(f"{len(drawings)} validation drawings; {os.cpu_count()} CPU cores; "

@@ -21,7 +21,7 @@ import httpx
 from websockets.sync.client import ClientConnection, connect
 
 from griffon.launch import Patience, Server, patient
-from service.play.session import HUMAN, apply_update
+from service.play.views import HUMAN, apply_update
 
 Frame = dict[str, Any]
 
@@ -36,7 +36,7 @@ class Waiting(Protocol):
 
 
 class Deadline:
-    """``seconds`` of ``clock`` (a game's own: `service.play.session.ManualClock`) from now."""
+    """``seconds`` of ``clock`` (a game's own: `service.play.clock.ManualClock`) from now."""
 
     def __init__(self, clock: Callable[[], float], seconds: float, what: str) -> None:
         self.clock, self.seconds, self.what = clock, seconds, what

@@ -7,7 +7,7 @@
 - `games.geometry`: straightening and merging of Kontour strokes.
 - `games.words`: the one adapter from `vocab/` (French words, judge, related words, decks).
 - `games.ai`: the AI players and their one driver (`games.ai.driver`), run by the service and
-  `games.simulate` alike.
+  `games.simulator` alike.
 
 Constants come from `games/data/*.yaml`. Nothing here reads a clock or global randomness, and
 nothing imports FastAPI, asyncio, `service/`, `model/` or `training/` (the recognizer, the dataset

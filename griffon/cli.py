@@ -11,7 +11,7 @@ import typer
 import store.cli
 import training.cli
 import vocab.cli
-from griffon import replicas, serve, simulate
+from griffon import replicas_status, serve, simulate
 
 app = typer.Typer(
     help="Griffon: an AI player for the drawing games Kontour and Pictomania.",
@@ -19,7 +19,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-for _module in (training.cli, vocab.cli, simulate, serve, replicas, store.cli):
+for _module in (training.cli, vocab.cli, simulate, serve, replicas_status, store.cli):
     _module.register(app)
 
 

@@ -1,8 +1,10 @@
 """Every environment variable Griffon reads, as one table: docs/CONFIG.md is generated here.
 
-The settings classes give each variable's name, type, default, bounds and description
-(`service.settings.Settings`, `service.play.settings.PlaySettings`, `store.settings.StoreSettings`,
-each field's ``Field(description=...)``); the few variables read outside them are in :data:`LOOSE`.
+The settings classes (`store.settings.EnvSettings`, read by pydantic-settings) give each variable's
+name, former name, type, default, bounds and description (`service.settings.Settings`,
+`service.play.settings.PlaySettings`, `store.settings.StoreSettings`,
+`service.replicas.ReplicaSettings`, each field's ``Field(description=...)``); their tuning fields are
+keys of ``GRIFFON_TUNING``, listed apart; the few variables read outside them are in :data:`LOOSE`.
 :data:`GROUPS` sorts them by what an operator is doing.
 
 ``python -m griffon.config`` prints the Markdown; ``--write`` rewrites docs/CONFIG.md; ``--check``
@@ -19,16 +21,15 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from griffon import workers as worker_processes
 from model import runtime
 from service import replicas, workers
 from service import settings as service_settings
 from service.play import settings as play_settings
 from service.play.manager import game_configs
 from store import settings as store_settings
+from store.settings import RETIRED, TUNING_ENV, EnvSettings, env_names, is_tuning
 from training import data
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,13 +39,14 @@ COMMAND = "python -m griffon.config --write"
 
 @dataclass(frozen=True)
 class Variable:
-    """One environment variable, as the table shows it."""
+    """One environment variable (or one key of ``GRIFFON_TUNING``), as the table shows it."""
 
     name: str
     group: str
     default: str
     accepted: str
     description: str
+    former: tuple[str, ...] = ()  # its former names, still read (deprecated)
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,23 @@ GROUPS: dict[str, Group] = {
 }
 INTERNALS = Group(
     "For tests and internals",
-    "Not for operators: what the test suite and the benchmarks set, the rules' values a demo or a test "
-    "shortens, the implementation's periods and bursts, the costs `python -m bench.bench_capacity` "
-    "measures (change one by measuring again: docs/BENCHMARKS.md), and what `griffon serve` tells its "
-    "workers. Each is read like the others; *part* is the section it belongs to.",
+    "Not for operators: what the test suite and the benchmarks set, and what `griffon serve` tells its "
+    "workers. *part* is the section each belongs to.",
+)
+TUNING = Group(
+    "Tuning",
+    f"Not variables: fields of the settings classes that an operator has no reason to change — the "
+    "rules' values a demo or a test shortens, the implementation's periods, bursts and bounds, the "
+    "costs `python -m bench.bench_capacity` measures (`service/settings.py` holds them beside the "
+    "figures they come from: change one by measuring again, docs/BENCHMARKS.md). Code passes them to "
+    "the settings' constructors; a server started by the tests or the benchmarks reads them from "
+    f"`{TUNING_ENV}`, one JSON object, e.g. `{TUNING_ENV}='{{\"kontour_timer_s\": 6, \"tick_s\": 0.05}}'` "
+    "(`griffon serve` refuses a key that is not below).",
+)
+FORMER = Group(
+    "Former names",
+    "Each feature has one prefix; these variables were renamed. The former name is still read, and "
+    "a warning names the new one; it will stop being read in a later release.",
 )
 
 # The service's settings by group (the play and store settings are one group each).
@@ -136,12 +151,12 @@ SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
     ),
 }  # fmt: skip
 
-# (settings class, prefix of its variables, group of its fields: None = by SERVICE_GROUPS)
-SETTINGS: tuple[tuple[type[BaseModel], str, str | None], ...] = (
-    (service_settings.Settings, service_settings.ENV_PREFIX, None),
-    (play_settings.PlaySettings, play_settings.ENV_PREFIX, "games"),
-    (store_settings.StoreSettings, store_settings.ENV_PREFIX, "storage"),
-    (replicas.ReplicaSettings, replicas.ENV_PREFIX, "replicas"),
+# (settings class, group of its fields: None = by SERVICE_GROUPS)
+SETTINGS: tuple[tuple[type[EnvSettings], str | None], ...] = (
+    (service_settings.Settings, None),
+    (play_settings.PlaySettings, "games"),
+    (store_settings.StoreSettings, "storage"),
+    (replicas.ReplicaSettings, "replicas"),
 )
 
 # Variables read outside the settings classes, each by the function named in its description.
@@ -170,20 +185,19 @@ LOOSE: tuple[Variable, ...] = (
     *(
         Variable(name, "dev", "set by `griffon serve`", "—",
                  "what `griffon serve --workers N` tells each worker process it starts; not for operators")
-        for name in (workers.ENV_INDEX, workers.ENV_COUNT, workers.ENV_SECRET, worker_processes.ENV_ADDRESS,
-                     worker_processes.ENV_LIFELINE)
+        for name in (workers.ENV_INDEX, workers.ENV_COUNT, workers.ENV_SECRET)
     ),
     Variable(
         "GRIFFON_TEACHERS", "data", "unset: `../shared/models`", "path",
         "folder of the two public teacher classifiers `python -m training.teachers` reads",
     ),
     Variable(
-        "GRIFFON_TEST_SLOWNESS", "dev", "unset: the load per core over 3", "a number from 1 to 30",
-        "how much longer the tests wait than on a quiet machine (`griffon.launch.slowness`)",
+        TUNING_ENV, "dev", "unset", "a JSON object",
+        "the tuning fields a server started by the tests or the benchmarks takes (see Tuning below)",
     ),
     Variable(
-        "GRIFFON_BENCH_PROFILE", "dev", "unset", "path",
-        "set by `python -m bench.bench_capacity --profiler cprofile`: where its profiled server writes",
+        "GRIFFON_TEST_SLOWNESS", "dev", "unset: the load per core over 3", "a number from 1 to 30",
+        "how much longer the tests wait than on a quiet machine (`griffon.launch.slowness`)",
     ),
     Variable(
         "GRIFFON_CONFORMANCE_URL", "dev", "unset: the suite starts a server", "`ws://` or `wss://` URL",
@@ -193,30 +207,13 @@ LOOSE: tuple[Variable, ...] = (
         "GRIFFON_CONFORMANCE_KEYS_URL", "dev", "unset: that scenario skips", "`ws://` or `wss://` URL",
         "a bot endpoint that requires API keys, for the conformance suite's `key_required` scenario",
     ),
-    Variable(
-        "GRIFFON_SCREENSHOTS", "dev", "`/tmp/griffon-screenshots`", "path",
-        "where the browser tests save their screenshots (`tests/test_browser_play.py`)",
-    ),
 )
 
-# Variables an operator has no reason to set, listed apart from the operators' table (read like the
-# others): the rules' values a demo or a test shortens, the implementation's periods and bursts, the
-# costs `python -m bench.bench_capacity` measures (set again only by measuring again), where the
-# development files are, and what `griffon serve` tells its workers (the "dev" group is all internal).
-INTERNAL: frozenset[str] = frozenset({
-    "GRIFFON_PLAY_KONTOUR_TIMER_S", "GRIFFON_PLAY_KONTOUR_TARGET", "GRIFFON_PLAY_PICTOMANIA_ROUND_S",
-    "GRIFFON_PLAY_PICTOMANIA_ROUNDS", "GRIFFON_PLAY_MAX_PICTOMANIA_STROKES",
-    "GRIFFON_PLAY_KONTOUR_DRAW_CARD_S", "GRIFFON_PLAY_AI_THINK_S", "GRIFFON_PLAY_BETWEEN_TURNS_S",
-    "GRIFFON_PLAY_HUMAN_DONE_AFTER_S", "GRIFFON_PLAY_DRAWINGS",
-    "GRIFFON_PLAY_TICK_S", "GRIFFON_BOT_TICK_S", "GRIFFON_BATCH_WAIT_MS",
-    "GRIFFON_TABLE_LOOP_BURST_S", "GRIFFON_CLIENT_CPU_BURST_S", "GRIFFON_CLIENT_POINTS_BURST",
-    "GRIFFON_MAX_MESSAGE_BURST", "GRIFFON_GUESS_BURST", "GRIFFON_TRANSCRIPT_SAVE_S",
-    "GRIFFON_TRANSCRIPTS_KEPT",
-    "GRIFFON_PICTOMANIA_TABLE_COST", "GRIFFON_KONTOUR_TABLE_COST", "GRIFFON_BOT_ROOM_COST",
-    "GRIFFON_WORKER_DIR", "GRIFFON_REPLICA_CLAIM_BATCH", "GRIFFON_REPLICA_RENEW_S",
-    "GRIFFON_BOT_KEYS_REFRESH_S", "GRIFFON_MODEL_BACKEND",
-})  # fmt: skip
-MAX_OPERATOR_VARIABLES = 70  # the operators' table stays short enough to read (tests/test_config_doc.py)
+# Variables an operator has no reason to set, listed apart from the operators' table: which engine
+# runs the model (for comparisons), the workers' folder (tests), and the "dev" group.
+INTERNAL: frozenset[str] = frozenset({"GRIFFON_WORKER_DIR", "GRIFFON_MODEL_BACKEND"})
+MAX_OPERATOR_VARIABLES = 62  # the operators' table stays short enough to read (tests/test_config_doc.py)
+MAX_VARIABLES = 70  # and every variable, the internal ones too
 
 # Variables of other software that Griffon's parts honour.
 OTHERS: tuple[tuple[str, str], ...] = (
@@ -289,29 +286,45 @@ def bounds(field: FieldInfo) -> str:
     return ", ".join(f"{sign} {value}" for sign, value in found.values())
 
 
-def settings_variables() -> list[Variable]:
-    """The variables of the settings classes, in the classes' order."""
+def settings_fields(tuned: bool) -> list[Variable]:
+    """The variables of the settings classes (``tuned``: their tuning fields, named by field), in the
+    classes' order."""
     group_of = {name: group for group, names in SERVICE_GROUPS.items() for name in names}
     rules = rules_defaults()
     out = []
-    for cls, prefix, class_group in SETTINGS:
+    for cls, class_group in SETTINGS:
         for name, field in cls.model_fields.items():
+            if is_tuning(field) != tuned:
+                continue
             group = class_group or group_of.get(name)
             if group is None:
                 raise LookupError(f"{cls.__name__}.{name} has no group: add it to {__name__}.SERVICE_GROUPS")
             if not field.description:
                 raise LookupError(f"{cls.__name__}.{name} has no Field(description=...)")
             accepted = " ".join(filter(None, (kind(field.annotation), bounds(field))))
-            out.append(Variable(prefix + name.upper(), group, shown_default(field, rules.get(name)),
-                                accepted, field.description))
+            key, *former = env_names(cls, name) or [name]
+            default = shown_default(field, rules.get(name))
+            out.append(Variable(key, group, default, accepted, field.description, tuple(former)))
     return out
 
 
+def settings_variables() -> list[Variable]:
+    """The variables of the settings classes, in the classes' order."""
+    return settings_fields(tuned=False)
+
+
+def tuning_fields() -> list[Variable]:
+    """The keys of ``GRIFFON_TUNING``: the settings classes' tuning fields."""
+    return settings_fields(tuned=True)
+
+
 def variables() -> list[Variable]:
-    """Every ``GRIFFON_*`` variable Griffon reads (each name once)."""
+    """Every ``GRIFFON_*`` variable Griffon reads (each name once; former names apart)."""
     found = [*settings_variables(), *LOOSE]
     names = [v.name for v in found]
-    twice = sorted({n for n in names if names.count(n) > 1})
+    names += [name for v in found for name in v.former]
+    keys = [v.name for v in tuning_fields()]
+    twice = sorted({n for n in names if names.count(n) > 1} | {k for k in keys if keys.count(k) > 1})
     if twice:
         raise LookupError(f"read by two settings: {', '.join(twice)}")
     stale_internal = INTERNAL - set(names)
@@ -322,6 +335,11 @@ def variables() -> list[Variable]:
     if stale or set(SERVICE_GROUPS) - set(GROUPS):
         raise LookupError(f"SERVICE_GROUPS names no setting {sorted(stale)} or an unknown group")
     return found
+
+
+def former_names() -> dict[str, str]:
+    """Former name → name, of every renamed variable."""
+    return {old: v.name for v in variables() for old in v.former}
 
 
 def anchor(title: str) -> str:
@@ -349,19 +367,23 @@ def render() -> str:
     found = variables()
     operators = [v for v in found if not is_internal(v)]
     internals = [v for v in found if is_internal(v)]
+    tuned = tuning_fields()
     lines = [
         "# Configuration",
         "",
         f"<!-- Generated from the code by `{COMMAND}` (griffon/config.py); do not edit by hand. -->",
         "",
-        "Griffon is configured by environment variables, read once at start. Unset or empty means the",
-        "default; lists are comma separated; switches take `true` or `false`. `griffon serve` reads the",
-        "server, game, bot and storage variables before it loads the model: a bad value stops it with",
-        "one line naming the variable. The settings classes hold them: `service/settings.py`,",
-        "`service/play/settings.py` (`GRIFFON_PLAY_*`), `store/settings.py`.",
+        "Griffon is configured by environment variables, read once at start by pydantic-settings. Unset",
+        "or empty means the default; lists are comma separated; switches take `true` or `false`.",
+        "`griffon serve` reads the server, game, bot and storage variables before it loads the model: a",
+        "bad value stops it with one line naming the variable. Each feature has one prefix",
+        "(`GRIFFON_PLAY_`, `GRIFFON_BOT_`, `GRIFFON_CAPACITY_`, `GRIFFON_MODEL_`, `GRIFFON_DB_`,",
+        "`GRIFFON_REPLICA_`; the server's own limits `GRIFFON_`). The settings classes hold them:",
+        "`service/settings.py`, `service/play/settings.py`, `service/replicas.py`, `store/settings.py`.",
         "",
-        f"{len(operators)} variables for operators, by what an operator is doing (and {len(internals)} "
-        f"[{INTERNALS.title.lower()}](#{anchor(INTERNALS.title)})):",
+        f"{len(found)} variables: {len(operators)} for operators, by what an operator is doing, and "
+        f"{len(internals)} [{INTERNALS.title.lower()}](#{anchor(INTERNALS.title)}); "
+        f"[{len(tuned)} tuning fields](#{anchor(TUNING.title)}) are not variables.",
         "",
     ]
     lines += [f"- [{g.title}](#{anchor(g.title)})" for key, g in GROUPS.items()
@@ -378,6 +400,15 @@ def render() -> str:
               "| variable | part | default | accepted | meaning |", "|---|---|---|---|---|"]
     lines += [f"| `{v.name}` | {GROUPS[v.group].title} | {cell(v.default)} | {cell(v.accepted)} | "
               f"{cell(v.description)} |" for v in internals]
+    lines += ["", f"## {TUNING.title}", "", TUNING.intro, "",
+              "| key | part | default | accepted | meaning |", "|---|---|---|---|---|"]
+    lines += [f"| `{v.name}` | {GROUPS[v.group].title} | {cell(v.default)} | {cell(v.accepted)} | "
+              f"{cell(v.description)} |" for v in tuned]
+    lines += ["", f"## {FORMER.title}", "", FORMER.intro, "", "| former name | read as |", "|---|---|"]
+    lines += [f"| `{old}` | `{new}` |" for old, new in former_names().items()]
+    lines += ["", "## Retired", "", "These variables are no longer read (a tuning field or a constant now); "
+              "`griffon serve` logs a warning naming each one still set.", "",
+              ", ".join(f"`{name}`" for name in sorted(RETIRED))]
     lines += ["", "## Other software's variables", "", "| variable | meaning |", "|---|---|"]
     lines += [f"| `{name}` | {cell(text)} |" for name, text in OTHERS]
     return "\n".join(lines) + "\n"

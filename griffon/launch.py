@@ -10,7 +10,7 @@ a subprocess on a free 127.0.0.1 port, and a throw-away PostgreSQL server.
 ``running_server`` waits until ``/healthz`` answers 200 (the model is loaded), and stops the process
 (SIGTERM, then SIGKILL) on exit; the server's output is kept in ``server.log()`` for failure messages.
 Each server gets a database of its own in a new temporary folder, unless ``env`` names one
-(``GRIFFON_DATA_DIR`` or ``GRIFFON_DATABASE_URL``: a restart test starts a second server on the first
+(``GRIFFON_DB_DIR`` or ``GRIFFON_DB_URL``: a restart test starts a second server on the first
 one's data).
 
 ``running_postgres``: ``initdb`` into a temporary folder, ``pg_ctl start`` on a free 127.0.0.1 port
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import pwd
 import secrets
@@ -52,6 +53,8 @@ from pathlib import Path
 from typing import TypeVar
 
 import httpx
+
+from store.settings import TUNING_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -200,6 +203,17 @@ class Server:
             self.process.wait(timeout=30)
 
 
+def tuning(**knobs: object) -> dict[str, str]:
+    """The environment that gives a server started here these tuning fields of its settings (the
+    rules' timers, the periods: ``GRIFFON_TUNING``, docs/CONFIG.md), e.g. ``tuning(tick_s=0.05)``."""
+    return {TUNING_ENV: json.dumps(knobs)}
+
+
+def tuned(env: Mapping[str, str], **knobs: object) -> dict[str, str]:
+    """``env`` with ``knobs`` added to the tuning fields it already gives."""
+    return {**env, **tuning(**{**json.loads(env.get(TUNING_ENV) or "{}"), **knobs})}
+
+
 @contextmanager
 def running_server(
     env: Mapping[str, str] | None = None, startup_timeout: float = 240.0, repo: Path = REPO,
@@ -216,9 +230,9 @@ def running_server(
     2 cores, load 13)."""
     port = free_port()
     env = dict(env or {})
-    own_data = "GRIFFON_DATA_DIR" not in env and "GRIFFON_DATABASE_URL" not in env
+    own_data = "GRIFFON_DB_DIR" not in env and "GRIFFON_DB_URL" not in env
     if own_data:
-        env["GRIFFON_DATA_DIR"] = tempfile.mkdtemp(prefix="griffon-test-db-")
+        env["GRIFFON_DB_DIR"] = tempfile.mkdtemp(prefix="griffon-test-db-")
     environ = {**os.environ, **env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(repo)}
     server: Server | None = None
     try:
@@ -239,7 +253,7 @@ def running_server(
             _stop(server.process)
             server.log_path.unlink(missing_ok=True)
         if own_data:
-            shutil.rmtree(env["GRIFFON_DATA_DIR"], ignore_errors=True)
+            shutil.rmtree(env["GRIFFON_DB_DIR"], ignore_errors=True)
 
 
 class PortTaken(RuntimeError):
@@ -250,7 +264,7 @@ class PortTaken(RuntimeError):
 def _start(repo: Path, environ: dict[str, str], port: int, workers: int = 1,
            log_level: str = "warning") -> Server:
     address = ["--host", "127.0.0.1", "--port", str(port), "--log-level", log_level]
-    if (repo / "griffon" / "workers.py").is_file():
+    if any((repo / "griffon" / name).is_file() for name in ("worker_process.py", "workers.py")):  # --workers
         command = [sys.executable, "-m", "griffon.serve", *address, "--workers", str(workers)]
     elif (repo / "griffon" / "serve.py").is_file():
         command = [sys.executable, "-m", "griffon.serve", *address]
@@ -490,7 +504,7 @@ def running_replicas(count: int, database_url: str, env: Mapping[str, str] | Non
                      startup_timeout: float = 240.0) -> Iterator[Replicas]:
     """Start ``count`` replicas on ``database_url`` (``env`` added to each one's environment, with
     a shared secret); stopped on exit."""
-    shared = {"GRIFFON_DATABASE_URL": database_url, "GRIFFON_REPLICA_SECRET": secrets.token_urlsafe(24),
+    shared = {"GRIFFON_DB_URL": database_url, "GRIFFON_REPLICA_SECRET": secrets.token_urlsafe(24),
               "GRIFFON_TRUSTED_PROXIES": "127.0.0.1", **(env or {})}
     replicas = Replicas(shared, [free_port() for _ in range(count)], {})
     try:

@@ -19,12 +19,12 @@ uvicorn's knobs (tests and benchmarks start the server through it too,
 
 ``--workers N`` (:func:`supervise`): this process, the supervisor, opens the database once (so that
 a bad database stops everything before any worker starts, and migrations run once), checks that the
-port is free, and starts N workers (``python -m griffon.workers``, each on the port with
+port is free, and starts N workers (``python -m griffon.worker_process``, each on the port with
 ``SO_REUSEPORT``). A worker that dies is started again (it resumes its games from the database);
 one that exits with an error before it ever served (bad settings, an unusable database, a missing
 model) stops the whole server with its status, however long its start took. SIGTERM or SIGINT stops
 every worker, then the supervisor; a supervisor killed outright takes its workers with it (they
-watch it: griffon/workers.py), so that a new server can listen on the port.
+watch it: griffon/worker_process.py), so that a new server can listen on the port.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,9 @@ import typer
 
 from service.settings import Settings, SettingsError
 from service.workers import ENV_COUNT, ENV_FOLDER, ENV_INDEX, ENV_SECRET
+from store.settings import TUNING_ENV, EnvSettings, is_tuning, read_tuning, retired_in
 
 log = logging.getLogger("griffon.service")
-ENV_ADDRESS = "GRIFFON_WORKER_ADDRESS"  # host:port:backlog every worker listens on
-ENV_LIFELINE = "GRIFFON_WORKER_LIFELINE"  # the worker's end of a pipe that closes when we die
 POLL_S = 0.5
 
 
@@ -85,6 +85,8 @@ def serve(
         settings = Settings.from_env()
         PlaySettings.from_env()  # a bad GRIFFON_PLAY_* value stops here too
         replica = ReplicaSettings.from_env().name is not None  # and GRIFFON_REPLICA_*
+        check_tuning((Settings, PlaySettings, ReplicaSettings))  # and a misspelt GRIFFON_TUNING key
+        warn_retired(os.environ)
         count = workers or (1 if replica else usable_cores())
         if replica and count > 1:
             raise SettingsError("a replica (GRIFFON_REPLICA_NAME) is one process: run more replicas "
@@ -106,6 +108,22 @@ def serve(
         # loads), a corrupt / unreachable database: its message, no traceback
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
+
+
+def check_tuning(classes: tuple[type[EnvSettings], ...]) -> None:
+    """Raise `SettingsError` when ``GRIFFON_TUNING`` names a field none of ``classes`` tunes."""
+    known = {name for cls in classes for name, field in cls.model_fields.items() if is_tuning(field)}
+    unknown = sorted(set(read_tuning(os.environ)) - known)
+    if unknown:
+        raise SettingsError(f"{TUNING_ENV}: no tuning field {', '.join(map(repr, unknown))} "
+                            "(docs/CONFIG.md lists them)")
+
+
+def warn_retired(environ: Mapping[str, str]) -> None:
+    """One warning line for each retired variable ``environ`` still sets (it changes nothing)."""
+    for name in retired_in(environ):
+        log.warning("%s is no longer read (docs/CONFIG.md: a tuning field or a constant now); "
+                    "remove it from the environment", name)
 
 
 def default_replica_address(host: str, port: int) -> None:
@@ -294,16 +312,16 @@ def supervise(host: str, port: int, log_level: str, count: int, backlog: int) ->
     folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="griffon-workers-"))
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     environ = {**os.environ, ENV_COUNT: str(count), ENV_FOLDER: str(folder),
-               ENV_SECRET: secrets.token_urlsafe(32), ENV_ADDRESS: f"{host}:{port}:{backlog}"}
+               ENV_SECRET: secrets.token_urlsafe(32)}
     lifeline, ours = os.pipe()  # workers read lifeline; ours closes only when this process ends
-    environ[ENV_LIFELINE] = str(lifeline)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
     signal.signal(signal.SIGINT, lambda signum, _: stopping.append(signum))
 
     def start(index: int) -> subprocess.Popen:
         ready_marker(folder, index).unlink(missing_ok=True)
-        command = [sys.executable, "-m", "griffon.workers", "--log-level", log_level]
+        command = [sys.executable, "-m", "griffon.worker_process", "--log-level", log_level,
+                   "--listen", f"{host}:{port}:{backlog}", "--lifeline", str(lifeline)]
         return subprocess.Popen(command, env={**environ, ENV_INDEX: str(index)}, pass_fds=(lifeline,))
 
     running = {index: start(index) for index in range(count)}

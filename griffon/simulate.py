@@ -1,7 +1,7 @@
 """`griffon simulate`: AI-vs-AI games with the real recognizer (registered on the root `griffon` app).
 
 This is a composition root: it loads the model (`model/`), the vocabulary adapter (`games.words`)
-and the drawing pack, and hands them to the pure simulator (`games.simulate`), which imports
+and the drawing pack, and hands them to the pure simulator (`games.simulator`), which imports
 neither `model/` nor `training/`.
 """
 
@@ -53,7 +53,7 @@ def simulate(
     """Play AI-vs-AI games headless with the real recognizer and print how the AI does."""
     from games.ai import AIKit, ShippedLineDrawings, default_source, level_names, load_level
     from games.ai.levels import AILevelError
-    from games.simulate import SimulationError, simulate_kontour, simulate_pictomania
+    from games.simulator import SimulationError, simulate_kontour, simulate_pictomania
     from games.words import DeckSetupError, kontour_deck, load_game_words, pictomania_deck
 
     if person_line_s is not None and game is not GameName.kontour:

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse, Response
 
 from service.bot.routes import BotsDep
 from service.errors import LimitExceeded, ServiceError
-from service.metrics import CONTENT_TYPE, merge
+from service.prometheus import CONTENT_TYPE, merge
 from service.schemas import (
     BatchRequest,
     BatchResponse,

@@ -9,8 +9,8 @@ Shared objects, created once at start-up (lifespan), reach routes as typed depen
   the ``vocab.Vocabulary``, the :class:`service.inference.BatchInference` (batched inference,
   fair preprocessing pool) and the per-client point budgets.
 - :class:`service.bot.routes.BotRegistry` (``BotsDep``): live bot sessions and transcripts.
-- ``app.state.store``: the database (:mod:`store`; ``GRIFFON_DATABASE_URL``, else
-  ``GRIFFON_DATA_DIR/griffon.db``), opened by ``create_app`` itself, so that a corrupt or
+- ``app.state.store``: the database (:mod:`store`; ``GRIFFON_DB_URL``, else
+  ``GRIFFON_DB_DIR/griffon.db``), opened by ``create_app`` itself, so that a corrupt or
   unreachable database stops ``griffon serve`` at once with its message (no traceback) and is
   never overwritten. Pruned at start and hourly (``GRIFFON_RETAIN_*``); bot transcripts are
   saved to it (:class:`store.transcripts.TranscriptArchive`); the bot rooms' API keys are read
@@ -67,10 +67,10 @@ from service.bot.keys import BotKeys
 from service.capacity import Capacity, ClientRooms, LoopLag
 from service.errors import STORE_DOWN, ServiceError
 from service.inference import BatchInference, InferenceClosed, Overloaded
-from service.metrics import Metrics
 from service.placement import Placement, weighted_load
-from service.play import routes as play
-from service.replicas import Ownership, Replica, ReplicaSettingsError
+from service.play import web as play
+from service.prometheus import Metrics
+from service.replicas import Ownership, Replica, ReplicaSettingsError, RoomLeases
 from service.replicas import join as join_replicas
 from service.settings import Settings
 from service.shared import Shared
@@ -406,7 +406,8 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.callback(store.close)
             app.state.shared = await start_shared(settings)
             release.push_async_callback(app.state.shared.inference.aclose)
-            writer = shared_writer(store, min_interval_s=settings.transcript_save_s)  # one, for all
+            writer = shared_writer(store, min_interval_s=settings.transcript_save_s,  # one, for all
+                                   room_bytes=settings.bot_room_bytes)
             # the last transcripts and drawings reach the database
             release.push_async_callback(asyncio.to_thread, writer.close)
             archive = TranscriptArchive(store, writer, settings.transcript_bytes)
@@ -415,11 +416,12 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.push_async_callback(keys.aclose)
             refresher = asyncio.create_task(keys.refresh_forever(), name="bot-keys")
             release.callback(refresher.cancel)
-            writer.room_bytes = settings.bot_room_bytes
             for what in ("pending", "retries", "failed", "dropped"):
                 metrics.watch(metrics.background, functools.partial(getattr, writer, what), what=what)
-            # rooms' memory in the database: one process (or one replica) knows which rooms it holds
-            app.state.bots = bot.BotRegistry(settings, archive, writer, keys=keys,
+            # rooms' memory in the database: one process (or one replica) knows which rooms it holds;
+            # a replica leases its rooms (service.replicas), renewed with its games' leases
+            room_leases = functools.partial(RoomLeases, replica, store) if replica is not None else None
+            app.state.bots = bot.BotRegistry(settings, archive, writer, keys=keys, room_leases=room_leases,
                                              rooms=store if workers is None else None)
             upkeep = asyncio.create_task(app.state.bots.upkeep_forever(), name="bot-rooms")
             release.callback(upkeep.cancel)
@@ -437,8 +439,7 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.push_async_callback(play.shutdown, app)
             await play.startup(app)
             ownership = app.state.play.ownership
-            if ownership is not None:  # a replica: bot rooms are leased too (service.replicas)
-                app.state.bots.ownership = ownership
+            if ownership is not None:  # a replica (service.replicas)
                 for what in Ownership.FIGURES:
                     metrics.watch(metrics.replica, functools.partial(ownership.figure, what), what=what)
             if workers is not None and settings.worker_placement:  # new tables on the least-loaded worker

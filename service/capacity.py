@@ -30,7 +30,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 
 from service.errors import Unavailable
-from service.metrics import Recent
+from service.prometheus import Recent
 from service.settings import Settings
 
 RETRY_AFTER_S = 30.0

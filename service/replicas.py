@@ -44,7 +44,7 @@ a secret with them (``GRIFFON_REPLICA_SECRET``).
   the replica that created them (HAProxy sends their sockets there: the ``X-Griffon-Room`` header
   of ``POST /v1/rooms``'s answer) and stored at each change (``rooms``, fenced). A lobby socket
   that lands elsewhere is relayed to the holder; once the holder's lease ran out (it died), the
-  replica the socket reached takes the lobby over from the database (`service.play.lobbies`): its
+  replica the socket reached takes the lobby over from the database (`service.play.stored_lobbies`): its
   seats, names, tokens and levels go on, and the host starts the game there. A started room's code
   leads to its game on any replica (``room_games``): the socket is relayed to the game's holder.
 """
@@ -58,30 +58,34 @@ import hmac
 import logging
 import time
 from collections.abc import Callable, Mapping
+from typing import ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, model_validator
+from pydantic_settings import SettingsConfigDict
 
-from service.settings import SettingsError, read_environment
+from service.settings import SettingsError
 from service.tables import Table, Tables
 from store import Store, StoreError, StoreSettings
 from store.leases import Lease, Leases, holder_url, new_holder
+from store.settings import EnvSettings, tuning
 
 OPENING_S = 30.0  # a new game still not open after this long was never created: its lease goes
 ROOM_LEASE = "bot:"  # the lease id of a bot room: this, then its session id
 LOBBY_LEASE = "room:"  # the lease id of a lobby (a room with friends not started): this, then its code
 WATCH_S = 0.1  # how often a replica looks whether it was frozen
 log = logging.getLogger("griffon.replicas")
-ENV_PREFIX = "GRIFFON_REPLICA_"
 
 
 class ReplicaSettingsError(SettingsError):
     """A ``GRIFFON_REPLICA_*`` variable that does not hold a valid value."""
 
 
-class ReplicaSettings(BaseModel):
+class ReplicaSettings(EnvSettings):
     """This process as one replica of several (all unset: a server alone)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="GRIFFON_REPLICA_")
+    env_error: ClassVar[type[Exception]] = ReplicaSettingsError
+    env_what: ClassVar[str] = "replica settings"
 
     name: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_-]{1,32}$",
@@ -100,28 +104,40 @@ class ReplicaSettings(BaseModel):
         default=3.0, ge=0.5, le=60,
         description="seconds a game's lease lasts unrenewed: a dead replica's games are taken over after it",
     )
-    renew_s: float = Field(
-        default=1.0, gt=0, le=30,
-        description="seconds between two renewals of the leases (and looks for games to take over)",
+    renew_s: float = tuning(
+        default=None, gt=0, le=30,
+        description="seconds between two renewals of the leases (and looks for games to take over); "
+        "unset: a third of the lease",
     )
-    claim_batch: int = Field(
+    claim_batch: int = tuning(
         default=100, ge=1, le=10_000, description="games a replica takes over at most per renewal"
     )
 
-    def check(self) -> ReplicaSettings:
+    @model_validator(mode="before")
+    @classmethod
+    def _renewal(cls, data: object) -> object:
+        """``renew_s`` unset: a third of ``lease_s`` (1 s for the default 3 s)."""
+        if isinstance(data, dict) and data.get("renew_s") is None:
+            try:
+                data = {**data, "renew_s": float(data.get("lease_s", 3.0)) / 3}
+            except (TypeError, ValueError):  # a bad lease_s: reported as itself
+                data = {**data, "renew_s": 1.0}
+        return data
+
+    def check(self) -> Self:
         """Raise `ReplicaSettingsError` for settings that do not go together."""
         if self.name is not None and (self.address is None or self.secret is None):
             raise ReplicaSettingsError("a replica (GRIFFON_REPLICA_NAME) needs GRIFFON_REPLICA_ADDRESS (when "
                                        "it listens on every address) and GRIFFON_REPLICA_SECRET")
         if self.renew_s * 2 > self.lease_s:
-            raise ReplicaSettingsError(f"GRIFFON_REPLICA_RENEW_S ({self.renew_s:g}) must be at most half of "
+            raise ReplicaSettingsError(f"the renewal ({self.renew_s:g} s) must be at most half of "
                                        f"GRIFFON_REPLICA_LEASE_S ({self.lease_s:g})")
         return self
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ReplicaSettings:
-        """Settings from ``GRIFFON_REPLICA_*`` variables (default: ``os.environ``)."""
-        return read_environment(cls, ENV_PREFIX, environ, "replica settings", ReplicaSettingsError).check()
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
+        """Settings from ``GRIFFON_REPLICA_*`` variables (default: ``os.environ``), checked together."""
+        return super().from_env(environ).check()
 
 
 class Replica:
@@ -143,7 +159,7 @@ class Replica:
         """The database settings whose connections name this replica (the fence: `store.leases`)."""
         url = settings.url
         if not url.startswith(("postgresql://", "postgres://")):
-            raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DATABASE_URL=postgresql://...")
+            raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DB_URL=postgresql://...")
         return settings.model_copy(update={"database_url": holder_url(url, self.holder)})
 
     def is_sibling(self, token: str | None) -> bool:
@@ -172,26 +188,90 @@ def join(store: Store, replica: Replica) -> Leases:
     return leases
 
 
+class RoomLeases:
+    """The bot rooms this replica drives, leased as ``bot:<session>`` (:data:`ROOM_LEASE`): built by
+    the bot rooms' registry with its stand-down (`service.bot.registry.BotRegistry`), renewed with
+    the games' leases by `Ownership`."""
+
+    def __init__(self, replica: Replica, store: Store, room_lost: Callable[[str], None]) -> None:
+        """``room_lost(session id)``: a bot room whose lease another replica took (stand it down)."""
+        self.replica, self.room_lost = replica, room_lost
+        self.leases = Leases(store, replica.holder, replica.address, replica.settings.lease_s)
+        self.held: dict[str, int] = {}  # bot room session id -> the fence of our lease
+        self.done: set[str] = set()  # rooms over: their leases are deleted at the next renewal
+
+    async def claim_room(self, session_id: str) -> Lease | None:
+        """Lease a bot room (a new one, or one whose holder's lease ran out); the lease of another
+        live holder when it has one (None: the database could not say)."""
+        try:
+            lease = await asyncio.to_thread(self.leases.claim, ROOM_LEASE + session_id)
+            if lease is None:
+                return await asyncio.to_thread(self.leases.get, ROOM_LEASE + session_id)
+        except StoreError as error:
+            log.warning("bot room %s: not leased: %s", session_id, error)
+            return None
+        if lease.holder == self.replica.holder:
+            self.held[session_id] = lease.fence
+            self.done.discard(session_id)
+        return lease
+
+    async def room_holder(self, session_id: str) -> Lease | None:
+        """The live lease of another replica on a bot room (None: nobody else drives it now)."""
+        lease = await asyncio.to_thread(self.leases.get, ROOM_LEASE + session_id)
+        if lease is None or lease.expired or lease.holder == self.replica.holder:
+            return None
+        return lease
+
+    def room_over(self, session_id: str) -> None:
+        """A bot room ended for good here: its lease is deleted at the next renewal."""
+        if self.held.pop(session_id, None) is not None:
+            self.done.add(session_id)
+
+    def room_gone(self, session_id: str) -> None:
+        """A bot room another replica took: its lease is no longer ours (nothing is written)."""
+        self.held.pop(session_id, None)
+
+    def renewals(self) -> dict[str, tuple[int, float]]:
+        """The leases to renew: lease id -> (fence, clock)."""
+        return {ROOM_LEASE + sid: (fence, 0.0) for sid, fence in self.held.items()}
+
+    def finished(self) -> tuple[str, ...]:
+        """The lease ids of the rooms over since the last call (to delete)."""
+        done, self.done = self.done, set()
+        return tuple(ROOM_LEASE + sid for sid in done)
+
+    def lost(self, lease_ids: set[str]) -> None:
+        """Stand down the rooms of these leases (another replica took them)."""
+        for lease_id in lease_ids:
+            session_id = lease_id.removeprefix(ROOM_LEASE)
+            if self.held.pop(session_id, None) is not None:
+                log.warning("bot room %s: its lease was taken by another replica; standing down", session_id)
+                self.room_lost(session_id)
+
+    def stand_down_all(self) -> None:
+        """Stand down every room held (this replica was frozen past its leases)."""
+        for session_id in list(self.held):
+            self.held.pop(session_id, None)
+            self.room_lost(session_id)
+
+
 class Ownership:
     """The games this replica drives: their leases renewed, the orphans taken over, the lost ones
-    stood down (`service.play.manager.GameManager.ownership`)."""
+    stood down (`service.play.manager.GameManager.ownership`); the bot rooms' leases renewed too."""
 
-    def __init__(self, replica: Replica, manager: Tables,
-                 room_lost: Callable[[str], None] = lambda session: None) -> None:
+    def __init__(self, replica: Replica, manager: Tables, rooms: RoomLeases | None = None) -> None:
         """``manager``: the tables it leases (the `GameManager`, which builds its ownership with
-        itself); ``room_lost(session id)``: a bot room whose lease another replica took (the bot
-        rooms' registry stands it down)."""
+        itself); ``rooms``: the bot rooms' leases (`RoomLeases`, the bot rooms' registry's; None:
+        no bot rooms)."""
         assert manager.store is not None
         self.replica, self.manager, self.settings = replica, manager, replica.settings
         self.leases = Leases(manager.store, replica.holder, replica.address, replica.settings.lease_s)
+        self.rooms = rooms if rooms is not None else RoomLeases(replica, manager.store, lambda session: None)
         self.fences: dict[str, int] = {}  # game id -> the fence of our lease
         self.opening: dict[str, float] = {}  # game id -> when its lease was claimed, while it is stored
         self.taking: dict[str, asyncio.Task[Table | None]] = {}
         self.task: asyncio.Task[None] | None = None
         self.taken = self.lost_count = 0
-        self.rooms: dict[str, int] = {}  # bot room session id -> the fence of our lease
-        self.rooms_done: set[str] = set()  # rooms over: their leases are deleted at the next renewal
-        self.room_lost = room_lost
         self.watcher: asyncio.Task[None] | None = None
         self.frozen_count = 0
         self.lobbies: dict[str, int] = {}  # lobby code -> the fence of our lease
@@ -202,7 +282,7 @@ class Ownership:
     def figure(self, what: str) -> int:
         """One of `FIGURES`: tables and bot rooms held now; tables taken over and stood down, and
         wakes past the leases, since the start."""
-        return {"tables": len(self.fences), "rooms": len(self.rooms), "taken_over": self.taken,
+        return {"tables": len(self.fences), "rooms": len(self.rooms.held), "taken_over": self.taken,
                 "stood_down": self.lost_count, "frozen": self.frozen_count}[what]
 
     def start(self) -> None:
@@ -229,38 +309,6 @@ class Ownership:
             await asyncio.to_thread(self.leases.release, None)
             await asyncio.to_thread(self.leases.leave)
         self.fences.clear()
-
-    # -- bot rooms ---------------------------------------------------------------------------------
-    async def claim_room(self, session_id: str) -> Lease | None:
-        """Lease a bot room (a new one, or one whose holder's lease ran out); the lease of another
-        live holder when it has one (None: the database could not say)."""
-        try:
-            lease = await asyncio.to_thread(self.leases.claim, ROOM_LEASE + session_id)
-            if lease is None:
-                return await asyncio.to_thread(self.leases.get, ROOM_LEASE + session_id)
-        except StoreError as error:
-            log.warning("bot room %s: not leased: %s", session_id, error)
-            return None
-        if lease.holder == self.replica.holder:
-            self.rooms[session_id] = lease.fence
-            self.rooms_done.discard(session_id)
-        return lease
-
-    async def room_holder(self, session_id: str) -> Lease | None:
-        """The live lease of another replica on a bot room (None: nobody else drives it now)."""
-        lease = await asyncio.to_thread(self.leases.get, ROOM_LEASE + session_id)
-        if lease is None or lease.expired or lease.holder == self.replica.holder:
-            return None
-        return lease
-
-    def room_over(self, session_id: str) -> None:
-        """A bot room ended for good here: its lease is deleted at the next renewal."""
-        if self.rooms.pop(session_id, None) is not None:
-            self.rooms_done.add(session_id)
-
-    def room_gone(self, session_id: str) -> None:
-        """A bot room another replica took: its lease is no longer ours (nothing is written)."""
-        self.rooms.pop(session_id, None)
 
     # -- lobbies ---------------------------------------------------------------------------------------
     def claim_lobby(self, code: str) -> Lease | None:
@@ -329,15 +377,13 @@ class Ownership:
         """This replica stood still ``frozen_s`` seconds, past its leases: stop driving every game and
         bot room at once, without writing (a page reconnects; the holder, maybe this replica again
         once it claims the game back, serves it)."""
-        games, rooms, lobbies = list(self.fences), list(self.rooms), list(self.lobbies)
+        games, rooms, lobbies = list(self.fences), list(self.rooms.held), list(self.lobbies)
         self.frozen_count += 1
         log.warning("this replica stood still %.1f s, past its %.1f s leases: standing down its %d "
                     "tables and %d bot rooms", frozen_s, self.settings.lease_s, len(games), len(rooms))
         for gid in games:
             self.stand_down(gid)
-        for session_id in rooms:
-            self.rooms.pop(session_id, None)
-            self.room_lost(session_id)
+        self.rooms.stand_down_all()
         for code in lobbies:
             self.lobbies.pop(code, None)
             self.manager.rooms.stand_down(code)
@@ -368,24 +414,20 @@ class Ownership:
             await asyncio.to_thread(self.leases.release, {}, closed)
             for gid in closed:
                 self.fences.pop(gid, None)
-        rooms = {ROOM_LEASE + sid: (fence, 0.0) for sid, fence in self.rooms.items()}
-        if self.rooms_done:
-            done, self.rooms_done = self.rooms_done, set()
-            await asyncio.to_thread(self.leases.release, {}, tuple(ROOM_LEASE + sid for sid in done))
-        # a copy: the lobbies are claimed in threads (`service.play.lobbies`)
+        rooms = self.rooms.renewals()
+        if done := self.rooms.finished():
+            await asyncio.to_thread(self.leases.release, {}, done)
+        # a copy: the lobbies are claimed in threads (`service.play.stored_lobbies`)
         lobbies = {LOBBY_LEASE + code: (fence, 0.0) for code, fence in dict(self.lobbies).items()}
         if self.lobbies_done:
-            done, self.lobbies_done = self.lobbies_done, set()
-            await asyncio.to_thread(self.leases.release, {}, tuple(LOBBY_LEASE + code for code in done))
+            done_lobbies, self.lobbies_done = self.lobbies_done, set()
+            gone = tuple(LOBBY_LEASE + code for code in done_lobbies)
+            await asyncio.to_thread(self.leases.release, {}, gone)
         kept = await asyncio.to_thread(self.leases.renew, held | rooms | lobbies)
         await asyncio.to_thread(self.leases.seen)
         for gid in set(held) - kept:
             self.stand_down(gid)
-        for lease_id in set(rooms) - kept:
-            session_id = lease_id.removeprefix(ROOM_LEASE)
-            if self.rooms.pop(session_id, None) is not None:
-                log.warning("bot room %s: its lease was taken by another replica; standing down", session_id)
-                self.room_lost(session_id)
+        self.rooms.lost(set(rooms) - kept)
         for lease_id in set(lobbies) - kept:
             code = lease_id.removeprefix(LOBBY_LEASE)
             if self.lobbies.pop(code, None) is not None:

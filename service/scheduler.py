@@ -1,7 +1,7 @@
 """Fair shares of the recognizer: who is served next when work waits.
 
 Expensive work (preparing a drawing, a place in the model's forward pass) comes from *clients*: a
-solo game's table (key ``game:<id>``), a bot room (``bot:<id>``) or an anonymous HTTP client (its
+table (a game in the browser, key ``game:<id>``), a bot room (``bot:<id>``) or an anonymous HTTP client (its
 address). Waiting work is served by start-time fair queuing on two levels (:class:`FairQueue`):
 
 - **classes**: the *live* class (tables and rooms, someone plays now) and the *http* class (every

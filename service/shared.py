@@ -18,7 +18,7 @@ from starlette.requests import HTTPConnection
 
 from service.errors import RateLimited, UnknownCandidate
 from service.inference import BatchInference
-from service.metrics import Metrics
+from service.prometheus import Metrics
 from service.ratelimit import Buckets
 from service.settings import Settings
 

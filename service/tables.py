@@ -2,7 +2,7 @@
 
 `service.play.manager.GameManager` is the one implementation. What is built beside it at start-up
 and handed it at construction — a replica's leases (`service.replicas.Ownership`), the rooms with
-friends (`service.play.rooms.Rooms`, through `service.play.tables.RoomTables`) — and what reads a
+friends (`service.play.rooms.Rooms`, through `service.play.room_tables.RoomTables`) — and what reads a
 worker's load (`service.placement.weighted_load`) use only these members: none of them imports the
 manager, and the manager imports them.
 """
@@ -25,7 +25,7 @@ class FencedLog(Protocol):
 
 
 class Table(Protocol):
-    """One open game (`service.play.session.GameSession`)."""
+    """One open game (`service.play.table.GameSession`)."""
 
     moved: bool  # another replica took it over: this copy is dead
 

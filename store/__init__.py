@@ -6,7 +6,7 @@ One store (`Store`: a module per table's aggregate — `games`, `transcripts`, `
 created on first start), and PostgreSQL for a deployment that outgrows one machine.
 
 >>> from store import open_store, StoreSettings
->>> db = open_store(StoreSettings.from_env())      # $GRIFFON_DATABASE_URL, else $GRIFFON_DATA_DIR/griffon.db
+>>> db = open_store(StoreSettings.from_env())      # $GRIFFON_DB_URL, else $GRIFFON_DB_DIR/griffon.db
 >>> db.create_game("g1", "kontour", {"seed": 42, ...}, hash_token(token))
 >>> db.append_move("g1", 0, 0.0, {"kind": "draw_card", "player": "joueur"})
 >>> [g.moves for g in db.load_unfinished_games()]   # what a restarted server replays
@@ -30,6 +30,7 @@ from store.records import (
     BotKey,
     BotRoomRecord,
     DrawingRecord,
+    Encoded,
     PruneReport,
     Retention,
     StoredBotRoom,
@@ -50,6 +51,7 @@ __all__ = [
     "BotRoomRecord",
     "CorruptDatabase",
     "DrawingRecord",
+    "Encoded",
     "ForeignDatabase",
     "MoveRejected",
     "PruneReport",

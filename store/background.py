@@ -71,7 +71,9 @@ class BackgroundWriter:
     """Writes drawings and transcript snapshots to `store` from one background thread."""
 
     def __init__(self, store: BackgroundStore, max_pending: int = MAX_PENDING,
-                 min_interval_s: float = MIN_INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
+                 min_interval_s: float = MIN_INTERVAL_S, clock: Callable[[], float] = time.monotonic,
+                 room_bytes: int = MAX_BOT_ROOM_BYTES) -> None:
+        """``room_bytes``: the most a bot room's memory may weigh when written."""
         self.store, self.max_pending, self.clock = store, max_pending, clock
         self.min_interval_s = min_interval_s
         self.cond = threading.Condition()
@@ -79,7 +81,7 @@ class BackgroundWriter:
         self.snapshots: dict[str, tuple[TranscriptRecord, int, float]] = {}  # id -> (record, max bytes, due)
         self.last_written: dict[str, float] = {}  # session id -> when its transcript was last written
         self.rooms: RoomJob = {}
-        self.room_bytes = MAX_BOT_ROOM_BYTES
+        self.room_bytes = room_bytes
         self.rooms_written = self.room_batches = 0
         self.retries = 0  # writes tried again after `StoreUnavailable`
         self.pause_s = 0.0  # the pause before the next job (0: the last write went through)
@@ -326,7 +328,8 @@ def _fail(rooms: RoomJob, error: BaseException) -> None:
 
 
 def shared_writer(store: BackgroundStore, **options: float) -> BackgroundWriter:
-    """The store's one background writer, created on first use (closed with `close_shared_writer`)."""
+    """The store's one background writer, created on first use with ``options`` (the arguments of
+    `BackgroundWriter`; closed with `close_shared_writer`)."""
     with _SHARED_LOCK:
         writer = getattr(store, "_background_writer", None)
         if writer is None or writer.closed:

@@ -1,7 +1,7 @@
 """`griffon db …` (where the database is, its size, retention, vacuum, export), `griffon data export`
 and `griffon keys …` (the API keys of bot rooms: create, list, revoke).
 
-Every command reads the same settings as the server (``GRIFFON_DATABASE_URL``, ``GRIFFON_DATA_DIR``,
+Every command reads the same settings as the server (``GRIFFON_DB_URL``, ``GRIFFON_DB_DIR``,
 ``GRIFFON_RETAIN_*``; see `store.settings`); ``--url`` overrides the database for one command.
 """
 
@@ -23,7 +23,7 @@ from store.tokens import hash_token, new_key_secret
 
 db_app = typer.Typer(help="The database: games, bot transcripts, consented drawings.", no_args_is_help=True)
 URL = typer.Option(
-    None, "--url", help="database URL (default: $GRIFFON_DATABASE_URL, else $GRIFFON_DATA_DIR/griffon.db)"
+    None, "--url", help="database URL (default: $GRIFFON_DB_URL, else $GRIFFON_DB_DIR/griffon.db)"
 )
 
 
@@ -212,7 +212,7 @@ def keys_revoke_command(
     key: str = typer.Argument(..., help="the key's name or id"), url: str = URL
 ) -> None:
     """Revoke a key: its rooms are refused from now on, and the open ones closed within
-    GRIFFON_BOT_KEYS_REFRESH_S seconds (every server sharing the database)."""
+    5 seconds (``bot_keys_refresh_s``; every server sharing the database)."""
     with _opened(url) as store:
         try:
             found = store.revoke_bot_key(key)

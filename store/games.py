@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from store.errors import BadRecord, MoveRejected
-from store.records import StoredGame, StoredMove, check_id, to_json
+from store.records import Encoded, StoredGame, StoredMove, check_id, to_json
 from store.sql import SqlCore
 
 MAX_SETUP_BYTES = 1_000_000
@@ -39,18 +39,20 @@ class GameRows(SqlCore):
                 (game_id, kind, text, token_hash, now, now),
             )
 
-    def append_move(self, game_id: str, seq: int, at: float, move: dict[str, Any],
+    def append_move(self, game_id: str, seq: int, at: float, move: dict[str, Any] | Encoded,
                     now: float | None = None) -> None:
         """Append move number `seq` (0, 1, 2...) at game clock `at`; `MoveRejected` if `seq` is not
         the game's next number or the game is not being played."""
         self.append_moves(game_id, seq, [(at, move)], now)
 
-    def append_moves(self, game_id: str, first_seq: int, moves: Sequence[tuple[float, dict[str, Any]]],
-                     now: float | None = None) -> None:
+    def append_moves(
+        self, game_id: str, first_seq: int, moves: Sequence[tuple[float, dict[str, Any] | Encoded]],
+        now: float | None = None,
+    ) -> None:
         """Append several consecutive moves in one transaction (same checks as `append_move`)."""
         self.append_entries([(game_id, first_seq + i, at, move) for i, (at, move) in enumerate(moves)], now)
 
-    def append_entries(self, entries: Sequence[tuple[str, int, float, dict[str, Any]]],
+    def append_entries(self, entries: Sequence[tuple[str, int, float, dict[str, Any] | Encoded]],
                        now: float | None = None) -> None:
         """Append ``(game_id, seq, at, move)`` entries of any games in one transaction (all or none):
         what a group commit (``store/group_commit.py``) writes at once."""

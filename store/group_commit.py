@@ -36,9 +36,10 @@ from typing import Any
 
 from store.database import Store
 from store.errors import StoreError, StoreUnavailable
+from store.records import Encoded
 
 log = logging.getLogger("griffon.store")
-Entry = tuple[str, int, float, dict[str, Any]]  # game id, seq, game clock, move
+Entry = tuple[str, int, float, dict[str, Any] | Encoded]  # game id, seq, game clock, move (its data or JSON)
 RETRY_FIRST_S = 0.05
 RETRY_MAX_S = 1.0  # the longest wait between two tries: the store back, the writer finds out within it
 GIVE_UP_S = 5.0  # after `close` timed out on a failing database: what is left fails (never shown)
@@ -79,8 +80,9 @@ class MoveWriter:
         self.thread = threading.Thread(target=self._run, name="griffon-move-writer", daemon=True)
         self.thread.start()
 
-    def submit(self, game_id: str, seq: int, at: float, move: dict[str, Any]) -> Future[None]:
-        """Queue one move (the game's next `seq`); the future completes when it is committed."""
+    def submit(self, game_id: str, seq: int, at: float, move: dict[str, Any] | Encoded) -> Future[None]:
+        """Queue one move (the game's next `seq`: its data, or its JSON already `Encoded`); the
+        future completes when it is committed."""
         return self._put(Job(Future(), entry=(game_id, seq, at, move)))
 
     def submit_end(self, game_id: str, status: str, result: dict[str, Any] | None = None) -> Future[None]:
@@ -254,8 +256,9 @@ class MoveWriter:
             game = self.store.load_game(game_id)
         except StoreError:
             return False
+        data = move.value() if isinstance(move, Encoded) else move
         return game is not None and len(game.moves) > seq and (
-            game.moves[seq].at == at and game.moves[seq].move == move)
+            game.moves[seq].at == at and game.moves[seq].move == data)
 
     def _refuse(self, job: Job, error: Exception) -> None:
         self.refused += 1

@@ -152,7 +152,7 @@ class Leases:
 
     def __init__(self, store: Store, holder: str, address: str, lease_s: float) -> None:
         if store.backend != "postgresql":
-            raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DATABASE_URL=postgresql://...")
+            raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DB_URL=postgresql://...")
         self.store, self.holder, self.address, self.lease_s = store, holder, address, float(lease_s)
 
     def installed(self) -> bool:
@@ -314,7 +314,7 @@ def status(store: Store, lease_s: float) -> tuple[list[ReplicaStatus], int]:
     """The replicas that ran in the last day, the live ones first, with the tables and bot rooms
     each holds now; and the tables in play that no live replica holds (waiting to be taken over)."""
     if store.backend != "postgresql":
-        raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DATABASE_URL=postgresql://...")
+        raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DB_URL=postgresql://...")
     if not store.rows("SELECT to_regclass('griffon_replicas') IS NOT NULL")[0][0]:
         return [], 0
     rows = store.rows(

@@ -1,4 +1,4 @@
-"""The rooms with friends as stored (`service.play.lobbies`): the lobbies not yet started (brought
+"""The rooms with friends as stored (`service.play.stored_lobbies`): the lobbies not yet started (brought
 back at a restart, taken over by another replica when theirs dies), and the game each started room's
 code leads to (its first game, then each « Rejouer »)."""
 

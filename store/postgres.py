@@ -1,6 +1,6 @@
 """The option for a deployment that outgrows one machine: PostgreSQL through psycopg 3.
 
-``GRIFFON_DATABASE_URL=postgresql://user:password@host:5432/griffon`` (any libpq URL; tables go to the
+``GRIFFON_DB_URL=postgresql://user:password@host:5432/griffon`` (any libpq URL; tables go to the
 connection's ``search_path``, e.g. ``?options=-csearch_path%3Dgriffon``). The SQL is the one of
 `store.Store`; a concurrent first start of several servers is serialized by an advisory
 lock around the migrations.

@@ -156,13 +156,43 @@ class StoreInfo:
     counts: dict[str, int]
 
 
+def compact_json(value: Any) -> str:
+    """The JSON text the store keeps: compact, French letters as they are; `ValueError` or
+    `TypeError` for NaN, infinity and non-JSON data."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A value already in its stored form (`compact_json`), and its size: encoded once by its
+    writer (a game's move: its size bounds the game's log), written as it is."""
+
+    text: str
+    size: int  # bytes (UTF-8)
+
+    @classmethod
+    def of(cls, value: Any) -> Encoded:
+        """`value` encoded (raises as `compact_json`)."""
+        text = compact_json(value)
+        return cls(text, len(text.encode("utf-8")))
+
+    def value(self) -> Any:
+        """The value back from its text."""
+        return json.loads(self.text)
+
+
 def to_json(value: Any, limit: int, what: str) -> str:
-    """Compact JSON of `value`, at most `limit` bytes; NaN, infinity and non-JSON data refused."""
-    try:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as error:
-        raise BadRecord(f"{what} is not JSON data: {error}") from None
-    if len(text.encode("utf-8")) > limit:
+    """Compact JSON of `value` (as it is when already `Encoded`), at most `limit` bytes; NaN,
+    infinity and non-JSON data refused."""
+    if isinstance(value, Encoded):
+        text, size = value.text, value.size
+    else:
+        try:
+            text = compact_json(value)
+        except (TypeError, ValueError) as error:
+            raise BadRecord(f"{what} is not JSON data: {error}") from None
+        size = len(text.encode("utf-8"))
+    if size > limit:
         raise BadRecord(f"{what} is larger than {limit} bytes")
     return text
 

@@ -54,7 +54,7 @@ class Schema(SqlCore):
             if SCHEMA_TABLE not in found and found:
                 raise ForeignDatabase(
                     f"{self.location} holds tables ({', '.join(sorted(found)[:5])}) but no Griffon schema: "
-                    "it is not a Griffon database; point GRIFFON_DATABASE_URL elsewhere"
+                    "it is not a Griffon database; point GRIFFON_DB_URL elsewhere"
                 )
             if SCHEMA_TABLE in found and int(self.rows(
                     f"SELECT COALESCE(MAX(version), 0) FROM {SCHEMA_TABLE}")[0][0]) == LATEST_VERSION:

@@ -120,7 +120,7 @@ def inspect(path: Path, check: str = "quick", limit_s: float = CHECK_LIMIT_S) ->
             if tables and SCHEMA_TABLE not in tables:
                 raise ForeignDatabase(
                     f"{location} holds tables ({', '.join(sorted(tables)[:5])}) but no Griffon schema: "
-                    "it is not a Griffon database; point GRIFFON_DATABASE_URL elsewhere"
+                    "it is not a Griffon database; point GRIFFON_DB_URL elsewhere"
                 )
             if tables:
                 version = conn.execute(f"SELECT COALESCE(MAX(version), 0) FROM {SCHEMA_TABLE}").fetchone()[0]

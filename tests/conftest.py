@@ -51,15 +51,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 def throwaway_data_dir() -> Iterator[None]:
     """Servers and apps started by the tests keep their database in a throw-away folder, never
     ./var; the folder is deleted at the end of the run."""
-    if os.environ.get("GRIFFON_DATA_DIR"):
+    if os.environ.get("GRIFFON_DB_DIR"):
         yield
         return
     folder = tempfile.mkdtemp(prefix="griffon-test-var-")
-    os.environ["GRIFFON_DATA_DIR"] = folder
+    os.environ["GRIFFON_DB_DIR"] = folder
     try:
         yield
     finally:
-        os.environ.pop("GRIFFON_DATA_DIR", None)
+        os.environ.pop("GRIFFON_DB_DIR", None)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -17,10 +17,12 @@ from typing import Any
 
 from bench.support import FrameReader
 from service.app import start_shared
-from service.play.manager import GameManager, handle_text
-from service.play.routes import make_recognizer
-from service.play.session import GameSession, ManualClock
+from service.play.clock import ManualClock
+from service.play.manager import GameManager
 from service.play.settings import PlaySettings
+from service.play.sockets import handle_text
+from service.play.table import GameSession
+from service.play.web import make_recognizer
 from service.settings import Settings
 from tests.play_helpers import FAST
 
@@ -28,12 +30,12 @@ from tests.play_helpers import FAST
 class LocalTable:
     """A game manager in this process: `new_game` deals a game as ``POST /v1/play`` would."""
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        """``environ``: ``GRIFFON_*`` and ``GRIFFON_PLAY_*`` variables, as the server reads them
-        (`FAST` timers under them)."""
+    def __init__(self, environ: Mapping[str, str], **tuned: float) -> None:
+        """``environ``: ``GRIFFON_*`` and ``GRIFFON_PLAY_*`` variables, as the server reads them;
+        ``tuned``: tuning fields of `PlaySettings` (over the `FAST` timers)."""
         self.loop = asyncio.new_event_loop()
         self.shared = self.loop.run_until_complete(start_shared(Settings.from_env(environ)))
-        play = PlaySettings.from_env({**FAST, **environ})
+        play = PlaySettings.model_validate({**PlaySettings.from_env(environ).model_dump(), **FAST, **tuned})
         labels = frozenset(self.shared.guesser.labels)
         self.clock = ManualClock()  # moved by `LocalPlayer.recv`, one driver tick at a time
         self.manager = GameManager(

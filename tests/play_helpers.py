@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 
 from bench.support import FrameReader, Player, has_event, new_game
-from griffon.launch import Server, running_server
+from griffon.launch import Server, running_server, tuning
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights" / "griffon-default.pt"
 HAS_WEIGHTS = WEIGHTS.is_file()
 
-# Short timers so that a whole turn, round or game fits in a test.
-FAST = {
-    "GRIFFON_PLAY_KONTOUR_TIMER_S": "6",
-    "GRIFFON_PLAY_AI_THINK_S": "0.3",
-    "GRIFFON_PLAY_BETWEEN_TURNS_S": "0.3",
-    "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "6",
-    "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "2",
+# Short timers so that a whole turn, round or game fits in a test (tuning fields of PlaySettings).
+FAST: dict[str, float] = {
+    "kontour_timer_s": 6,
+    "ai_think_s": 0.3,
+    "between_turns_s": 0.3,
+    "pictomania_round_s": 6,
+    "pictomania_rounds": 2,
 }
 HOUSE = [  # a house in 6 straight lines, on the page's 0-255 canvas
     [[50, 110], [50, 230]],
@@ -41,9 +41,11 @@ def model_env(request: pytest.FixtureRequest) -> dict[str, str]:
 
 
 @contextmanager
-def play_server(request: pytest.FixtureRequest, **extra: str) -> Iterator[Server]:
-    """The real service with fast game timers (and `extra` variables)."""
-    with running_server({**FAST, **model_env(request), **extra}) as server:
+def play_server(request: pytest.FixtureRequest, tuned: dict[str, float] | None = None,
+                **extra: str) -> Iterator[Server]:
+    """The real service with fast game timers (`FAST`, then the tuning fields ``tuned``) and the
+    `extra` variables."""
+    with running_server({**tuning(**{**FAST, **(tuned or {})}), **model_env(request), **extra}) as server:
         yield server
 
 

@@ -11,28 +11,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from griffon.launch import slowness
+from griffon.launch import slowness, tuning
 
 # Small limits and short timeouts: one real server (``tight_server`` in conftest, started with
 # `tight_settings`) shared by the bot protocol, solo game and attack tests.
 TIGHT = {
     "GRIFFON_MAX_MESSAGE_RATE": "5",
-    "GRIFFON_MAX_MESSAGE_BURST": "5",
     "GRIFFON_BOT_IDLE_TIMEOUT_S": "2.5",
-    "GRIFFON_MAX_BOT_SESSIONS": "3",
-    "GRIFFON_MAX_SESSIONS": "2",
-    "GRIFFON_IDLE_EXPIRY_S": "2",
-    "GRIFFON_GAME_IDLE_TIMEOUT_S": "5",
-    "GRIFFON_MAX_GAME_SOCKETS": "2",
+    "GRIFFON_BOT_MAX_SESSIONS": "3",
+    "GRIFFON_PLAY_MAX_GAMES": "2",
+    "GRIFFON_PLAY_IDLE_EXPIRY_S": "2",
+    "GRIFFON_PLAY_IDLE_TIMEOUT_S": "5",
     "GRIFFON_HEADER_TIMEOUT_S": "1",
     "GRIFFON_BODY_TIMEOUT_S": "1",
     "GRIFFON_KEEP_ALIVE_S": "1",
     "GRIFFON_MAX_CLIENT_CONNECTIONS": "16",
     "GRIFFON_MAX_FRAME_BYTES": "4096",
-    "GRIFFON_TRANSCRIPT_BYTES": "2048",
+    "GRIFFON_BOT_TRANSCRIPT_BYTES": "2048",
+    **tuning(max_message_burst=5, max_game_sockets=2),
 }
 # The timeouts among them, in seconds on a quiet machine.
-TIGHT_TIMEOUTS = ("GRIFFON_BOT_IDLE_TIMEOUT_S", "GRIFFON_IDLE_EXPIRY_S", "GRIFFON_GAME_IDLE_TIMEOUT_S",
+TIGHT_TIMEOUTS = ("GRIFFON_BOT_IDLE_TIMEOUT_S", "GRIFFON_PLAY_IDLE_EXPIRY_S", "GRIFFON_PLAY_IDLE_TIMEOUT_S",
                   "GRIFFON_HEADER_TIMEOUT_S", "GRIFFON_BODY_TIMEOUT_S", "GRIFFON_KEEP_ALIVE_S")
 
 

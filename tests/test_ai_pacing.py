@@ -19,7 +19,7 @@ import pytest
 
 from games.ai import AIKit, load_level
 from games.pictomania import PictomaniaConfig
-from games.simulate import simulate_kontour, simulate_pictomania
+from games.simulator import simulate_kontour, simulate_pictomania
 from model.strokes import straight_lines
 
 WORDS = [f"w{i:03d}" for i in range(60)]

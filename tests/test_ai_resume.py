@@ -11,7 +11,7 @@ from games.ai import AIKit, KontourDriver, ShippedLineDrawings, load_level
 from games.core import Event, Move
 from games.kontour import KontourConfig, KontourRules
 from model.strokes import straight_lines
-from service.play.words import kontour_candidates, kontour_deck, load_words
+from service.play.table_words import kontour_candidates, kontour_deck, load_words
 
 KIT = AIKit(ShippedLineDrawings(), straight_lines)
 PLAYERS = ["ia1", "ia2"]

@@ -12,7 +12,7 @@ import pytest
 from games.ai import AIKit, ShippedLineDrawings, load_level
 from games.ai.drawer import MIN_LINE, fit_canvas
 from games.ai.lines import to_kontour_lines
-from games.simulate import PERSON, SimulationError, simulate_kontour, simulate_pictomania
+from games.simulator import PERSON, SimulationError, simulate_kontour, simulate_pictomania
 from model.strokes import straight_lines
 
 KIT = AIKit(ShippedLineDrawings(), straight_lines)

@@ -30,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "games": {"vocab"},
     # training is the offline tooling layer: it builds what model/ loads (checkpoints, the int8 copy),
     # measures in game conditions with the real decks (vocab), and writes the AI's drawing pack in the
-    # format games.ai.pack reads (games). Nothing imports training back.
+    # format games.ai.drawing_pack reads (games). Nothing imports training back.
     "training": {"model", "vocab", "games"},
     "model": set(),
     "vocab": set(),
@@ -54,6 +54,15 @@ FLOORS: dict[str, tuple[tuple[tuple[str, ...], ...], int]] = {
         ("store.database",),  # the store: the aggregates mixed
         (),  # the backends, the writers, the settings, the commands, the package: every other module
     ), 4),
+}
+
+# File names several packages give a module of theirs, always imported with their package
+# (``store.cli``, ``service.settings``); every other name is one module's only.
+SHARED_NAMES = {
+    "cli.py": "a package's commands, `register(app)`, gathered by griffon/cli.py",
+    "settings.py": "a package's own settings",
+    "errors.py": "a package's own errors",
+    "sequence.py": "the stroke-sequence member: its inference (model/) and its training (training/)",
 }
 
 
@@ -323,3 +332,30 @@ def test_module_imports_resolve_modules_names_and_relative_imports(tmp_path: Pat
     known = {"pkg", "pkg.mod", "pkg.sub", "pkg.other", "pkg.deep"}
     assert module_imports("pkg.mod", module, known) == {"pkg.sub", "pkg.other", "pkg.deep"}
     assert module_imports("pkg", package / "__init__.py", known) == {"pkg.sub"}
+
+
+def shared_module_names(root: Path, packages: set[str]) -> dict[str, list[str]]:
+    """File names (``__init__.py`` and `SHARED_NAMES` aside) of more than one module of
+    ``packages`` under ``root`` -> their paths."""
+    paths: dict[str, list[str]] = {}
+    for package in sorted(packages):
+        for path in sorted((root / package).rglob("*.py")):
+            if path.name != "__init__.py" and path.name not in SHARED_NAMES:
+                paths.setdefault(path.name, []).append(path.relative_to(root).as_posix())
+    return {name: found for name, found in paths.items() if len(found) > 1}
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's name says what it is: two modules of the product, its benchmarks and examples
+    never share a file name (tests aside)."""
+    shared = shared_module_names(ROOT, OURS - {"tests"})
+    assert not shared, "modules sharing a name (rename one to say what it is):\n" + "\n".join(
+        f"{name}: {', '.join(paths)}" for name, paths in sorted(shared.items()))
+
+
+def test_modules_sharing_a_name_are_found(tmp_path: Path) -> None:
+    for path in ("a/words.py", "b/c/words.py", "a/cli.py", "b/cli.py", "a/__init__.py", "b/__init__.py",
+                 "b/other.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("", encoding="utf-8")
+    assert shared_module_names(tmp_path, {"a", "b"}) == {"words.py": ["a/words.py", "b/c/words.py"]}

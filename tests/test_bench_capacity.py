@@ -4,6 +4,7 @@ gives well-formed figures (no speed is asserted), and the pieces that read them.
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -15,7 +16,7 @@ from bench.bench_capacity import (
     server_env,
     summarise_stacks,
 )
-from griffon.launch import running_server
+from griffon.launch import running_server, tuning
 from tests.play_helpers import model_env
 
 # Two hand-made drawings (a square, a zigzag then a line), in the raw canvas units a room sends.
@@ -75,18 +76,19 @@ def test_collapsed_stacks_give_own_and_cumulative_time_and_thread_shares() -> No
 
 
 def test_only_the_limits_the_tables_would_hit_are_raised() -> None:
-    one_address = {"GRIFFON_CLIENT_CAPACITY_SHARE": "1"}  # the bench's tables all come from 127.0.0.1
+    one_address = {"GRIFFON_CAPACITY_CLIENT_SHARE": "1"}  # the bench's tables all come from 127.0.0.1
     assert server_env("pictomania", 2, admission=True) == one_address
-    past_budget = {"GRIFFON_PICTOMANIA_TABLE_COST": "0", "GRIFFON_CAPACITY_LAG_MS": "0"}
+    past_budget = {**tuning(pictomania_table_cost=0), "GRIFFON_CAPACITY_LAG_MS": "0"}
     assert server_env("pictomania", 2) == one_address | past_budget
     raised = server_env("pictomania", 40)
-    assert raised["GRIFFON_GAMES_PER_CLIENT"] == "40" and raised["GRIFFON_GAMES_PER_CLIENT_HOUR"] == "40"
-    assert "GRIFFON_MAX_SESSIONS" not in raised  # 100 by default
+    assert raised["GRIFFON_PLAY_GAMES_PER_CLIENT"] == raised["GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR"] == "40"
+    assert "GRIFFON_PLAY_MAX_GAMES" not in raised  # 100 by default
     bots = server_env("bot", 300)
-    assert int(bots["GRIFFON_MAX_BOT_SESSIONS"]) >= 300 and "GRIFFON_GAMES_PER_CLIENT" not in bots
+    assert int(bots["GRIFFON_BOT_MAX_SESSIONS"]) >= 300 and "GRIFFON_PLAY_GAMES_PER_CLIENT" not in bots
     assert int(bots["GRIFFON_BOT_ROOMS_PER_CLIENT"]) >= 300
     allowed = set(PER_CLIENT_LIMITS) | set(past_budget) | set(one_address)
-    assert set(bots) <= allowed | {"GRIFFON_MODEL", "GRIFFON_BOT_ROOM_COST"}
+    assert set(bots) <= allowed | {"GRIFFON_MODEL"}
+    assert json.loads(bots["GRIFFON_TUNING"]) == {"bot_room_cost": 0}
 
 
 @pytest.mark.parametrize("text", ["", "0,1", "4,2", "1,x", "2,2"])

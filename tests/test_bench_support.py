@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bench.support import Deadline, until
-from service.play.session import ManualClock
+from service.play.clock import ManualClock
 
 
 def frames_on(clock: ManualClock, frames: list[dict[str, Any] | None]) -> Any:

@@ -42,7 +42,7 @@ def url(request: pytest.FixtureRequest) -> Iterator[str]:
         return
     # every room of this file comes from one address, many waiting for a resume at once: that
     # address may hold the whole budget here (the per-address bounds have their own tests)
-    one_client = {"GRIFFON_CLIENT_CAPACITY_SHARE": "1", "GRIFFON_BOT_ROOMS_PER_CLIENT": "256"}
+    one_client = {"GRIFFON_CAPACITY_CLIENT_SHARE": "1", "GRIFFON_BOT_ROOMS_PER_CLIENT": "256"}
     with running_server({**model_env(request), **one_client}) as server:
         yield server.ws_url + "/v1/bot"
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import store.cli
 from service.bot.keys import BotKeys, KeyRefused, presented_key
 from service.frames import FrameError
-from service.metrics import Metrics
+from service.prometheus import Metrics
 from store import BadRecord, Store, UnknownKey, hash_token, new_key_secret, open_store
 
 runner = CliRunner()
@@ -82,8 +82,8 @@ def test_keys_and_their_rooms_in_postgresql(pg_url: str) -> None:
 
 
 def test_keys_create_prints_the_secret_once_and_keeps_only_its_hash(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("GRIFFON_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv("GRIFFON_DATABASE_URL", raising=False)
+    monkeypatch.setenv("GRIFFON_DB_DIR", str(tmp_path))
+    monkeypatch.delenv("GRIFFON_DB_URL", raising=False)
     done = runner.invoke(app, ["keys", "create", "--name", "salon", "--rooms", "3",
                                "--strokes-per-minute", "90"])
     assert done.exit_code == 0, done.output

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from service.app import start_shared
+from service.bot.kept_strokes import stroke_text
 from service.bot.memory import BadMemory, restore, seal, snapshot, unseal
 from service.bot.protocol import Hello, PlayerGuess, RoundStart, Verdict
 from service.bot.session import BotSession
-from service.bot.strokes import stroke_text
 from service.settings import Settings
 from store import BadRecord, BotRoomRecord, Store, hash_token, open_store
 from store.background import BackgroundWriter
@@ -252,7 +252,7 @@ def test_a_room_resumes_its_round_after_its_server_was_killed_or_stopped(tiny_ch
 
     from griffon.launch import eventually, patient, running_server
 
-    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_DATA_DIR": str(tmp_path)}
+    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_DB_DIR": str(tmp_path)}
 
     def until(ws: Any, kind: str) -> dict[str, Any]:
         while (frame := json.loads(ws.recv(timeout=patient(10))))["type"] != kind:

@@ -37,7 +37,7 @@ def installed() -> bool:
 def test_a_socketio_room_plays_a_game_with_griffon_guessing_and_drawing(tmp_path: Path) -> None:
     if not installed():
         pytest.skip("examples/socketio-room: npm could not install socket.io")
-    from games.ai.pack import DrawingPack
+    from games.ai.drawing_pack import DrawingPack
 
     with WORDS_CSV.open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))

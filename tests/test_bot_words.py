@@ -64,7 +64,7 @@ def test_the_alias_table_names_known_categories_and_nothing_twice() -> None:
 def test_every_caller_reads_words_by_the_one_rule() -> None:
     """Vocabulary.category_for / .resolve, the service's key_for and the bot's WordIndex give
     the rule's answer; they differ only where a caller passes keys (« crayon », the wax crayon)."""
-    from service.bot.words import WordIndex
+    from service.bot.word_index import WordIndex
 
     vocabulary = load_vocabulary()
     lookup = vocabulary.lookup
@@ -83,7 +83,7 @@ def test_every_caller_reads_words_by_the_one_rule() -> None:
 
 
 def test_a_round_reads_its_candidates_each_label_to_the_word_naming_it_best() -> None:
-    from service.bot.words import WordIndex
+    from service.bot.word_index import WordIndex
 
     vocabulary = load_vocabulary()
     bot = WordIndex(vocabulary.words.keys(), vocabulary.lookup)
@@ -102,7 +102,7 @@ def test_a_players_wrong_word_naming_several_categories_rules_out_only_its_own_c
     from types import SimpleNamespace
 
     from service.bot.session import BotSession
-    from service.bot.words import WordIndex
+    from service.bot.word_index import WordIndex
 
     vocabulary = load_vocabulary()
     bot = SimpleNamespace(words=WordIndex(vocabulary.words.keys(), vocabulary.lookup))

@@ -41,12 +41,11 @@ def server(request: pytest.FixtureRequest):
     """Kontour won by the first word found; a short clock to take a card; a short grace."""
     with play_server(
         request,
-        GRIFFON_PLAY_KONTOUR_TARGET="1",
-        GRIFFON_PLAY_KONTOUR_TIMER_S=str(game_seconds(40, acting=20)),
-        GRIFFON_PLAY_KONTOUR_DRAW_CARD_S=str(DRAW_CARD_S),
+        {"kontour_target": 1, "kontour_timer_s": game_seconds(40, acting=20),
+         "kontour_draw_card_s": DRAW_CARD_S},
         GRIFFON_PLAY_ROOM_GRACE_S=str(GRACE_S),
         GRIFFON_PLAY_ROOMS_PER_CLIENT="10",
-        GRIFFON_GAMES_PER_CLIENT="10",
+        GRIFFON_PLAY_GAMES_PER_CLIENT="10",
     ) as running:
         yield running
 

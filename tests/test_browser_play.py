@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,7 +29,7 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium"),
 ]
-SHOTS = Path(os.environ.get("GRIFFON_SCREENSHOTS", "/tmp/griffon-screenshots"))
+SHOTS = Path(tempfile.gettempdir()) / "griffon-screenshots"  # each page the tests saw, to look at
 
 
 # The game timers of the test servers, in seconds (set by their fixtures: see `game_seconds`).
@@ -50,9 +50,8 @@ def server(request: pytest.FixtureRequest):
     TIMERS["turn"], TIMERS["round"] = game_seconds(25, acting=10), game_seconds(15, acting=8)
     with play_server(
         request,
-        GRIFFON_PLAY_KONTOUR_TIMER_S=str(TIMERS["turn"]),
-        GRIFFON_PLAY_PICTOMANIA_ROUND_S=str(TIMERS["round"]),
-        GRIFFON_GAMES_PER_CLIENT="10",  # every test plays from 127.0.0.1
+        {"kontour_timer_s": TIMERS["turn"], "pictomania_round_s": TIMERS["round"]},
+        GRIFFON_PLAY_GAMES_PER_CLIENT="10",  # every test plays from 127.0.0.1
     ) as running:
         yield running
 
@@ -62,9 +61,8 @@ def fast(request: pytest.FixtureRequest):
     """12-second Kontour turns on a quiet machine (room to choose and draw two lines before the
     timer ends the turn) and a 1-point target: a game ends on the first word found."""
     TIMERS["fast turn"] = game_seconds(12, acting=8)
-    timer = str(TIMERS["fast turn"])
-    with play_server(request, GRIFFON_PLAY_KONTOUR_TARGET="1", GRIFFON_PLAY_KONTOUR_TIMER_S=timer,
-                     GRIFFON_GAMES_PER_CLIENT="10") as running:
+    with play_server(request, {"kontour_target": 1, "kontour_timer_s": TIMERS["fast turn"]},
+                     GRIFFON_PLAY_GAMES_PER_CLIENT="10") as running:
         yield running
 
 
@@ -388,7 +386,7 @@ def test_the_rules_panel_in_both_games_and_the_setup_form(page, server) -> None:
     expect(page.locator(".card")).to_have_count(6)
     page.click("#rules-open")
     expect(rules.get_by_role("tab", name="Pictomania")).to_have_attribute("aria-selected", "true")
-    expect(rules).to_contain_text(f"au bout de {TIMERS['round']} secondes")  # GRIFFON_PLAY_PICTOMANIA_ROUND_S
+    expect(rules).to_contain_text(f"au bout de {TIMERS['round']} secondes")  # its pictomania_round_s
     page.keyboard.press("Escape")
     expect(rules).to_be_hidden()
 

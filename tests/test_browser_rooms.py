@@ -30,11 +30,9 @@ def server(request: pytest.FixtureRequest):
     test's own moves (stretched on a busy machine), never what ends a turn or a round here."""
     with play_server(
         request,
-        GRIFFON_PLAY_KONTOUR_TARGET="1",
-        GRIFFON_PLAY_KONTOUR_TIMER_S=str(game_seconds(40, acting=20)),
-        GRIFFON_PLAY_PICTOMANIA_ROUND_S=str(game_seconds(40, acting=20)),
-        GRIFFON_PLAY_PICTOMANIA_ROUNDS="2",
-        GRIFFON_GAMES_PER_CLIENT="10",
+        {"kontour_target": 1, "kontour_timer_s": game_seconds(40, acting=20),
+         "pictomania_round_s": game_seconds(40, acting=20), "pictomania_rounds": 2},
+        GRIFFON_PLAY_GAMES_PER_CLIENT="10",
     ) as running:
         yield running
 

@@ -1,5 +1,6 @@
 """docs/CONFIG.md is the table `griffon.config` generates from the settings classes, and every
-``GRIFFON_*`` variable named in the code, the tests or the docs is in it (no setting hides)."""
+``GRIFFON_*`` variable named in the code, the tests or the docs is in it (no setting hides); a
+renamed variable's former name is named only where it is read and where that is tested."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from griffon import config
+from store.settings import RETIRED
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = re.compile(r"GRIFFON_[A-Z0-9_]*")
@@ -40,10 +42,16 @@ def test_config_md_is_what_the_code_generates() -> None:
     assert actual == expected, f"docs/CONFIG.md is out of date: run `{config.COMMAND}`"
 
 
+# Where a former name may still be written: the classes that read it, the tests of that reading.
+FORMER_NAMES_IN = {"store/settings.py", "service/settings.py", "tests/test_service_api.py",
+                   "tests/test_service_restart.py", "tests/test_config_doc.py"}
+
+
 def test_every_griffon_variable_named_anywhere_is_in_the_table() -> None:
-    table = {v.name for v in config.variables()}
+    former = config.former_names()
+    table = {v.name for v in config.variables()} | set(former) | RETIRED
     named = named_variables()
-    assert len(named) > 40 and "GRIFFON_DATABASE_URL" in named  # the scan reads the code and the docs
+    assert len(named) > 40 and "GRIFFON_DB_URL" in named  # the scan reads the code and the docs
     missing = [
         f"{name} ({', '.join(sorted(where))})"
         for name, where in sorted(named.items())
@@ -53,19 +61,27 @@ def test_every_griffon_variable_named_anywhere_is_in_the_table() -> None:
         "named but not in the table: add each to a settings class or to griffon.config.LOOSE, "
         f"then run `{config.COMMAND}`:\n" + "\n".join(missing)
     )
+    stale = [f"{name} → {former[name]} ({', '.join(sorted(named[name] - FORMER_NAMES_IN))})"
+             for name in sorted(set(former) & set(named)) if named[name] - FORMER_NAMES_IN]
+    assert not stale, "former names still written: use the new one\n" + "\n".join(stale)
+    retired = [f"{name} ({', '.join(sorted(named[name]))})" for name in sorted(RETIRED & set(named))
+               if named[name] - {"store/settings.py", "tests/test_service_api.py", "docs/CONFIG.md"}]
+    assert not retired, "retired variables still written: remove them\n" + "\n".join(retired)
 
 
 def test_every_settings_class_is_in_the_table() -> None:
-    """A class with a ``from_env`` reads variables: `griffon.config.SETTINGS` must list it."""
+    """A class deriving from ``EnvSettings`` (or pydantic-settings' ``BaseSettings``) reads variables:
+    `griffon.config.SETTINGS` must list it."""
     readers = set()
     for package in ("games", "griffon", "model", "service", "store", "training", "vocab"):
         for path in (ROOT / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ClassDef) and any(
-                    isinstance(f, ast.FunctionDef) and f.name == "from_env" for f in node.body
+                    isinstance(base, ast.Name) and base.id in ("EnvSettings", "BaseSettings")
+                    for base in node.bases
                 ):
                     readers.add(node.name)
-    assert readers == {cls.__name__ for cls, _, _ in config.SETTINGS}
+    assert readers == {cls.__name__ for cls, _ in config.SETTINGS} | {"EnvSettings"}
 
 
 def test_every_row_has_a_group_a_default_and_a_description() -> None:
@@ -74,11 +90,14 @@ def test_every_row_has_a_group_a_default_and_a_description() -> None:
     for v in rows:
         assert v.name.startswith("GRIFFON_") and v.default and v.accepted and len(v.description) > 15, v
     by_name = {v.name: v for v in rows}
-    assert by_name["GRIFFON_MAX_BATCH"].accepted == "integer from 1 to 512"
+    assert by_name["GRIFFON_MODEL_MAX_BATCH"].accepted == "integer from 1 to 512"
     assert by_name["GRIFFON_HEADER_TIMEOUT_S"].accepted == "number > 0, ≤ 300"
     assert by_name["GRIFFON_DB_CHECK"].accepted == "`quick`, `full` or `off`"
-    assert by_name["GRIFFON_ACCEPT_ROOM_DRAWINGS"].default == "`false`"
-    assert by_name["GRIFFON_PLAY_KONTOUR_TIMER_S"].default.startswith("rules: ")  # games/data/kontour.yaml
+    assert by_name["GRIFFON_BOT_ACCEPT_DRAWINGS"].default == "`false`"
+    assert by_name["GRIFFON_DB_URL"].former == ("GRIFFON_DATABASE_URL",)
+    tuned = {v.name: v for v in config.tuning_fields()}
+    assert tuned["kontour_timer_s"].default.startswith("rules: ")  # games/data/kontour.yaml
+    assert tuned["bot_tick_s"].accepted == "number > 0, ≤ 1" and not set(tuned) & set(by_name)
 
 
 def test_a_field_without_a_group_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,16 +119,18 @@ def test_check_fails_on_a_stale_file_and_names_the_command(
     assert config.COMMAND in capsys.readouterr().err
     assert config.main(["--write"]) == 0
     assert config.main(["--check"]) == 0
-    assert "`GRIFFON_DATABASE_URL`" in target.read_text(encoding="utf-8")
+    assert "`GRIFFON_DB_URL`" in target.read_text(encoding="utf-8")
 
 
 def test_the_operators_table_stays_short_and_the_internals_are_apart() -> None:
     operators = config.operator_variables()
     assert 30 < len(operators) <= config.MAX_OPERATOR_VARIABLES, len(operators)
+    assert len(config.variables()) <= config.MAX_VARIABLES, len(config.variables())
     names = {v.name for v in operators}
-    assert "GRIFFON_DATABASE_URL" in names and "GRIFFON_MAX_SESSIONS" in names  # operators' knobs
+    assert "GRIFFON_DB_URL" in names and "GRIFFON_PLAY_MAX_GAMES" in names  # operators' knobs
     assert not names & config.INTERNAL and "GRIFFON_TEST_SLOWNESS" not in names
     text = config.render()
     internals = text[text.index("## " + config.INTERNALS.title):]
-    assert "`GRIFFON_PICTOMANIA_TABLE_COST` | Capacity |" in internals  # a measured cost, apart
+    assert "`pictomania_table_cost` | Capacity |" in internals  # a measured cost: a tuning field
+    assert "`GRIFFON_MAX_SESSIONS` | `GRIFFON_PLAY_MAX_GAMES` |" in internals  # a former name
     assert "`GRIFFON_TEST_SLOWNESS` | Tests and development |" in internals

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from games.ai.pack import (
+from games.ai.drawing_pack import (
     PACK_FILE,
     DrawingPack,
     DrawingPackError,
@@ -92,7 +92,7 @@ def test_shipped_pack_holds_only_validation_drawings() -> None:
 
 
 def test_the_pack_module_imports_nothing_from_training_or_model() -> None:
-    tree = ast.parse((REPO / "games" / "ai" / "pack.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "games" / "ai" / "drawing_pack.py").read_text(encoding="utf-8"))
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     assert imported and all(name.split(".")[0] in STDLIB_OR_GAMES for name in imported), imported
@@ -101,7 +101,7 @@ def test_the_pack_module_imports_nothing_from_training_or_model() -> None:
 def test_the_pack_loads_without_a_data_folder_or_training(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from games.ai.pack import DrawingPack\n"
+        "from games.ai.drawing_pack import DrawingPack\n"
         "pack = DrawingPack.load()\n"
         "assert len(pack.drawings('cat')) >= 1\n"
         "assert DrawingPack.load() is pack\n"

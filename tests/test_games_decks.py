@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE = """
 import json
 from games.pictomania import PictomaniaConfig
-from service.play.words import kontour_deck, load_words, pictomania_deck
+from service.play.table_words import kontour_deck, load_words, pictomania_deck
 from vocab import PictomaniaDeckCard
 words = load_words()
 cards, half = kontour_deck(words, seed=1)

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from games.ai.pack import DrawingPack
+from games.ai.drawing_pack import DrawingPack
 from griffon.launch import REPO, Server, patient, running_server
 from tests.bot_clients import node_command
 from tests.play_helpers import HAS_WEIGHTS

@@ -19,17 +19,13 @@ from games.ai.levels import load_level
 from games.core import Tick
 from games.kontour import Guess, KontourRules
 from games.pictomania import Done, NextRound
-from service.play.manager import game_configs, handle_text
-from service.play.session import (
-    HUMAN,
-    KontourSession,
-    ManualClock,
-    PictomaniaSession,
-    accepted_opponents,
-    apply_update,
-)
+from service.play.clock import ManualClock
+from service.play.manager import game_configs
 from service.play.settings import PlaySettings
-from service.play.words import kontour_candidates, kontour_deck, load_words
+from service.play.sockets import handle_text
+from service.play.table import KontourSession, PictomaniaSession, Seating
+from service.play.table_words import kontour_candidates, kontour_deck, load_words
+from service.play.views import HUMAN, accepted_opponents, apply_update
 from service.settings import Settings
 from service.shared import Shared
 
@@ -150,8 +146,8 @@ def test_kontour_updates_carry_the_turn_and_the_ended_turns_only() -> None:
         state, _ = rules.setup(players=[HUMAN, "ia1"], deck=cards, seed=5, half=half)
         clock = ManualClock()
         session = KontourSession(
-            rules, state, kontour_candidates(cards, half, words.drawable), game_id="k", token="t",
-            names=names, level=load_level("normal"), seed=5, words=words, recognize=uniform,
+            rules, state, kontour_candidates(cards, half, words.drawable), game_id="k",
+            seating=Seating(names, load_level("normal"), token="t"), seed=5, words=words, recognize=uniform,
             labels=frozenset(), play=play, clock=clock,
         )
         queue = session.attach()
@@ -240,6 +236,26 @@ def test_the_persons_strokes_are_charged_to_the_client_point_budget() -> None:
     assert replies[5] is None  # another client has its own budget
 
 
+
+def test_a_games_strokes_are_bounded_by_the_services_one_stroke_limit() -> None:
+    """``GRIFFON_MAX_STROKE_POINTS`` bounds a person's stroke in a game as in the HTTP API and bot
+    rooms: one name for one limit."""
+    from service.play.manager import GameManager
+
+    async def run() -> tuple[Any, Any]:
+        games = GameManager(Settings(max_stroke_points=40), PlaySettings(), lambda key: uniform, frozenset(),
+                            clock=ManualClock())
+        session = games.create("pictomania", opponents=2, level="normal", name="Ana", seed=3)
+        replies = handle_text(session, stroke(1, 40)), handle_text(session, stroke(2, 41))
+        await games.aclose()
+        return replies
+
+    fits, too_long = asyncio.run(run())
+    assert fits is None
+    assert too_long is not None and too_long["code"] == "invalid_move"
+    assert "1 to 40 points" in too_long["message"]
+
+
 BAD_POINTS = [
     [], "12", [[1, 2], [3]], [[True, 2]], [[1, False]], [["1", 2]], [[None, 2]],
     [[float("nan"), 2]], [[1, float("inf")]], [[-65, 2]], [[1, 321]], [[10**400, 2]], [[1, 2, 3]],
@@ -252,7 +268,7 @@ def test_stroke_points_are_checked_as_the_point_by_point_reading_does(raw: Any) 
     """The one-pass check of exact JSON types accepts exactly what the point-by-point reading
     accepts (tuples too), gives the same points, and refuses the rest with its message."""
     from games.core import InvalidMove
-    from service.play.session import _checked_points, check_points
+    from service.play.bounds import _checked_points, check_points
 
     def outcome(check: Any) -> Any:
         try:
@@ -270,7 +286,7 @@ def test_stroke_points_are_checked_as_the_point_by_point_reading_does(raw: Any) 
 
 def test_a_frame_is_encoded_as_json_reads_it() -> None:
     """Compact text, French letters as they are, integer keys as strings (as ``json.dumps``)."""
-    from service.play.manager import encode_frame
+    from service.play.sockets import encode_frame
 
     frame = {"type": "update", "fr": {"chat": "chat noir, très élégant"}, "points": [[1.5, 2.0]],
              "scores": {1: 3}, "pair": (1, 2)}

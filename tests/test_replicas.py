@@ -33,6 +33,7 @@ from griffon.launch import (
     running_haproxy,
     running_postgres,
     running_replicas,
+    tuning,
 )
 from store import Store, open_store
 from tests.play_helpers import HOUSE, Player, has_event
@@ -43,15 +44,12 @@ RENEW_S = 1.0
 ENV = {
     # no turn, no round ends while a replica is down; a Kontour turn the person leaves ends soon
     # after, and an AI player draws the next one
-    "GRIFFON_PLAY_KONTOUR_TIMER_S": "30",
-    "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "60",
-    "GRIFFON_PLAY_AI_THINK_S": "0.3",
-    "GRIFFON_PLAY_BETWEEN_TURNS_S": "0.3",
-    "GRIFFON_GAMES_PER_CLIENT": "50",
-    "GRIFFON_GAMES_PER_CLIENT_HOUR": "500",
+    **tuning(kontour_timer_s=30, pictomania_round_s=60, ai_think_s=0.3, between_turns_s=0.3,
+             renew_s=RENEW_S),
+    "GRIFFON_PLAY_GAMES_PER_CLIENT": "50",
+    "GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR": "500",
     "GRIFFON_CAPACITY_CORES": "8",
     "GRIFFON_REPLICA_LEASE_S": "3",
-    "GRIFFON_REPLICA_RENEW_S": str(RENEW_S),
 }
 
 

@@ -298,20 +298,55 @@ def test_budgets_answer_429_with_retry_after(tiny_checkpoint: Path) -> None:
 
 # -- settings --------------------------------------------------------------------------------------
 def test_settings_from_environment() -> None:
-    settings = Settings.from_env({"GRIFFON_MAX_BATCH": "8", "GRIFFON_ALLOWED_ORIGINS": "https://a, https://b"})
+    settings = Settings.from_env({"GRIFFON_MODEL_MAX_BATCH": "8", "GRIFFON_ALLOWED_ORIGINS": "https://a, https://b"})
     assert settings.max_batch == 8 and settings.allowed_origins == ["https://a", "https://b"]
     assert Settings.from_env({}).allowed_origins == []  # same origin only, by default
-    with pytest.raises(SettingsError, match="GRIFFON_MAX_BATCH: Input should be less than or equal to 512"):
-        Settings.from_env({"GRIFFON_MAX_BATCH": "100000"})
+    with pytest.raises(SettingsError, match="GRIFFON_MODEL_MAX_BATCH: Input should be less than or equal to"):
+        Settings.from_env({"GRIFFON_MODEL_MAX_BATCH": "100000"})
 
 
 def test_play_settings_use_the_same_reader() -> None:
     from service.play.settings import PlaySettings, PlaySettingsError
 
-    play = PlaySettings.from_env({"GRIFFON_PLAY_KONTOUR_TARGET": "3", "GRIFFON_PLAY_TICK_S": "0.2"})
-    assert play.kontour_target == 3 and play.tick_s == 0.2 and play.pictomania_rounds is None
-    with pytest.raises(PlaySettingsError, match="GRIFFON_PLAY_TICK_S: Input should be less than or eq"):
-        PlaySettings.from_env({"GRIFFON_PLAY_TICK_S": "5"})
+    play = PlaySettings.from_env({"GRIFFON_PLAY_ROOMS_PER_CLIENT": "4", "GRIFFON_TUNING": '{"tick_s": 0.2}'})
+    assert play.rooms_per_client == 4 and play.tick_s == 0.2 and play.pictomania_rounds is None
+    with pytest.raises(PlaySettingsError, match="GRIFFON_PLAY_ROOMS_PER_CLIENT: Input should be less than"):
+        PlaySettings.from_env({"GRIFFON_PLAY_ROOMS_PER_CLIENT": "70"})
+    with pytest.raises(PlaySettingsError, match="GRIFFON_TUNING 'tick_s': Input should be less than or eq"):
+        PlaySettings.from_env({"GRIFFON_TUNING": '{"tick_s": 5}'})
+
+
+def test_a_tuning_field_is_no_variable_of_its_own_and_a_plain_constructor_reads_no_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from service.play.settings import PlaySettings
+
+    as_a_variable = "GRIFFON_PLAY_" + "tick_s".upper()  # where tick_s would be read, were it a variable
+    assert PlaySettings.from_env({as_a_variable: "0.2"}).tick_s == PlaySettings().tick_s == 0.1
+    monkeypatch.setenv("GRIFFON_PLAY_ROOMS_PER_CLIENT", "3")
+    assert PlaySettings().rooms_per_client == 2 and PlaySettings.from_env().rooms_per_client == 3
+    assert PlaySettings(tick_s=0.2, rooms_per_client=5).tick_s == 0.2  # every field: a constructor parameter
+
+
+def test_the_tuning_a_test_gives_its_server_reaches_each_settings_class() -> None:
+    from griffon.launch import tuned, tuning
+    from service.play.settings import PlaySettings
+
+    env = tuned({"GRIFFON_MAX_POINTS": "100", **tuning(tick_s=0.05)}, kontour_timer_s=6, bot_tick_s=0.5)
+    play, service = PlaySettings.from_env(env), Settings.from_env(env)
+    assert (play.tick_s, play.kontour_timer_s, service.bot_tick_s, service.max_points) == (0.05, 6, 0.5, 100)
+    assert PlaySettings.from_env(tuned(env, tick_s=0.2)).tick_s == 0.2  # the later value wins
+
+
+def test_a_renamed_variable_is_read_by_its_former_name_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="griffon.settings"):
+        assert Settings.from_env({"GRIFFON_MAX_SESSIONS": "7"}).max_sessions == 7
+    assert "GRIFFON_MAX_SESSIONS is deprecated" in caplog.text and "GRIFFON_PLAY_MAX_GAMES" in caplog.text
+    assert Settings.from_env({"GRIFFON_PLAY_MAX_GAMES": "5", "GRIFFON_MAX_SESSIONS": "7"}).max_sessions == 5
+    with pytest.raises(SettingsError, match="GRIFFON_MAX_SESSIONS: Input should be greater than or equal"):
+        Settings.from_env({"GRIFFON_MAX_SESSIONS": "0"})  # the error names the variable that is set
 
 
 # -- the shared micro-batcher, in process with the real model --------------------------------------
@@ -367,7 +402,7 @@ def test_game_creation_is_budgeted_per_client(tiny_checkpoint: Path) -> None:
 
 def test_no_deck_is_503(tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import service.play.manager
-    from service.play.words import DeckSetupError
+    from service.play.table_words import DeckSetupError
 
     def no_deck(*args: object) -> None:
         raise DeckSetupError("need at least 4 drawable words for a Kontour deck, got 0")
@@ -393,3 +428,21 @@ def test_a_test_server_whose_port_was_taken_moves_to_another(
         assert server.url != tight_server.url
         assert httpx.get(server.url + "/healthz", timeout=patient(10)).status_code == 200
     assert tight_server.alive()
+
+
+def test_a_retired_variable_is_named_in_a_warning_at_start(caplog: pytest.LogCaptureFixture) -> None:
+    """A variable no longer read (a tuning field now) changes nothing, so `griffon serve` says so."""
+    from griffon.serve import warn_retired
+    from store.settings import RETIRED, env_names
+
+    with caplog.at_level("WARNING", logger="griffon.service"):
+        warn_retired({"GRIFFON_PLAY_KONTOUR_TIMER_S": "30", "GRIFFON_PLAY_MAX_GAMES": "5"})
+    assert "GRIFFON_PLAY_KONTOUR_TIMER_S is no longer read" in caplog.text
+    assert "GRIFFON_PLAY_MAX_GAMES" not in caplog.text  # read today: no warning
+    from service.play.settings import PlaySettings
+    from service.replicas import ReplicaSettings
+    from store.settings import StoreSettings
+
+    read = {n for cls in (Settings, PlaySettings, ReplicaSettings, StoreSettings)
+            for field in cls.model_fields for n in env_names(cls, field)}
+    assert not RETIRED & read  # a retired name is never one that is read

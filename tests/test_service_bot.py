@@ -29,7 +29,7 @@ WORDS = ["square", "circle", "triangle", "line"]
 def server(tiny_checkpoint: Path) -> Iterator[Server]:
     env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_MAX_POINTS": "500",
            "GRIFFON_MAX_STROKE_POINTS": "500", "GRIFFON_MAX_FRAME_BYTES": "8192",
-           "GRIFFON_LIST_BOT_SESSIONS": "true", "GRIFFON_BOT_RESUME_S": "4"}
+           "GRIFFON_BOT_LIST_SESSIONS": "true", "GRIFFON_BOT_RESUME_S": "4"}
     with running_server(env) as running:
         yield running
 
@@ -353,7 +353,7 @@ def test_transcripts_need_their_key_and_listing_is_off_by_default(tight: Server)
     listing = httpx.get(tight.url + "/v1/bot/sessions")
     assert listing.status_code == 404 and listing.json() == {
         "error": "not_found", "message": "the list of bot sessions is not public on this server "
-        "(GRIFFON_LIST_BOT_SESSIONS); read one with its key"}
+        "(GRIFFON_BOT_LIST_SESSIONS); read one with its key"}
     nope = httpx.get(tight.url + "/v1/bot/sessions/nope", params={"key": "x"})
     assert nope.status_code == 404 and nope.json()["error"] == "unknown_session"
 
@@ -457,7 +457,7 @@ def test_room_drawings_are_refused_by_default(server: Server) -> None:
                     return frame
         raise AssertionError("no round_over")
 
-    assert run(go())["drawing_kept"] is False  # GRIFFON_ACCEPT_ROOM_DRAWINGS is off
+    assert run(go())["drawing_kept"] is False  # GRIFFON_BOT_ACCEPT_DRAWINGS is off
 
 
 def test_room_drawings_when_accepted_are_bounded_per_address_and_day(tiny_checkpoint: Path) -> None:
@@ -754,7 +754,7 @@ def test_python_client_resumes_after_a_dropped_socket(server: Server) -> None:
 
 
 def test_the_word_rule_reads_case_spaces_articles_and_plurals_in_both_languages() -> None:
-    from service.bot.words import WordIndex, comparison_form
+    from service.bot.word_index import WordIndex, comparison_form
     from vocab.vocabulary import load_vocabulary
 
     vocabulary = load_vocabulary()

@@ -18,7 +18,7 @@ import pytest
 import websockets
 from websockets.asyncio.client import unix_connect
 
-from griffon.launch import Patience, Server, eventually, patient, running_server
+from griffon.launch import Patience, Server, eventually, patient, running_server, tuning
 from store import hash_token, new_key_secret, open_store
 
 QUOTAS = {  # name: (rooms at once, strokes per minute)
@@ -45,9 +45,9 @@ def keyed(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         for name, (rooms, strokes) in QUOTAS.items():
             db.create_bot_key(name, hash_token(secrets[name]), rooms, strokes)
         db.revoke_bot_key("revoked-before")
-    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_DATA_DIR": str(data),
+    env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_DB_DIR": str(data),
            "GRIFFON_WORKER_DIR": str(folder), "GRIFFON_BOT_KEYS_REQUIRED": "true",
-           "GRIFFON_BOT_KEYS_REFRESH_S": "0.5"}
+           **tuning(bot_keys_refresh_s=0.5)}
     with running_server(env, workers=2) as server:
         yield Keyed(server, url, [str(folder / f"worker-{i}.sock") for i in range(2)], secrets)
 

@@ -89,10 +89,10 @@ def test_an_idle_flood_of_bot_rooms_from_one_address_leaves_room_for_the_others(
     from websockets.exceptions import ConnectionClosed
     from websockets.sync.client import connect
 
-    from griffon.launch import patient, running_server
+    from griffon.launch import patient, running_server, tuning
 
     env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_CAPACITY_CORES": "1",
-           "GRIFFON_CAPACITY_UTILISATION": "0.8", "GRIFFON_BOT_ROOM_COST": "0.1"}
+           "GRIFFON_CAPACITY_UTILISATION": "0.8", **tuning(bot_room_cost=0.1)}
 
     def room(url: str, address: str):
         """A bot room opened from ``address`` (127.0.0.x); (its socket, its first answer's type)."""
@@ -172,7 +172,7 @@ def test_the_loop_lag_is_measured_over_a_recent_window() -> None:
 
 
 def test_the_stroke_acknowledgements_of_the_last_seconds_are_kept_for_admission() -> None:
-    from service.metrics import Metrics
+    from service.prometheus import Metrics
 
     metrics = Metrics()
     assert metrics.recent_acks.p99() is None

@@ -19,17 +19,17 @@ from typing import Any
 
 import pytest
 
-from griffon.launch import PostgresUnavailable, Server, patient, postgres_server, running_server
-from service.play.journal import replay_into
+from griffon.launch import PostgresUnavailable, Server, patient, postgres_server, running_server, tuning
+from service.play.gate import PAUSED_MESSAGE
 from service.play.manager import GameManager
-from service.play.session import HUMAN, PAUSED_MESSAGE
 from service.play.settings import PlaySettings
+from service.play.table import HUMAN
 from service.settings import Settings
 from store import open_store
 from tests.play_helpers import FAST, HOUSE, Player, model_env, new_game
 
 OUTAGE_S = 2.0  # how long each outage lasts here (the benchmark holds one for 30 s)
-ROUND = {"GRIFFON_PLAY_PICTOMANIA_ROUND_S": "60", "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "1"}
+ROUND = tuning(**{**FAST, "pictomania_round_s": 60, "pictomania_rounds": 1})  # FAST, one long round
 
 
 def line(i: int) -> list[list[int]]:
@@ -125,8 +125,8 @@ def replayed_view(url: str, game_id: str, upto: int) -> tuple[dict[str, Any], in
             stored = store.load_game(game_id)
             assert stored is not None, f"game {game_id} is not in the database"
             games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), None)
-            session = games._build(game_id, stored.kind, stored.setup, "")
-            replay_into(session, replace(stored, moves=stored.moves[:upto]))
+            session = games._build(game_id, stored.kind, stored.setup, "", stored.token_hash)
+            session.replay(replace(stored, moves=stored.moves[:upto]))
             return session.frame([])["state"], len(stored.moves), stored.status
         finally:
             store.close()
@@ -145,7 +145,7 @@ def test_a_full_disk_pauses_the_table_and_a_sigkill_meanwhile_loses_nothing_show
     """SQLite on a 4 MiB tmpfs: the filler file takes the last byte, the next commit fails
     (« database or disk is full »)."""
     with tmpfs(tmp_path / "disk", "4m") as disk:
-        env = {**FAST, **model_env(request), **ROUND, "GRIFFON_DATA_DIR": str(disk)}
+        env = {**model_env(request), **ROUND, "GRIFFON_DB_DIR": str(disk)}
         url = f"sqlite:///{disk / 'griffon.db'}"
         with running_server(env) as first:
             game = new_game(first, game="pictomania", opponents=2, level="easy", seed=3)
@@ -194,7 +194,7 @@ def test_postgresql_stopped_pauses_the_tables_and_a_sigkill_meanwhile_loses_noth
     except PostgresUnavailable as error:
         pytest.skip(f"PostgreSQL tests skipped: {error}")
     try:
-        env = {**FAST, **model_env(request), **ROUND, "GRIFFON_DATABASE_URL": pg.url}
+        env = {**model_env(request), **ROUND, "GRIFFON_DB_URL": pg.url}
         with running_server(env) as first:
             picto = new_game(first, game="pictomania", opponents=2, level="easy", seed=5)
             kontour = new_game(first, game="kontour", opponents=2, level="easy", seed=5)

@@ -16,9 +16,11 @@ import pytest
 
 from games.core import RuleError
 from griffon.launch import Patience
-from service.play.manager import GameManager, handle_text
-from service.play.session import HUMAN, GameSession, ManualClock
+from service.play.clock import ManualClock
+from service.play.manager import GameManager
 from service.play.settings import PlaySettings
+from service.play.sockets import handle_text
+from service.play.table import HUMAN, GameSession
 from service.settings import Settings
 from store import Store, open_store
 from store.drawings_export import export_quickdraw
@@ -77,7 +79,7 @@ def test_a_game_comes_back_from_its_move_log(kind: str, db_url: str) -> None:  #
         before, moves, token = session.state, session.moves, session.token
         assert moves >= 8  # the person's moves, the AI players' and the timers'
         await first.settle()  # the writer's thread has them all
-        assert not session.held and session.frame([])["seq"] == session.seq
+        assert not session.gate.held and session.frame([])["seq"] == session.seq
         stored = store.load_game(session.id)
         assert stored is not None and [m.seq for m in stored.moves] == list(range(moves))
         assert stored.token_hash != token and token not in json.dumps(stored.setup)
@@ -90,6 +92,7 @@ def test_a_game_comes_back_from_its_move_log(kind: str, db_url: str) -> None:  #
         other = token[:-1] + ("y" if token.endswith("x") else "x")  # one character off, never the token
         assert back.check_token(token) and not back.check_token(other)
         assert before.clock <= back.now() < before.clock + 1  # timers paused while it was down
+        assert back.log_bytes == session.log_bytes  # the log's size, counted again from what is stored
         assert back.names == session.names
         frame = back.frame([])
         assert frame["state"] == session.rules.view(before, HUMAN).to_dict()
@@ -291,7 +294,7 @@ def test_a_stalled_database_pauses_the_table_and_every_move_is_kept(tmp_path: Pa
         assert handle_text(session, line(0)) is None  # applied, held: not shown
         await wait_for(lambda: games.writer.failing is not None, "the writer did not see the lock")
         session.tick()
-        assert session.paused_at is not None and socket.get_nowait()["type"] == "paused"
+        assert session.gate.paused_at is not None and socket.get_nowait()["type"] == "paused"
         assert socket.empty()  # the stroke is not shown
         stopped = session.now()
         session.clock.advance(30.0)  # the round's whole timer: it does not run out during a pause
@@ -300,7 +303,7 @@ def test_a_stalled_database_pauses_the_table_and_every_move_is_kept(tmp_path: Pa
         assert handle_text(session, line(1))["code"] == "paused"
         other.execute("ROLLBACK")
         other.close()
-        await wait_for(lambda: session.paused_at is None, "the table did not resume")
+        await wait_for(lambda: session.gate.paused_at is None, "the table did not resume")
         frames = [socket.get_nowait() for _ in range(socket.qsize())]
         assert [f["type"] for f in frames] == ["update", "resumed"]
         assert frames[0]["events"][0]["kind"] == "stroke_drawn"
@@ -310,5 +313,39 @@ def test_a_stalled_database_pauses_the_table_and_every_move_is_kept(tmp_path: Pa
         await games.aclose()
         assert manager(store).resume() == (1, 0)
         store.close()
+
+    asyncio.run(run())
+
+
+def test_a_persons_stroke_is_encoded_once_and_stored_as_encoded(tmp_path: Path, monkeypatch) -> None:
+    """The JSON of a person's stroke is made once, on the event loop: its size bounds the game's
+    log (`MoveBounds.check_length`) and the store's writer thread writes that very text."""
+    import store.records
+
+    encoded: list[Any] = []
+    compact_json = store.records.compact_json
+
+    def counted(value: Any) -> str:
+        encoded.append(value)
+        return compact_json(value)
+
+    monkeypatch.setattr(store.records, "compact_json", counted)
+
+    async def run() -> None:
+        db = open_store(f"sqlite:///{tmp_path / 'griffon.db'}")
+        games = manager(db)
+        session = games.create("pictomania", opponents=2, level="normal", name="Ana", seed=3)
+        assert session.driver is not None
+        session.driver.cancel()  # only the person's moves
+        encoded.clear()
+        assert handle_text(session, line(0)) is None
+        await games.settle()
+        strokes = [value for value in encoded if isinstance(value, dict) and value.get("kind") == "stroke"]
+        assert len(strokes) == 1, strokes
+        stored = db.load_game(session.id)
+        assert stored is not None and stored.moves[-1].move == strokes[0]
+        assert session.log_bytes == len(compact_json(strokes[0]).encode("utf-8"))
+        await games.aclose()
+        db.close()
 
     asyncio.run(run())

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from griffon.launch import Server, eventually, patient, running_server
+from griffon.launch import Server, eventually, patient, running_server, tuning
 from service.placement import STALE_S, WEIGHTS, Placement, table_weight, weighted_load
-from service.play.routes import GameCreated, RoomCreated
+from service.play.web import GameCreated, RoomCreated
 from service.ratelimit import DecayingRate
 from service.workers import CLIENT_HEADER, RELAY_HEADER, Workers
 
@@ -126,9 +126,9 @@ def test_a_table_that_takes_more_of_the_event_loop_weighs_what_it_takes() -> Non
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
     folder = tmp_path_factory.mktemp("placement") / "workers"
-    env = {"GRIFFON_WORKER_DIR": str(folder), "GRIFFON_GAMES_PER_CLIENT": "50",
-           "GRIFFON_GAMES_PER_CLIENT_HOUR": "500", "GRIFFON_GAME_IDLE_TIMEOUT_S": "1800",
-           "GRIFFON_KONTOUR_TABLE_COST": "0", "GRIFFON_PICTOMANIA_TABLE_COST": "0"}  # no admission refusal
+    env = {"GRIFFON_WORKER_DIR": str(folder), "GRIFFON_PLAY_GAMES_PER_CLIENT": "50",
+           "GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR": "500", "GRIFFON_PLAY_IDLE_TIMEOUT_S": "1800",
+           **tuning(kontour_table_cost=0, pictomania_table_cost=0)}  # no admission refusal
     with running_server(env, workers=2) as server:
         eventually(lambda: all((folder / f"load-{i}.json").exists() for i in range(2)), 120,
                    "the workers did not publish their loads")

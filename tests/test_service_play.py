@@ -27,15 +27,14 @@ def server(request: pytest.FixtureRequest):
     # Pictomania rounds of 12 s: the AI players start drawing several seconds into a round. No test
     # here waits for a Kontour turn to run out: 60-second turns, so that a busy machine never sees a
     # turn end between two moves of a test.
-    timers = {"GRIFFON_PLAY_PICTOMANIA_ROUND_S": "12", "GRIFFON_PLAY_KONTOUR_TIMER_S": "60"}
-    with play_server(request, **timers) as running:
+    with play_server(request, {"pictomania_round_s": 12, "kontour_timer_s": 60}) as running:
         yield running
 
 
 @pytest.fixture(scope="module")
 def table(request: pytest.FixtureRequest):
     """The service's game manager in process (the shipped model), 12-second Pictomania rounds."""
-    local = LocalTable({**model_env(request), "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "12"})
+    local = LocalTable(model_env(request), pictomania_round_s=12)
     yield local
     local.close()
 
@@ -173,9 +172,10 @@ def test_a_word_not_chosen_in_time_reaches_the_page_as_a_turn_without_a_word() -
     AI's, next) keeps its word, the overlay's « Le mot était »."""
     import asyncio
 
+    from service.play.clock import ManualClock
     from service.play.manager import GameManager
-    from service.play.session import HUMAN, ManualClock
     from service.play.settings import PlaySettings
+    from service.play.table import HUMAN
     from service.settings import Settings
     from tests.test_service_persistence import move, play_a_while, uniform
 
@@ -280,7 +280,7 @@ def test_the_message_rate_is_bounded(server) -> None:
 
 def test_game_slots_are_bounded_and_idle_games_expire(tight_server, tight_env) -> None:
     small = tight_server  # 2 game slots, idle games expire (after 2 s on a quiet machine)
-    expiry = float(tight_env["GRIFFON_IDLE_EXPIRY_S"])
+    expiry = float(tight_env["GRIFFON_PLAY_IDLE_EXPIRY_S"])
     games = [new_game(small, game="kontour", opponents=1) for _ in range(2)]
     full = httpx.post(small.url + "/v1/play", json={"game": "kontour"}, timeout=patient(10))
     assert full.status_code == 503
@@ -359,14 +359,14 @@ def test_guesses_come_at_a_human_pace(app) -> None:
 
 
 def test_a_failed_games_start_releases_everything_the_app_started(tiny_checkpoint: Path, monkeypatch) -> None:
-    """`service.play.routes.startup` raising: the pruner, the inference worker, the games and the
+    """`service.play.web.startup` raising: the pruner, the inference worker, the games and the
     database are all released (no task or thread left behind)."""
     import asyncio
     import tempfile
 
     from fastapi.testclient import TestClient
 
-    import service.play.routes
+    import service.play.web
     from service.app import create_app
     from service.settings import Settings
     from store import StoreSettings
@@ -378,8 +378,8 @@ def test_a_failed_games_start_releases_everything_the_app_started(tiny_checkpoin
         seen["tasks"] = {t.get_name() for t in asyncio.all_tasks()}
         raise RuntimeError("the games could not start")
 
-    real_startup = service.play.routes.startup
-    monkeypatch.setattr(service.play.routes, "startup", broken_startup)
+    real_startup = service.play.web.startup
+    monkeypatch.setattr(service.play.web, "startup", broken_startup)
     with tempfile.TemporaryDirectory(prefix="griffon-test-db-") as folder:
         app = create_app(Settings(model=tiny_checkpoint), StoreSettings(data_dir=Path(folder)))
         closed: list[str] = []

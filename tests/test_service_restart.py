@@ -25,12 +25,11 @@ import httpx
 import pytest
 import websockets
 
-from griffon.launch import REPO, Patience, Server, patient, running_server
-from service.play.journal import replay_into
+from griffon.launch import REPO, Patience, Server, patient, running_server, tuning
 from service.play.manager import GameManager
-from service.play.session import HUMAN
 from service.play.settings import PlaySettings
-from service.play.words import load_words
+from service.play.table import HUMAN
+from service.play.table_words import load_words
 from service.settings import Settings
 from store import open_store
 from tests.play_helpers import FAST, HOUSE, Player, model_env, new_game
@@ -52,8 +51,8 @@ def replayed(db: Path, game_id: str, upto: int | None = None) -> tuple[Any, dict
             stored = store.load_game(game_id)
             assert stored is not None
             games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), None)
-            session = games._build(game_id, stored.kind, stored.setup, "")
-            replay_into(session, replace(stored, moves=stored.moves[:upto]))
+            session = games._build(game_id, stored.kind, stored.setup, "", stored.token_hash)
+            session.replay(replace(stored, moves=stored.moves[:upto]))
             session.driver = None
             return session.state, session.frame([])["state"], len(stored.moves)
         finally:
@@ -159,10 +158,9 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
 ) -> None:
     data = tmp_path / "var"
     db = data / "griffon.db"
-    env = {**FAST, **model_env(request), "GRIFFON_DATA_DIR": str(data),
-           "GRIFFON_PLAY_KONTOUR_TIMER_S": "4", "GRIFFON_PLAY_KONTOUR_TARGET": "1",
-           "GRIFFON_PLAY_PICTOMANIA_ROUNDS": "1", "GRIFFON_PLAY_PICTOMANIA_ROUND_S": "6",
-           "GRIFFON_ACCEPT_ROOM_DRAWINGS": "true", "GRIFFON_TRANSCRIPT_SAVE_S": "0.5"}
+    env = {**model_env(request), "GRIFFON_DB_DIR": str(data), "GRIFFON_BOT_ACCEPT_DRAWINGS": "true",
+           **tuning(**{**FAST, "kontour_timer_s": 4, "kontour_target": 1, "pictomania_rounds": 1,
+                       "pictomania_round_s": 6, "transcript_save_s": 0.5})}
     with running_server(env) as first:
         kontour = new_game(first, game="kontour", opponents=2, level="easy", seed=7, name="Ana")
         picto = new_game(first, game="pictomania", opponents=2, level="easy", seed=7, learn=True)
@@ -227,7 +225,7 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
     out = tmp_path / "export"
     griffon = str(Path(sys.executable).parent / "griffon")
     done = subprocess.run([griffon, "db", "export", "--out", str(out)], cwd=REPO,
-                          env={**os.environ, "GRIFFON_DATA_DIR": str(data)}, capture_output=True, text=True,
+                          env={**os.environ, "GRIFFON_DB_DIR": str(data)}, capture_output=True, text=True,
                           timeout=patient(60))
     assert done.returncode == 0, done.stderr
     word = over["state"]["results"][0]["words"][HUMAN]
@@ -247,7 +245,7 @@ def test_a_corrupt_database_stops_griffon_serve_with_one_line(tmp_path: Path, da
     before = path.read_bytes()
     griffon = str(Path(sys.executable).parent / "griffon")
     done = subprocess.run([griffon, "serve", "--port", "0"], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path)}, timeout=patient(60))
+                          env={**os.environ, "GRIFFON_DB_DIR": str(tmp_path)}, timeout=patient(60))
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and said in lines[0] and "move the file away" in lines[0], done.stderr
@@ -265,7 +263,7 @@ def test_a_taken_port_stops_griffon_serve_at_once_with_one_line(tmp_path: Path, 
         port = taken.getsockname()[1]
         for workers in ("1", "2"):
             done = subprocess.run([griffon, "serve", "--port", str(port), "--workers", workers], cwd=REPO,
-                                  capture_output=True, text=True, env={**os.environ, "GRIFFON_DATA_DIR":
+                                  capture_output=True, text=True, env={**os.environ, "GRIFFON_DB_DIR":
                                   str(tmp_path)}, timeout=patient(60))
             assert done.returncode == 1, done.stderr
             assert done.stderr.strip().splitlines() == [
@@ -273,7 +271,9 @@ def test_a_taken_port_stops_griffon_serve_at_once_with_one_line(tmp_path: Path, 
             assert "ready" not in done.stdout
 
 
-BAD = [("GRIFFON_MAX_POINTS", "abc"), ("GRIFFON_PLAY_TICK_S", "-1")]
+BAD = [("GRIFFON_MAX_POINTS", "abc"), ("GRIFFON_PLAY_ROOM_GRACE_S", "-1"),
+       ("GRIFFON_MAX_SESSIONS", "0"),  # a former name: the message names the variable that is set
+       ("GRIFFON_TUNING", '{"tick_s": -1}'), ("GRIFFON_TUNING", '{"tick": 1}')]  # a bad value, no such key
 
 
 @pytest.mark.parametrize(("variable", "value"), BAD)
@@ -283,7 +283,7 @@ def test_a_bad_setting_stops_griffon_serve_with_one_line_naming_it(
     """Before the model loads (GRIFFON_PLAY_* are read by create_app, not at the games' start)."""
     griffon = str(Path(sys.executable).parent / "griffon")
     done = subprocess.run([griffon, "serve", "--port", "0"], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "GRIFFON_DATA_DIR": str(tmp_path), variable: value},
+                          env={**os.environ, "GRIFFON_DB_DIR": str(tmp_path), variable: value},
                           timeout=patient(60))
     assert done.returncode == 1
     assert "Traceback" not in done.stderr + done.stdout

@@ -14,7 +14,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from service.play.manager import GameManager
 from service.play.rooms import RoomError
-from service.play.session import HUMAN
+from service.play.table import HUMAN
 from tests.service_server import in_process
 
 
@@ -310,7 +310,7 @@ def test_a_host_away_before_the_start_hands_the_room_to_the_next_person_here(app
 def test_a_kontour_room_survives_a_restart_and_an_ai_draws_for_a_person_away(tmp_path: Path) -> None:
     """The room's game in SQLite: its seats and their tokens come back after a restart (the code
     too); the friend, away past the grace period, has their turn drawn by an AI."""
-    from service.play.session import ManualClock
+    from service.play.clock import ManualClock
     from service.play.settings import PlaySettings
     from service.settings import Settings
     from store import open_store
@@ -371,7 +371,7 @@ def test_each_ai_plays_at_its_own_level_and_the_levels_come_back_after_a_restart
     stored setup and given back when the game is resumed; a setup without per-seat levels (a solo
     game's) gives every AI the game's level."""
     from games.ai.levels import load_level
-    from service.play.session import ManualClock
+    from service.play.clock import ManualClock
     from service.play.settings import PlaySettings
     from service.settings import Settings
     from store import open_store
@@ -434,7 +434,7 @@ def test_a_lobby_survives_a_restart_and_an_expired_or_started_one_does_not(tmp_p
     room's lobby row is gone."""
     import time
 
-    from service.play.session import ManualClock
+    from service.play.clock import ManualClock
     from service.play.settings import PlaySettings
     from service.settings import Settings
     from store import hash_token, open_store
@@ -493,7 +493,7 @@ def test_a_lobby_survives_a_restart_and_an_expired_or_started_one_does_not(tmp_p
 
 def test_a_failing_database_does_not_stop_a_lobby(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """The lobby's writes fail (the database closed under it): logged, the lobby goes on in memory."""
-    from service.play.session import ManualClock
+    from service.play.clock import ManualClock
     from service.play.settings import PlaySettings
     from service.settings import Settings
     from store import open_store
@@ -516,8 +516,8 @@ def test_a_failing_database_does_not_stop_a_lobby(tmp_path: Path, caplog: pytest
 def test_a_next_game_refused_is_told_to_the_host_only() -> None:
     """« Rejouer » refused while the new game is created (every slot taken): the host's sockets get
     ``cannot_start``, a friend's nothing, and the host may ask again."""
+    from service.play.clock import ManualClock
     from service.play.manager import TooManyGames
-    from service.play.session import ManualClock
     from service.play.settings import PlaySettings
     from service.settings import Settings
     from tests.test_service_persistence import uniform
@@ -570,7 +570,7 @@ def test_a_room_s_code_leads_to_its_ended_game_after_a_restart(tmp_path: Path) -
     is « gone », not unknown."""
     import time
 
-    from service.play.session import ManualClock
+    from service.play.clock import ManualClock
     from service.play.settings import PlaySettings
     from service.settings import Settings
     from store import open_store

@@ -149,7 +149,7 @@ def test_a_table_over_its_share_of_the_event_loop_waits_and_one_under_it_does_no
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from bench.bench_play_frames import pictomania_session
-    from service.play import session as session_module
+    from service.play import table as session_module
     from service.ratelimit import RateLimit
 
     now = [0.0]
@@ -160,8 +160,7 @@ def test_a_table_over_its_share_of_the_event_loop_waits_and_one_under_it_does_no
         now[0] += seconds
 
     monkeypatch.setattr(session_module.asyncio, "sleep", recorded_sleep)
-    table = pictomania_session()
-    table.loop_budget = RateLimit(0.25, 2.0, clock=lambda: now[0])
+    table = pictomania_session(loop_budget=RateLimit(0.25, 2.0, clock=lambda: now[0]))
 
     async def scenario() -> None:
         await table.take_turn(0.01)  # a person's stroke: a few milliseconds

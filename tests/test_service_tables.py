@@ -1,5 +1,5 @@
 """The `Tables` protocols are what the game manager offers: every member the core's protocol
-(`service.tables`) and the rooms' (`service.play.tables`) name is on a real `GameManager`, its
+(`service.tables`) and the rooms' (`service.play.room_tables`) name is on a real `GameManager`, its
 sessions and its rooms; the rooms and a replica's ownership are handed the manager at construction."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any, Protocol
 
 from service.placement import weighted_load
 from service.play.manager import GameManager
+from service.play.room_tables import RoomTables
 from service.play.rooms import Rooms
 from service.play.settings import PlaySettings
-from service.play.tables import RoomTables
 from service.settings import Settings
 from service.tables import Lobbies, Lobby, Table, Tables
 from tests.test_service_persistence import uniform
@@ -82,5 +82,5 @@ def test_the_protocols_name_every_member_the_rooms_and_the_replicas_use() -> Non
     rooms = manager_members_used(service / "play" / "rooms.py")
     replicas = manager_members_used(service / "replicas.py")
     assert {"open_async", "games", "play"} <= rooms and {"games", "adopt", "forget"} <= replicas
-    assert rooms - set(members(RoomTables)) == set(), "add them to service.play.tables.RoomTables"
+    assert rooms - set(members(RoomTables)) == set(), "add them to service.play.room_tables.RoomTables"
     assert replicas - set(members(Tables)) == set(), "add them to service.tables.Tables"

@@ -97,7 +97,7 @@ def test_two_workers_relay_sockets_add_up_metrics_and_bring_a_killed_worker_back
 
 
 def test_a_worker_that_cannot_start_stops_the_server_with_its_status(tmp_path: Path) -> None:
-    env = {**os.environ, "GRIFFON_MODEL": str(tmp_path / "missing.pt"), "GRIFFON_DATA_DIR": str(tmp_path)}
+    env = {**os.environ, "GRIFFON_MODEL": str(tmp_path / "missing.pt"), "GRIFFON_DB_DIR": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-m", "griffon.serve", "--port", str(free_port()), "--workers", "2"],
         env=env, capture_output=True, text=True, timeout=patient(120), cwd=REPO,

@@ -518,7 +518,7 @@ def test_a_truncated_database_is_a_clear_error(tmp_path):
 
 
 def test_the_default_database_is_a_wal_file_in_the_data_folder(tmp_path):
-    settings = StoreSettings.from_env({"GRIFFON_DATA_DIR": str(tmp_path / "data")})
+    settings = StoreSettings.from_env({"GRIFFON_DB_DIR": str(tmp_path / "data")})
     assert settings.url == f"sqlite:///{tmp_path / 'data' / 'griffon.db'}"
     with open_store(settings) as db:
         assert db.location == str(tmp_path / "data" / "griffon.db")
@@ -528,8 +528,8 @@ def test_the_default_database_is_a_wal_file_in_the_data_folder(tmp_path):
 
 
 def test_bad_settings_and_urls_are_clear_errors(tmp_path):
-    with pytest.raises(StoreUnavailable, match="GRIFFON_RETAIN_GAMES_DAYS"):
-        StoreSettings.from_env({"GRIFFON_RETAIN_GAMES_DAYS": "-3"})
+    with pytest.raises(StoreUnavailable, match="GRIFFON_DB_RETAIN_GAMES_DAYS"):
+        StoreSettings.from_env({"GRIFFON_DB_RETAIN_GAMES_DAYS": "-3"})
     with pytest.raises(StoreUnavailable, match="GRIFFON_DB_CHECK"):
         StoreSettings.from_env({"GRIFFON_DB_CHECK": "sometimes"})
     with pytest.raises(StoreUnavailable, match="unknown database URL 'mysql'"):

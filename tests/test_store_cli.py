@@ -23,8 +23,8 @@ store.cli.register(app)
 @pytest.fixture
 def filled(tmp_path, monkeypatch) -> str:
     """A database with a game, a transcript and two drawings; the URL is the default one."""
-    monkeypatch.setenv("GRIFFON_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.delenv("GRIFFON_DATABASE_URL", raising=False)
+    monkeypatch.setenv("GRIFFON_DB_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("GRIFFON_DB_URL", raising=False)
     url = f"sqlite:///{tmp_path / 'data' / 'griffon.db'}"
     with open_store(url) as db:
         db.create_game("g", "kontour", {"seed": 1}, hash_token("t"), now=0.0)

@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 
 from griffon.launch import eventually
-from service.play.manager import GameManager, handle_text
-from service.play.session import HUMAN, ManualClock
+from service.play.clock import ManualClock
+from service.play.manager import GameManager
 from service.play.settings import PlaySettings
+from service.play.sockets import handle_text
+from service.play.table import HUMAN
 from service.replicas import Ownership, Replica, ReplicaSettings, ReplicaSettingsError
 from service.settings import Settings
 from store import BotRoomRecord, MoveRejected, Store, StoreError, StoreSettings, hash_token, open_store
@@ -210,7 +212,7 @@ def test_a_replica_whose_game_was_taken_stands_down_on_its_next_move_without_wri
         frames = []
         while not queue.empty():
             frames.append(queue.get_nowait())
-        assert frames == [None]  # never shown; the socket closes (1012: service.play.manager._send_loop)
+        assert frames == [None]  # never shown; the socket closes (1012: service.play.sockets._send_loop)
         session.tick()  # the AI players' next step writes nothing either
         assert len(other.load_game(session.id).moves) == stored  # type: ignore[union-attr]
         await games.aclose()
@@ -223,7 +225,7 @@ def test_a_replica_whose_game_was_taken_stands_down_on_its_next_move_without_wri
 @pytest.mark.parametrize(("environ", "said"), [
     ({"GRIFFON_REPLICA_NAME": "r1"}, "needs GRIFFON_REPLICA_ADDRESS"),
     ({"GRIFFON_REPLICA_NAME": "r1", "GRIFFON_REPLICA_ADDRESS": "10.0.0.1:8101",
-      "GRIFFON_REPLICA_SECRET": "x" * 16, "GRIFFON_REPLICA_RENEW_S": "2"},
+      "GRIFFON_REPLICA_SECRET": "x" * 16, "GRIFFON_TUNING": '{"renew_s": 2}'},
      "at most half of GRIFFON_REPLICA_LEASE_S"),
     ({"GRIFFON_REPLICA_NAME": "r 1", "GRIFFON_REPLICA_SECRET": "short"}, "GRIFFON_REPLICA_NAME"),
 ])
@@ -296,7 +298,7 @@ def test_griffon_serve_as_a_replica_with_another_secret_stops_with_one_line(sche
     assert isinstance(store, Store)
     join(store, live)
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "GRIFFON_DATABASE_URL": schema_url,
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GRIFFON_DB_URL": schema_url,
            "GRIFFON_REPLICA_NAME": "r2", "GRIFFON_REPLICA_ADDRESS": f"127.0.0.1:{port}",
            "GRIFFON_REPLICA_SECRET": "t" * 24}
     done = subprocess.run([sys.executable, "-m", "griffon.serve", "--port", str(port), "--workers", "1"],

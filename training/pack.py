@@ -6,7 +6,7 @@ validation split only, never a drawing the shipped recognizer trained on — kee
 drawings first, then by `training.data.key_hash`), and writes each drawing in the dataset's simplified
 form (integers 0–255; raw drawings go through `model.strokes.simplify_drawing`, the dataset's own
 simplification; drawings read from the simplified files are kept as they are) to a gzip'd ndjson
-file read by `games.ai.pack.DrawingPack`. Sorted by word then key_id, gzip mtime 0 and no file name
+file read by `games.ai.drawing_pack.DrawingPack`. Sorted by word then key_id, gzip mtime 0 and no file name
 in the header, so building twice gives identical bytes.
 """
 
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:  # the heavy imports wait for a build, so `griffon --help` stays quick
-    from games.ai.pack import PackedDrawing
+    from games.ai.drawing_pack import PackedDrawing
     from training.data import DrawingRecord
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -67,9 +67,9 @@ def simplified_strokes(record: DrawingRecord) -> list:
 
 
 def packed_drawings(records: Iterable[DrawingRecord]) -> tuple[list[PackedDrawing], int]:
-    """The records in the pack's format (`games.ai.pack.PackedDrawing`), and how many were skipped
+    """The records in the pack's format (`games.ai.drawing_pack.PackedDrawing`), and how many were skipped
     as unusable: refused by the simplification or by the pack's own reader (too many strokes…)."""
-    from games.ai.pack import DrawingPackError, PackedDrawing, parse_line
+    from games.ai.drawing_pack import DrawingPackError, PackedDrawing, parse_line
     from model.strokes import DrawingError
 
     out, skipped = [], 0
@@ -173,10 +173,10 @@ def accuracy(guesser: object, drawings: list, labels: list[str]) -> Accuracy:
 
 def measure_pack(path: Path = DEFAULT_PACK, seeds: Iterable[int] = (0, 1, 2)) -> dict[str, Accuracy]:
     """The shipped recognizer on the pack: the recognized drawings (what the AI draws), the others,
-    and one varied copy of each recognized drawing per seed (`games.ai.pack.vary`)."""
+    and one varied copy of each recognized drawing per seed (`games.ai.drawing_pack.vary`)."""
     import random
 
-    from games.ai.pack import DrawingPack, read_pack, vary
+    from games.ai.drawing_pack import DrawingPack, read_pack, vary
     from model import Guesser
 
     guesser = Guesser.load()

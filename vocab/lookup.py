@@ -3,7 +3,7 @@
 Every part of Griffon that reads a word as a category calls :meth:`WordLookup.categories` (or
 :meth:`WordLookup.category`, its first answer): the vocabulary (``Vocabulary.category_for``,
 ``.resolve``), the service (``Shared.key_for``), the bot's candidates and players' guesses
-(``service.bot.words``) and ``POST /v1/words/check``. The rule:
+(``service.bot.word_index``) and ``POST /v1/words/check``. The rule:
 
 1. ``keys_first`` (callers that pass category keys: games, the bot's candidates): the text as it
    is, when it is a category key (``"crayon"`` is then the wax crayon's key);

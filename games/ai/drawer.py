@@ -1,7 +1,7 @@
 """The AI drawer: picks a drawing of its word and draws it stroke by stroke at a human pace.
 
 Drawings come from a `DrawingSource`: by default (`default_source`) the shipped pack of real Quick,
-Draw! drawings of the **validation split** (`games.ai.pack.DrawingPack`; never training drawings, so
+Draw! drawings of the **validation split** (`games.ai.drawing_pack.DrawingPack`; never training drawings, so
 simulations measure the model honestly), with the hand-made line drawings of
 ``games/data/line_drawings.yaml`` (`ShippedLineDrawings`) for words the pack lacks. For Kontour every
 drawing goes through `to_kontour_lines` (at most the rules' ``max_strokes`` lines).
@@ -104,11 +104,11 @@ class CombinedSource:
 
 def default_source(pack: Path | None = None) -> DrawingSource:
     """The AI drawer's drawings: the shipped pack of validation-split Quick, Draw! drawings
-    (`games.ai.pack.DrawingPack`, or the pack file at `pack`), falling back to the hand-made
+    (`games.ai.drawing_pack.DrawingPack`, or the pack file at `pack`), falling back to the hand-made
     line drawings for words the pack lacks; the line drawings alone when no pack can be read."""
     shipped = ShippedLineDrawings()
     try:
-        from games.ai.pack import DrawingPack, DrawingPackError  # optional module
+        from games.ai.drawing_pack import DrawingPack, DrawingPackError  # optional module
     except ImportError:
         return shipped
     try:
@@ -179,7 +179,7 @@ class AIDrawer:
 
     `used` remembers, per word, the drawings already drawn (share one dict between the AI players
     of a game): each meeting with a word takes a drawing not used yet, and once all were used, a
-    varied copy of one (`games.ai.pack.vary`) when available. Kontour drawings are cut to
+    varied copy of one (`games.ai.drawing_pack.vary`) when available. Kontour drawings are cut to
     `max_lines` straight lines by the injected `straight_lines` (see `games.ai.lines`).
     """
 
@@ -242,7 +242,7 @@ class AIDrawer:
 
 def _vary(drawing: Drawing, rng: random.Random) -> Drawing:
     try:
-        from games.ai.pack import vary  # optional module
+        from games.ai.drawing_pack import vary  # optional module
     except ImportError:
         return drawing
     return vary(drawing, rng)

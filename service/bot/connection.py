@@ -222,9 +222,9 @@ class Connection:
                 return await self._welcome(taken.on_hello(frame, resumed=True))
         welcome = self.session.on_hello(frame)
         registry = self.registry
-        if registry is not None and registry.ownership is not None and registry.rooms is not None \
+        if registry is not None and registry.room_leases is not None and registry.rooms is not None \
                 and self.session.version == 2:
-            await registry.ownership.claim_room(self.session.id)  # before its memory is first written
+            await registry.room_leases.claim_room(self.session.id)  # before its memory is first written
         return frames + await self._welcome(welcome)
 
     async def _relayed_to_owner(self, session_id: str) -> bool:
@@ -251,11 +251,11 @@ class Connection:
         registry, shared = self.registry, self.session.shared
         assert registry is not None
         found = await registry.locate(shared, session_id, token)
-        if isinstance(found, Lease) and registry.ownership is not None:
+        if isinstance(found, Lease) and registry.room_leases is not None:
             if self.ws.scope.get(RELAYED):  # relayed once already: the room retries
                 await self.close(CLOSE_TRY_LATER, "the room is changing servers: resume again")
                 return True
-            if await relay_to(self.ws, found.address, registry.ownership.replica.secret, self.client,
+            if await relay_to(self.ws, found.address, registry.room_leases.replica.secret, self.client,
                               first=self.text):
                 self.relayed, self.open, self.resumable = True, False, False
                 return True

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from service.frames import FrameError
-from service.metrics import Metrics
+from service.prometheus import Metrics
 from store import BotKey, Store, StoreError, hash_token
 
 if TYPE_CHECKING:

@@ -28,9 +28,9 @@ from typing import Any
 
 from games.ai import AILevelError, KontourGuesser, load_level
 from model.strokes import DrawingError
+from service.bot.kept_strokes import stroke_text
 from service.bot.pace import policy_level
 from service.bot.session import ANALYSIS_TOP, BotSession, Round, _Said
-from service.bot.strokes import stroke_text
 from service.bot.transcript import Transcript
 from service.errors import ServiceError
 from service.inference import Overloaded

@@ -20,7 +20,7 @@ from service.bot.keys import BotKeys
 from service.bot.memory import BadMemory, restore, snapshot
 from service.bot.session import BotSession, Frame
 from service.bot.transcript import Transcript
-from service.bot.words import WordIndex
+from service.bot.word_index import WordIndex
 from service.settings import Settings
 from service.shared import Shared
 from service.workers import Workers
@@ -30,7 +30,7 @@ from store.leases import Lease, is_lease_lost
 from store.transcripts import TranscriptArchive
 
 if TYPE_CHECKING:
-    from service.replicas import Ownership
+    from service.replicas import RoomLeases
 
 
 log = logging.getLogger("griffon.bot")
@@ -43,10 +43,14 @@ class BotRegistry:
 
     def __init__(self, settings: Settings, archive: TranscriptArchive | None = None,
                  writer: BackgroundWriter | None = None, clock: Callable[[], float] = time.time,
-                 keys: BotKeys | None = None, rooms: Store | None = None) -> None:
+                 keys: BotKeys | None = None, rooms: Store | None = None,
+                 room_leases: Callable[[Callable[[str], None]], RoomLeases] | None = None) -> None:
+        """``rooms``: where the rooms' memory is stored (service.bot.memory; None: not stored);
+        ``room_leases(stand_down)``: a replica's leases on its bot rooms, built with the registry's
+        `stand_down` (`service.replicas.RoomLeases`; None: one server alone)."""
         self.settings = settings
         self.rooms = rooms if writer is not None else None  # rooms' memory stored (service.bot.memory)
-        self.ownership: Ownership | None = None  # a replica's leases (set at start-up: service.replicas)
+        self.room_leases = room_leases(self.stand_down) if room_leases is not None else None
         self.remembered_at: dict[str, float] = {}  # session id -> when its memory was last queued
         self.taken_over = self.stood_down = 0
         self.keys = keys  # the rooms' API keys and quotas (None: no database, no keys)
@@ -248,8 +252,8 @@ class BotRegistry:
         self.remembered_at.pop(session.id, None)
         if self._stored(session) and self.writer is not None:
             self.writer.delete_room(session.id)
-            if self.ownership is not None:
-                self.ownership.room_over(session.id)
+            if self.room_leases is not None:
+                self.room_leases.room_over(session.id)
 
     def stand_down(self, session_id: str) -> None:
         """Another replica took this room (its lease, the fence): stop driving it without writing;
@@ -264,8 +268,8 @@ class BotRegistry:
             expiry.cancel()
         if self.keys is not None:
             self.keys.release(session_id, keep_row=True)
-        if self.ownership is not None:
-            self.ownership.room_gone(session_id)
+        if self.room_leases is not None:
+            self.room_leases.room_gone(session_id)
         self.remembered_at.pop(session_id, None)
         log.warning("bot room %s: driven by another replica now; standing down", session_id)
 
@@ -304,19 +308,20 @@ class BotRegistry:
         it), or None (unknown, ended, expired, bad token: the room starts afresh)."""
         if self.rooms is None or session_id in self.live or session_id in self.finished:
             return None
-        if self.ownership is not None and (lease := await self.ownership.room_holder(session_id)) is not None:
+        leases = self.room_leases
+        if leases is not None and (lease := await leases.room_holder(session_id)) is not None:
             return lease
         stored = await self._load(session_id, token)
         if stored is None:
             return None
-        if self.ownership is not None:
-            lease = await self.ownership.claim_room(session_id)
-            if lease is None or lease.holder != self.ownership.replica.holder:
+        if self.room_leases is not None:
+            lease = await self.room_leases.claim_room(session_id)
+            if lease is None or lease.holder != self.room_leases.replica.holder:
                 # another's, live or expiring between the claim and the read: the room tries again
                 return lease
             stored = await self._load(session_id, token)  # the latest, now that it is ours
             if stored is None:
-                self.ownership.room_over(session_id)
+                self.room_leases.room_over(session_id)
                 return None
         if session_id in self.live:  # taken over meanwhile by another resume on this process
             return None
@@ -330,8 +335,8 @@ class BotRegistry:
             await restore(session, stored, token, earlier)
         except BadMemory as error:
             log.warning("bot room %s: cannot be taken over: %s", session_id, error)
-            if self.ownership is not None:
-                self.ownership.room_over(session_id)
+            if self.room_leases is not None:
+                self.room_leases.room_over(session_id)
             return None
         if session_id in self.live:
             return None
@@ -348,8 +353,8 @@ class BotRegistry:
                       lease: Lease) -> BotSession | Lease | None:
         """The holder of ``lease`` cannot be reached (it died): wait for its lease to run out,
         then `locate` the room again (taken over here, most often)."""
-        assert self.ownership is not None
-        leases = self.ownership.leases
+        assert self.room_leases is not None
+        leases = self.room_leases.leases
         left = lease.expires_at - await asyncio.to_thread(leases.now)
         await asyncio.sleep(min(max(0.0, left) + 0.05, leases.lease_s + 0.5))
         return await self.locate(shared, session_id, token)
@@ -369,7 +374,7 @@ class BotRegistry:
         return stored
 
     def words(self, shared: Shared) -> WordIndex:
-        """The word rule over the model's labels (``service.bot.words``), built once."""
+        """The word rule over the model's labels (``service.bot.word_index``), built once."""
         if self._words is None:
             self._words = WordIndex(shared.guesser.labels, shared.vocabulary.lookup)
         return self._words

@@ -123,10 +123,10 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
 
 @router.get("/v1/bot/sessions")
 async def bot_sessions(registry: BotsDep) -> dict[str, Any]:
-    """Bot sessions, newest first (only when ``GRIFFON_LIST_BOT_SESSIONS`` is on)."""
+    """Bot sessions, newest first (only when ``GRIFFON_BOT_LIST_SESSIONS`` is on)."""
     if not registry.settings.list_bot_sessions:
         raise NotFound("the list of bot sessions is not public on this server "
-                       "(GRIFFON_LIST_BOT_SESSIONS); read one with its key")
+                       "(GRIFFON_BOT_LIST_SESSIONS); read one with its key")
     sessions = registry.summaries()
     return {"count": len(sessions), "sessions": sessions}
 

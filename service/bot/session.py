@@ -25,6 +25,7 @@ from games.ai import AILevelError, KontourGuesser, load_level
 from games.ai.base import Related, no_relations
 from model.strokes import DrawingError
 from service.bot import drawing
+from service.bot.kept_strokes import erase_region, stroke_text
 from service.bot.pace import policy_level
 from service.bot.protocol import (
     PACES,
@@ -39,9 +40,8 @@ from service.bot.protocol import (
     negotiate,
     version_2_fields,
 )
-from service.bot.strokes import erase_region, stroke_text
 from service.bot.transcript import Transcript
-from service.bot.words import CandidateList, WordIndex
+from service.bot.word_index import CandidateList, WordIndex
 from service.errors import ServiceError
 from service.frames import FrameError
 from service.inference import Overloaded
@@ -233,7 +233,7 @@ class BotSession:
         return [*frames, ready]
 
     def read_candidates(self, candidates: list[str] | None, language: str) -> CandidateList | None:
-        """A round's candidates read by the word rule (``service.bot.words``): the labels to guess
+        """A round's candidates read by the word rule (``service.bot.word_index``): the labels to guess
         among, the room's spelling of each, and the words the model cannot guess (ignored)."""
         if candidates is None:
             return None

@@ -1,4 +1,4 @@
-"""Solo games in the database: each game's setup and move log, its end, and its return after a restart.
+"""Tables in the database: each game's setup and move log, its end, and its return after a restart.
 
 A game is stored as what it was set up with (players, names, seed, the dealt deck, the rules
 config, the AI level, the consent switch) and its move log; the engines are pure, so replaying the
@@ -16,7 +16,7 @@ wait) and goes on by itself once its moves are written. Nothing is dropped and n
 abandoned for a failed write. A move the database refuses for good (`MoveRejected`: another server
 writes the game) closes the table with a message: it can no longer be kept.
 
-`replay_into` brings a stored game back: the session is built from the setup exactly as a new one is,
+`GameSession.replay` brings a stored game back: the session is built from the setup exactly as a new one is,
 every logged move is applied again at its logged time (the AI driver hears every event, as live),
 the game clock goes on from the last move (timers pause while the server is down) and the AI
 players resume (`driver.resume`). The page reconnects with the same id and token (only the
@@ -30,13 +30,15 @@ loop (the shared `store.background.BackgroundWriter`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import Any
 
 from games.core import Event, Move
-from service.play.session import HUMAN
-from store import DrawingRecord, StoredGame, StoreError
+from service.play.views import HUMAN
+from store import DrawingRecord, Encoded, StoreError
 from store.background import BackgroundWriter
 from store.group_commit import MoveWriter
 
@@ -53,21 +55,32 @@ class Journal:
     ) -> None:
         self.writer, self.id, self.kind, self.setup, self.drawings = writer, game_id, kind, setup, drawings
         self.learn = bool(setup.get("learn")) and drawings is not None
-        self.writing = True  # False while a stored game is replayed
+        self.writing = True  # False while a stored game is replayed (`replaying`)
         self.ended = False
         self.strokes: list[tuple[float, Any]] = []  # the person's strokes being drawn: (time, points)
 
-    def record(self, session: Any, move: Move, now: float, events: list[Event]) -> Future[None] | None:
-        """A move the rules accepted (its number: ``session.moves``): hand it to the writer, follow
-        the person's drawing, close the game when it is over. Returns the write's future (None
-        when nothing is written: a replay, a game already ended)."""
+    def record(
+        self, session: Any, move: Move, encoded: Encoded, now: float, events: list[Event]
+    ) -> Future[None] | None:
+        """A move the rules accepted (its number: ``session.moves``; ``encoded``: its stored form):
+        hand it to the writer, follow the person's drawing, close the game when it is over.
+        Returns the write's future (None when nothing is written: a replay, a game already ended)."""
         stored = None
         if self.writing and not self.ended:
-            stored = self.writer.submit(self.id, session.moves, now, move.to_dict())
+            stored = self.writer.submit(self.id, session.moves, now, encoded)
         self.follow(session, move, now, events)
         if session.state.phase == "game_over" and self.writing:
             self.end("finished", result(session.state))
         return stored
+
+    @contextlib.contextmanager
+    def replaying(self) -> Iterator[None]:
+        """While a stored game is replayed: its drawings followed, nothing written."""
+        self.writing = False
+        try:
+            yield
+        finally:
+            self.writing = True
 
     def full(self) -> bool:
         """Whether the writer's queue is full (a move applied now could not be handed over)."""
@@ -164,31 +177,6 @@ def result(state: Any) -> dict[str, Any]:
     """What a finished game is stored with: the winners and the scores."""
     scores = getattr(state, "scores", None) or getattr(state, "totals", {})
     return {"winners": list(state.winners), "scores": dict(scores)}
-
-
-def replay_into(session: Any, game: StoredGame) -> None:
-    """Apply a stored game's move log to a session just built from its setup: the rules check
-    every move again, the AI driver hears every event, the journal follows the drawings without
-    writing; then the game clock goes on from the last move and the AI players resume.
-
-    Raises whatever the rules raise for a log they refuse (the caller abandons that game)."""
-    journal: Journal | None = session.journal
-    if journal is not None:
-        journal.writing = False
-    rules, state, now = session.rules, session.state, state_clock(session.state)
-    for entry in game.moves:
-        move = rules.parse_move(entry.move)
-        state, events = rules.apply(state, move, entry.at)
-        session.state, now = state, entry.at
-        session.ai.on_events(state, events, now)
-        if journal is not None:
-            journal.follow(session, move, now, events)
-    if journal is not None:
-        journal.writing = True
-    session.moves = session.seq = len(game.moves)
-    session.t0 = session.clock() - now  # the clock goes on where it stopped: timers paused
-    session.last_activity = session.clock()
-    session.ai.resume(state, now)
 
 
 def state_clock(state: Any) -> float:

@@ -1,15 +1,10 @@
-"""The solo games of the service: creating them, finding them, expiring them, serving their sockets.
+"""The games of the service: creating them, finding them, expiring them, bringing them back.
 
 `GameManager` holds at most ``settings.max_sessions`` games, at most ``games_per_client`` open
 per client (a new game replaces the oldest one its player left) and ``games_per_client_hour``
 created per client; a game nobody has moved in for
 ``settings.idle_expiry_s`` (or that no socket joined within ``game_idle_timeout_s``) is closed by a
-sweeper task. `serve_socket` runs one WebSocket: it sends the game's frames and turns each
-incoming frame into a move (bounded size, rate-limited, guesses at a human pace, NaN, deep nesting
-and lone surrogates refused; a table whose frames took more than ``table_loop_share`` of the event
-loop waits before its next one is read); anything wrong gets a typed error frame and the socket stays open.
-A socket silent for ``game_idle_timeout_s`` is closed (4408; the page pings every 20 s), one that
-does not read its frames is closed with 1013 (the page reconnects); 4410 means the game is over.
+sweeper task. Its games' sockets are served by `service.play.sockets`.
 
 With a database (``store``), every game is stored as its setup and its move log
 (:mod:`service.play.journal`): `resume` brings the unfinished ones back when the server starts, with
@@ -24,42 +19,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import json
 import logging
 import secrets
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-import orjson
-from fastapi import WebSocket, WebSocketDisconnect
-
 from games.ai.levels import load_level
-from games.core import RuleError
 from games.kontour import KontourCard, KontourConfig, KontourRules
 from games.pictomania import PictoCard, PictomaniaConfig, PictomaniaRules
 from service.capacity import Capacity
 from service.errors import RateLimited
-from service.frames import FrameError, error_frame, load_json
-from service.metrics import Metrics
-from service.play.journal import Journal, replay_into
+from service.play.bounds import MoveBounds
+from service.play.clock import Clock
+from service.play.journal import Journal
 from service.play.rooms import Rooms
-from service.play.session import (
+from service.play.settings import PlaySettings
+from service.play.table import (
     HUMAN,
-    MAX_GUESS_CHARS,
-    Clock,
+    Collaborators,
     GameSession,
     KontourSession,
     PictomaniaSession,
     Recognize,
+    Seating,
 )
-from service.play.settings import PlaySettings
-from service.play.words import kontour_candidates, kontour_deck, load_words, pictomania_deck
+from service.play.table_words import kontour_candidates, kontour_deck, load_words, pictomania_deck
+from service.prometheus import Metrics
 from service.ratelimit import Buckets, RateLimit
 from service.settings import Settings
-from service.shared import client_of
 from service.workers import Workers
 from store import Store, StoredGame, StoreError, StoreUnavailable, hash_token
 from store.background import shared_writer
@@ -73,14 +61,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("griffon.play")
 SWEEP_EVERY_S = 5.0
 SHUTDOWN_FLUSH_S = 10.0  # at shutdown, how long the held moves may take to be written
-CLOSE_UNKNOWN_GAME = 4404
-CLOSE_BAD_TOKEN = 4403
-CLOSE_EXPIRED = 4410
-CLOSE_IDLE = 4408
-CLOSE_FULL = 4429
-CLOSE_TOO_SLOW = 1013
-CLOSE_MOVED = 1012  # the game moved to another replica (service.replicas): reconnect
-CLOSE_WAIT_S = 5.0  # how long a socket too slow to read its frames is given to take its close
 
 
 class TooManyGames(RuntimeError):
@@ -92,7 +72,7 @@ class UnknownGame(KeyError):
 
 
 class GameManager:
-    """All live solo games of one app."""
+    """All live tables of one app: games against AI players and rooms' games alike."""
 
     def __init__(
         self, settings: Settings, play: PlaySettings, recognizer: Callable[[str], Recognize],
@@ -119,6 +99,7 @@ class GameManager:
         self.drawings = shared_writer(store) if store is not None else None  # the app's one writer
         self.writer = shared_move_writer(store) if store is not None else None  # moves and ends, in order
         self.kontour_config, self.pictomania_config = game_configs(play)  # read once, immutable
+        self.bounds = MoveBounds.of(play, settings)  # of the people's moves
         self.games: dict[str, GameSession] = {}
         self.creating = asyncio.Lock()  # one new game at a time (`open_game`)
         self.owners: dict[str, str] = {}  # game id -> client that created it
@@ -185,10 +166,8 @@ class GameManager:
         `DeckSetupError`, `store.StoreError` (the database refused the new game). The database
         write runs here, on the caller's thread: the service calls `open_game`."""
         token = secrets.token_urlsafe(18)
-        session = self.open(game, self._solo_seats(name, opponents), level, seed, client, learn,
-                            host_hash=hash_token(token), withdraw_key=withdraw_key)
-        session.token = token
-        return session
+        return self.open(game, self._solo_seats(name, opponents), level, seed, client, learn,
+                         host_hash=hash_token(token), withdraw_key=withdraw_key, token=token)
 
     async def open_game(
         self, game: Literal["kontour", "pictomania"], opponents: int, level: str, name: str,
@@ -196,22 +175,20 @@ class GameManager:
     ) -> GameSession:
         """`create`, the database write in a thread (`open_async`)."""
         token = secrets.token_urlsafe(18)
-        session = await self.open_async(game, self._solo_seats(name, opponents), level, seed, client, learn,
-                                        hash_token(token), withdraw_key=withdraw_key)
-        session.token = token
-        return session
+        return await self.open_async(game, self._solo_seats(name, opponents), level, seed, client, learn,
+                                     hash_token(token), withdraw_key=withdraw_key, token=token)
 
     async def open_async(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
         host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
-        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None, token: str = "",
     ) -> GameSession:
         """`open`, the database write in a thread (the event loop and the other tables go on). New
         games are made one at a time: the limits `_deal` checks (slots, the client's games and
         budget, the CPU budget) count each game only once it is open."""
         async with self.creating:
             session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
-                                                  room, withdraw_key, levels)
+                                                  room, withdraw_key, levels, token)
             if self.store is not None:
                 await asyncio.to_thread(self.store.create_game, session.id, game, setup, host_hash)
             if replaced is not None and replaced not in self.games:
@@ -221,27 +198,28 @@ class GameManager:
     def open(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
         host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
-        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None, token: str = "",
     ) -> GameSession:
-        """A new game of the seats `names` (`HUMAN`: the host, their token's hash `host_hash`; `friends`:
-        the other people's seats and token hashes; the other seats are AI players, at `level` but
-        those `levels` names), stored (on the caller's thread) and started. A solo game is a room of
-        one person. Raises as `create`. The service calls `open_async`."""
+        """A new game of the seats `names` (`HUMAN`: the host, their token's hash `host_hash`, the
+        token itself when the host is given it now: `token`; `friends`: the other people's seats and
+        token hashes; the other seats are AI players, at `level` but those `levels` names), stored
+        (on the caller's thread) and started. A game against the AI is a table of one person.
+        Raises as `create`. The service calls `open_async`."""
         session, setup, replaced = self._deal(game, names, level, seed, client, learn, host_hash, friends,
-                                              room, withdraw_key, levels)
+                                              room, withdraw_key, levels, token)
         if self.store is not None:
             self.store.create_game(session.id, game, setup, host_hash)
         return self._open(session, replaced, client)
 
     def _solo_seats(self, name: str, opponents: int) -> dict[str, str]:
-        """The seats of a solo game: the person, then `opponents` AI players."""
+        """The seats of a game against AI players: the person, then `opponents` AI players."""
         return {HUMAN: name, **{f"ia{i + 1}": self.play.ai_names[i % len(self.play.ai_names)]
                                 for i in range(opponents)}}
 
     def _deal(
         self, game: str, names: dict[str, str], level: str, seed: int | None, client: str, learn: bool,
         host_hash: str, friends: dict[str, str] | None = None, room: str | None = None,
-        withdraw_key: str | None = None, levels: dict[str, str] | None = None,
+        withdraw_key: str | None = None, levels: dict[str, str] | None = None, token: str = "",
     ) -> tuple[GameSession, dict[str, Any], str | None]:
         """A new game's session and setup, not stored nor started; and the game it replaces. The
         setup's ``level`` is every AI seat's but those its ``levels`` names (a room's: AI seat ->
@@ -263,8 +241,7 @@ class GameManager:
             setup["levels"] = dict(levels)
         if learn and withdraw_key:
             setup["owner"] = hash_token(withdraw_key)
-        session = self._build(self.new_id(), game, setup, token="")
-        session.token_hash = host_hash
+        session = self._build(self.new_id(), game, setup, token, host_hash)
         if self.ownership is not None:  # a replica leases the game before it exists for the others
             self.ownership.claim_new(session.id)
         return session, setup, replaced
@@ -314,26 +291,36 @@ class GameManager:
         self.games[session.id] = session
         for seat in session.people:  # each person's own guess budget
             self.guesses[session.id, seat] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
-        settings = self.settings
-        session.loop_budget = RateLimit(settings.table_loop_share, settings.table_loop_burst_s)
 
-    def _build(self, game_id: str, kind: str, setup: dict[str, Any], token: str) -> GameSession:
-        """The session of a game from its setup (the same code for a new and a resumed game)."""
+    def _build(
+        self, game_id: str, kind: str, setup: dict[str, Any], token: str, host_hash: str
+    ) -> GameSession:
+        """The session of a game from its setup (the same code for a new and a resumed game), with
+        its collaborators: its journal (with a database), the metrics, the loss handler, its share
+        of the event loop."""
         words = load_words(self.play.drawings)
+        journal = None if self.writer is None else Journal(self.writer, game_id, kind, setup, self.drawings)
+        settings = self.settings
+        seating = Seating(
+            names=dict(setup["names"]), level=load_level(setup["level"]),
+            levels={seat: load_level(name) for seat, name in (setup.get("levels") or {}).items()},
+            token=token, host_hash=host_hash, friends=dict(setup.get("friends") or {}),
+            room_code=setup.get("room"),
+        )
         common: dict[str, Any] = dict(
             game_id=game_id,
-            token=token,
-            level=load_level(setup["level"]),
+            seating=seating,
             seed=setup["seed"],
             words=words,
             recognize=self.recognizer(f"game:{game_id}"),
             labels=self.labels,
             play=self.play,
-            names=dict(setup["names"]),
             clock=self.clock,
-            friends=dict(setup.get("friends") or {}),
-            levels={seat: load_level(name) for seat, name in (setup.get("levels") or {}).items()},
-            room_code=setup.get("room"),
+            bounds=self.bounds,
+            collaborators=Collaborators(
+                journal=journal, metrics=self.metrics, on_lost=self._lost if journal is not None else None,
+                loop_budget=RateLimit(settings.table_loop_share, settings.table_loop_burst_s),
+            ),
         )
         if kind == "kontour":
             rules = KontourRules(KontourConfig.from_dict(setup["config"]), judge=words.judge)
@@ -349,10 +336,6 @@ class GameManager:
             session = PictomaniaSession(picto, state, **common)
         else:
             raise ValueError(f"unknown game kind {kind!r}")
-        if self.writer is not None:
-            session.journal = Journal(self.writer, game_id, kind, setup, self.drawings)
-            session.on_lost = self._lost
-        session.metrics = self.metrics
         return session
 
     def resume(self) -> tuple[int, int]:
@@ -410,23 +393,19 @@ class GameManager:
         One that cannot be replayed is marked ``abandoned`` and logged (None)."""
         assert self.store is not None
         try:
-            session = self._build(stored.id, stored.kind, stored.setup, token="")
-            session.token_hash = stored.token_hash
-            replay_into(session, stored)
-            session.log_bytes = sum(len(json.dumps(m.move, separators=(",", ":"))) for m in stored.moves)
+            session = self._build(stored.id, stored.kind, stored.setup, "", stored.token_hash)
+            session.replay(stored, game_clock)
         except Exception:  # a log the rules refuse, a setup of an older Griffon...
             log.exception("game %s: cannot be resumed; marked abandoned", stored.id)
             with contextlib.suppress(StoreError):
                 self.store.finish_game(stored.id, "abandoned")
             return None
-        if game_clock > session.now():
-            session.t0 = session.clock() - game_clock
         self._add(session)
         if stored.setup.get("room"):
             self.rooms.started[stored.setup["room"]] = session.id
         self.joined.add(session.id)  # its player has idle_expiry_s to come back
         session.start()
-        session._read()  # the AI players read the drawings as they are
+        session.read_drawings()  # the AI players read the drawings as they are
         return session
 
     def _check_client(self, client: str) -> str | None:
@@ -504,7 +483,7 @@ class GameManager:
         if self.writer is not None:
             await asyncio.to_thread(self.writer.flush, timeout)
         for _ in range(100):  # the writer's answers reach the games through the event loop
-            if not any(game.held for game in self.games.values()):
+            if not any(game.gate.held for game in self.games.values()):
                 return
             await asyncio.sleep(0.001)
 
@@ -534,7 +513,7 @@ class GameManager:
         within ``game_idle_timeout_s``; returns their ids."""
         now = self.clock()
         limit, unjoined = now - self.settings.idle_expiry_s, now - self.settings.game_idle_timeout_s
-        expired = [gid for gid, g in self.games.items() if g.paused_at is None
+        expired = [gid for gid, g in self.games.items() if g.gate.paused_at is None
                    and (g.last_activity < limit or (gid not in self.joined and g.t0 < unjoined))]
         for game_id in expired:
             log.info("game %s: expired (idle)", game_id)
@@ -573,196 +552,3 @@ def game_configs(play: PlaySettings) -> tuple[KontourConfig, PictomaniaConfig]:
         n = play.pictomania_rounds
         picto = picto.replace(rounds=n, levels_per_round=picto.levels_per_round[:n])
     return KontourConfig.load(**kontour), picto
-
-
-# ------------------------------------------------------------------------------------------------
-# WebSocket
-
-
-BAD_FRAME = "bad_frame"  # the code of a games frame the server cannot read
-STROKES = ("stroke",)  # timed as a stroke's acknowledgement here without a database, else when written
-
-
-def read_frame(text: str) -> dict[str, Any]:
-    """Parse one client frame (JSON object, no NaN/Infinity, no lone surrogate); raises `FrameError`."""
-    try:
-        data = load_json(text, reject_constants=True)
-    except FrameError as error:
-        raise FrameError(BAD_FRAME, error.message) from None
-    if not isinstance(data, dict):
-        raise FrameError(BAD_FRAME, "a frame must be a JSON object with a 'type'")
-    if data.get("type") not in ("move", "ping", "sync", "again"):
-        got = str(data.get("type"))[:40]
-        expected = "expected 'move', 'ping', 'sync' or 'again'"
-        raise FrameError(BAD_FRAME, f"unknown frame type ({expected})", got=got)
-    return data
-
-
-def encode_frame(frame: dict[str, Any]) -> str:
-    """A server frame as compact JSON text (orjson: a stroke's update of 1,000 points in a tenth of
-    ``json.dumps``'s time; NaN and infinities, which the frames never hold, would be ``null``)."""
-    return orjson.dumps(frame, option=orjson.OPT_NON_STR_KEYS).decode()
-
-
-def handle_text(
-    session: GameSession, text: str, guesses: RateLimit | None = None,
-    spend: Callable[[int], None] | None = None, seat: str = HUMAN,
-    again: Callable[[GameSession, str], dict[str, Any] | None] | None = None,
-) -> dict[str, Any] | None:
-    """Apply one client frame of `seat`'s socket; returns the frame to send back (error or pong), if any.
-
-    ``guesses`` bounds the typed guesses (a person types a word a second, not fifty); ``spend(n)``
-    charges a stroke's points to the client's point budget before any work (`RateLimited`);
-    ``again(session, seat)`` plays a room's ended game again (`Rooms.again`: the ``again`` frame)."""
-    started = time.perf_counter()
-    try:
-        data = read_frame(text)
-        if data["type"] == "ping":
-            return {"type": "pong", "now": round(session.now(), 3)}
-        if data["type"] == "again":
-            if again is None:
-                raise FrameError(BAD_FRAME, "this socket cannot start another game")
-            return again(session, seat)
-        if data["type"] == "sync":  # the page missed an update: the whole state again
-            return session.frame([], seat)
-        move = data.get("move")
-        if isinstance(move, dict) and move.get("kind") == "guess" and isinstance(move.get("text"), str):
-            if len(move["text"]) > MAX_GUESS_CHARS:  # a typed word (Kontour), not a token placed
-                raise FrameError(BAD_FRAME, f"a guess holds at most {MAX_GUESS_CHARS} characters")
-            if guesses is not None and not guesses.allow():
-                return error_frame("rate_limited", "one guess at a time: wait a moment before the next")
-        if spend is not None and isinstance(move, dict) and isinstance(move.get("points"), list):
-            spend(len(move["points"]))
-        session.human_move(move, seat)
-        if session.metrics is not None and move.get("kind") in STROKES and session.journal is None:
-            session.metrics.stroke_ack.labels(source="play").observe(time.perf_counter() - started)
-    except RuleError as error:
-        return {"type": "error", **error.to_dict()}
-    except FrameError as error:
-        return error.to_frame()
-    except RateLimited as error:
-        frame = error_frame(error.code, error.message)
-        if error.retry_after is not None:
-            frame["retry_after"] = round(error.retry_after, 1)
-        return frame
-    except Exception:  # a bug: logged, the player gets a typed frame, the game goes on
-        log.exception("game %s: frame handling failed", session.id)
-        return error_frame("internal_error", "the server failed on this frame")
-    return None
-
-
-async def _send_loop(
-    websocket: WebSocket, queue: asyncio.Queue[dict[str, Any] | None], manager: GameManager,
-    session: GameSession,
-) -> None:
-    """Encode the socket's frames as they come and write them in order; a socket that lets more
-    than ``send_queue_bytes`` of them wait (it does not read) is let go and closed (1013): what one
-    socket holds of the server's memory is bounded in bytes, not only in frames."""
-    outbox: deque[str] = deque()
-    waiting = 0  # bytes in the outbox
-    more = asyncio.Event()
-    closing: tuple[int, str] | None = None
-
-    async def write() -> None:
-        nonlocal waiting
-        while True:
-            await more.wait()
-            more.clear()
-            while outbox:
-                await websocket.send_text(outbox[0])
-                waiting -= len(outbox.popleft())
-            if closing is not None:
-                await websocket.close(*closing)
-                return
-
-    writer = asyncio.create_task(write())
-    try:
-        while not writer.done():
-            frame = await queue.get()
-            if frame is None:
-                if session.moved:  # another replica drives it now (service.replicas): reconnect there
-                    closing = (CLOSE_MOVED, "the game moved to another server; reconnect")
-                elif manager.games.get(session.id) is session:  # dropped for not reading, game goes on
-                    closing = (CLOSE_TOO_SLOW, "socket too slow; reconnect")
-                else:
-                    closing = (CLOSE_EXPIRED, "game closed")
-                more.set()
-                await writer  # the frames before it, then the close
-                return
-            started = time.perf_counter()
-            text = encode_frame(frame)  # the table's loop time too
-            await session.take_turn(time.perf_counter() - started)
-            if waiting + len(text) > manager.settings.send_queue_bytes:
-                manager.refused("too_slow")
-                session.detach(queue)  # its seat's frames stop here; the game goes on
-                outbox.clear()
-                writer.cancel()
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await asyncio.wait_for(websocket.close(CLOSE_TOO_SLOW, "socket too slow; reconnect"),
-                                           CLOSE_WAIT_S)  # a socket that never reads may not take it
-                return
-            outbox.append(text)
-            waiting += len(text)
-            more.set()
-    finally:
-        writer.cancel()
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await writer
-
-
-def _reply(
-    session: GameSession, text: str, settings: Settings, limit: RateLimit, guesses: RateLimit | None,
-    spend: Callable[[int], None] | None = None, seat: str = HUMAN,
-    again: Callable[[GameSession, str], dict[str, Any] | None] | None = None,
-) -> dict[str, Any] | None:
-    if len(text) > settings.max_frame_bytes:
-        return error_frame("frame_too_large", f"a frame holds at most {settings.max_frame_bytes} bytes")
-    if not limit.allow():
-        if limit.warned:
-            return None  # one error per flood, not one per dropped frame
-        limit.warned = True
-        return error_frame("rate_limited", f"at most {settings.max_message_rate:g} frames per second")
-    limit.warned = False
-    return handle_text(session, text, guesses, spend, seat, again)
-
-
-async def serve_socket(
-    websocket: WebSocket, session: GameSession, manager: GameManager, seat: str = HUMAN
-) -> None:
-    """Run one accepted socket of `seat` in `session` until it disconnects, idles or the game ends."""
-    settings = manager.settings
-    manager.joined.add(session.id)
-    queue = session.attach(seat)
-    sender = asyncio.create_task(_send_loop(websocket, queue, manager, session))
-    limit = RateLimit(settings.max_message_rate, settings.max_message_burst)
-    spend = None
-    if manager.spend_points is not None:
-        spend = functools.partial(manager.spend_points, client_of(websocket))
-    try:
-        while True:
-            try:
-                message = await asyncio.wait_for(websocket.receive(), settings.game_idle_timeout_s)
-            except TimeoutError:
-                sender.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sender
-                idle = f"no frame for {settings.game_idle_timeout_s:g} s: closing"
-                await websocket.send_json(error_frame("idle_timeout", idle))
-                await websocket.close(CLOSE_IDLE, "idle timeout")
-                break
-            if message["type"] == "websocket.disconnect":
-                break
-            text = message.get("text")
-            if text is None:
-                text = (message.get("bytes") or b"").decode("utf-8", "replace")
-            started = time.perf_counter()
-            guesses = manager.guesses.get((session.id, seat))
-            reply = _reply(session, text, settings, limit, guesses, spend, seat, manager.rooms.again)
-            await session.take_turn(time.perf_counter() - started)
-            if reply is not None:
-                await queue.put(reply)  # a client that does not read is slowed down, not buffered
-    except (WebSocketDisconnect, RuntimeError):
-        pass
-    finally:
-        session.detach(queue)
-        sender.cancel()

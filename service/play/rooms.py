@@ -11,7 +11,7 @@ ended the host (while away, the first person here: `restarter`) may play again w
 (`Rooms.again`: « Rejouer »).
 
 A lobby is stored each time it changes and brought back at a restart, and the game a started room's
-code leads to is stored (`service.play.lobbies`): a restart keeps the room's code, seats and links;
+code leads to is stored (`service.play.stored_lobbies`): a restart keeps the room's code, seats and links;
 on replicas another replica takes a lobby over when its replica dies. ``lobby_expiry_s`` closes a
 forgotten lobby (its row deleted, as when it starts or the host closes it). The started game is
 stored and resumed like a solo game, the room's code and seats with it.
@@ -33,9 +33,9 @@ from games.kontour import KontourConfig
 from games.pictomania import PictomaniaConfig
 from service.errors import STORE_DOWN, RateLimited
 from service.frames import FrameError, error_frame, load_json
-from service.play.lobbies import CODE_LENGTH, CODE_LETTERS, MOVED, Room, Seat, StoredLobbies, offer
-from service.play.session import HUMAN, GameSession
-from service.play.tables import RoomTables
+from service.play.room_tables import RoomTables
+from service.play.stored_lobbies import CODE_LENGTH, CODE_LETTERS, MOVED, Room, Seat, StoredLobbies, offer
+from service.play.table import HUMAN, GameSession
 from service.ratelimit import RateLimit
 from store import StoreError, hash_token
 

@@ -582,7 +582,7 @@ async function loadOptions() {
   } catch { /* offline or storage off: keep the last known limits */ }
 }
 
-// How long the server keeps given drawings (GRIFFON_RETAIN_DRAWINGS_DAYS; 0: until withdrawn).
+// How long the server keeps given drawings (GRIFFON_DB_RETAIN_DRAWINGS_DAYS; 0: until withdrawn).
 function keptFor(days) {
   if (typeof days !== "number" || days <= 0) return; // the page's own sentence says so already
   const shown = Number.isInteger(days) ? String(days) : days.toFixed(1).replace(".", ",");

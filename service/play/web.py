@@ -1,7 +1,10 @@
-"""Solo games in the browser: the page, its static files, `POST /v1/play` and `WS /v1/play/{id}`.
+"""The tables in the browser: the page, its static files, `POST /v1/play` (a game against AI
+players), `POST /v1/rooms` and the lobby's socket (a room with friends), `WS /v1/play/{id}` (any
+table's socket).
 
 Included by `service.app.create_app` (which awaits `startup(app)` / `shutdown(app)` around the
-shared model). The game logic lives in `service.games_*`; the routes only translate HTTP.
+shared model). The game logic lives in `service.play.manager`, `service.play.table` and
+`service.play.rooms`; the routes only translate HTTP.
 """
 
 from __future__ import annotations
@@ -21,20 +24,13 @@ from games.ai import level_names
 from service.errors import STORE_DOWN, NotFound, ServiceError, Unavailable
 from service.frames import error_frame
 from service.placement import Placement
-from service.play.manager import (
-    CLOSE_BAD_TOKEN,
-    CLOSE_FULL,
-    CLOSE_TOO_SLOW,
-    CLOSE_UNKNOWN_GAME,
-    GameManager,
-    TooManyGames,
-    UnknownGame,
-    serve_socket,
-)
+from service.play.manager import GameManager, TooManyGames, UnknownGame
 from service.play.rooms import CODE, RoomError, serve_lobby
-from service.play.session import HUMAN, Recognize, accepted_opponents
 from service.play.settings import PlaySettings
-from service.play.words import DeckSetupError
+from service.play.sockets import CLOSE_BAD_TOKEN, CLOSE_FULL, CLOSE_TOO_SLOW, CLOSE_UNKNOWN_GAME, serve_socket
+from service.play.table import Recognize
+from service.play.table_words import DeckSetupError
+from service.play.views import HUMAN, accepted_opponents
 from service.replicas import Ownership, Replica
 from service.shared import ClientDep, Shared, client_of
 from service.workers import RELAY_CLOSE, RELAYED, relay, relay_to
@@ -147,8 +143,8 @@ async def startup(app: FastAPI) -> None:
     labels = frozenset(shared.guesser.labels)
     replica: Replica | None = getattr(app.state, "replica", None)
     ownership = None
-    if replica is not None:  # the games are leased (service.replicas); so are the bot rooms (app.py)
-        ownership = functools.partial(Ownership, replica, room_lost=app.state.bots.stand_down)
+    if replica is not None:  # the games are leased (service.replicas), and renewed with the bot rooms'
+        ownership = functools.partial(Ownership, replica, rooms=app.state.bots.room_leases)
     manager = GameManager(shared.settings, play, make_recognizer(shared), labels, app.state.store,
                           spend_points=shared.spend_points, metrics=shared.metrics,
                           workers=app.state.workers, capacity=getattr(app.state, "capacity", None),
@@ -200,7 +196,7 @@ async def static(name: str) -> FileResponse:
 @router.get("/v1/play/options", tags=["solo games"])
 async def play_options(games: GamesDep) -> dict[str, Any]:
     """What a new game accepts: AI opponents per game (from the rules files) and the AI levels; how
-    many days given drawings are kept (``GRIFFON_RETAIN_DRAWINGS_DAYS``; 0: until withdrawn)."""
+    many days given drawings are kept (``GRIFFON_DB_RETAIN_DRAWINGS_DAYS``; 0: until withdrawn)."""
     retention = getattr(games.store, "retention", None)
     kept = retention.drawings_days if retention is not None else 0.0
     return {"opponents": accepted_opponents(), "levels": level_names(), "drawings_kept_days": kept}
@@ -290,7 +286,7 @@ async def new_room(
 async def room_socket(websocket: WebSocket, code: str, games: GamesDep, token: str = "") -> None:
     """A room's lobby socket (see `service.play.rooms.serve_lobby`), relayed to the worker that
     holds the room when it landed on another; on a replica, to the replica that holds its lobby or
-    its game, or taken over here once that replica's lease ran out (`service.play.lobbies`)."""
+    its game, or taken over here once that replica's lease ran out (`service.play.stored_lobbies`)."""
     await websocket.accept()
     workers, code = games.workers, code.upper()
     if workers is not None and not workers.owns(code):

@@ -2,7 +2,7 @@
 
 Replicas (service/replicas.py, docs/DEPLOY.md) register in ``griffon_replicas`` while they run and
 hold each table and bot room they drive by a lease in ``griffon_leases`` (store/leases.py); this
-command reads both, from any host that reaches the database (``GRIFFON_DATABASE_URL``).
+command reads both, from any host that reaches the database (``GRIFFON_DB_URL``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _ago(seconds: float) -> str:
 
 @replicas_app.command("status")
 def status_command(
-    url: str = typer.Option(None, help="database URL (default: GRIFFON_DATABASE_URL)"),
+    url: str = typer.Option(None, help="database URL (default: GRIFFON_DB_URL)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """Each replica seen in the last day: up or not (seen within twice the lease), its address, the
@@ -48,7 +48,7 @@ def status_command(
         store = open_store(settings)
         try:
             if not isinstance(store, Store):
-                raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DATABASE_URL=postgresql://...")
+                raise StoreError("replicas share a PostgreSQL database: set GRIFFON_DB_URL=postgresql://...")
             replicas, waiting = status(store, lease_s)
         finally:
             store.close()

@@ -1,15 +1,13 @@
-"""One solo game held by the server: the rules engine's state, the AI players, the human's sockets.
+"""One table held by the server — a game against AI players, or a room's game with friends: the
+rules engine's state, the AI players, the people's sockets.
 
-One update path (`GameSession.apply`): the move (the human's, from a WebSocket frame, or an AI's)
+One update path (`GameSession.apply`): the move (a person's, from a WebSocket frame, or an AI's)
 goes through `rules.apply(state, move, now)`; the new state is stored, the AI players hear about
-the events, and the human gets what changed in their own `rules.view` with the events they may
-see. A refused move raises `RuleError`; for the human it becomes an error frame and the game goes on.
+the events, and each person gets what changed in their own `rules.view` with the events they may
+see. A refused move raises `RuleError`; for a person it becomes an error frame and the game goes on.
 
-Frames: a socket gets the whole view once (``{"type": "state", "seq"}``: on connect, and when the
-page asks with ``{"type": "sync"}``), then one ``{"type": "update", "seq"}`` per move carrying only
-what the move changed, so a move costs the size of the move, not of the game (a Pictomania drawing
-of 300 strokes is not sent again with each stroke). `apply_update` is the reference merge (the
-page's is `service/static/app.js`); docs/PLAY.md states the format.
+Frames: a socket gets the whole view once, then one update per move carrying only what the move
+changed (`service.play.views`).
 
 Time: `now` is seconds since the game was created, read from the game's clock (`time.monotonic`,
 the event loop's own; tests and benchmarks give a `ManualClock` they move by hand) and passed
@@ -21,136 +19,68 @@ other tasks (`_spawn`) through the shared batched inference and come back with `
 neither the driver nor the event loop ever waits on the model. Everything that touches the state is
 synchronous code between two awaits, so no lock is needed.
 
-Stored before shown: with a database, a move's frame is held (`held`) until the store's writer
-says it is written (`release`); the state runs ahead, what the sockets see (`shown`) follows the
-database. While the database cannot write, the table pauses (`pause`): the person is told
-(a ``paused`` frame), their moves are refused (``paused``), the AI players and the timers wait,
-and the game clock stops — a pause never eats a turn's or a round's time; the rules see a clock
-that did not count it. Once the held moves are written the table resumes by itself (``resumed``).
+Stored before shown: with a database, a move's frames wait until the store's writer says it is
+written, and the table pauses while the database cannot write (`service.play.gate`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import json
 import logging
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from games.ai.driver import KontourDriver, Look, PictomaniaDriver
 from games.ai.levels import AILevel
 from games.core import Event, InvalidMove, Move, RuleError, events_for
-from games.kontour import KontourConfig, KontourRules, KontourState
-from games.pictomania import PictomaniaConfig, PictomaniaRules, PictomaniaState
-from service.metrics import Metrics
+from games.kontour import KontourRules, KontourState
+from games.pictomania import PictomaniaRules, PictomaniaState
+from service.play.bounds import MoveBounds, encode_move
+from service.play.clock import Clock
+from service.play.gate import LOST_MESSAGE, PAUSED_MESSAGE, Gate, Held
+from service.play.journal import Journal, state_clock
 from service.play.settings import PlaySettings
-from service.play.words import Words
+from service.play.table_words import Words
+from service.play.views import HUMAN, KontourViews, PictomaniaViews, Views
+from service.prometheus import Metrics
 from service.ratelimit import DecayingRate, RateLimit
-from store import hash_token, token_matches
+from store import Encoded, StoredGame, hash_token, token_matches
 from store.leases import is_lease_lost
 
 log = logging.getLogger("griffon.play")
 
 Recognize = Callable[[list[Any], Sequence[str]], Awaitable[dict[str, float]]]
 """``await recognize(drawing, candidates)`` -> probability of each candidate (renormalised)."""
-Clock = Callable[[], float]  # monotonic seconds
 
-
-class ManualClock:
-    """A clock that moves only when told: whole games on game time without waiting (the tests,
-    `bench.bench_restart`). Give it to `GameManager(clock=...)`; every game shares it."""
-
-    def __init__(self, start: float = 0.0) -> None:
-        self.seconds = start
-
-    def __call__(self) -> float:
-        return self.seconds
-
-    def advance(self, seconds: float) -> None:
-        """Let ``seconds`` pass (never backwards: the clock is monotonic)."""
-        if seconds < 0:
-            raise ValueError("a monotonic clock never goes back")
-        self.seconds += seconds
-
-
-HUMAN = "joueur"
-COORD_MIN, COORD_MAX = -64.0, 320.0  # the page draws on a 0-255 canvas; a little slack outside
-MAX_GUESS_CHARS = 80
-MAX_OPPONENTS = 5  # what `POST /v1/play` accepts
 SEND_QUEUE = 64  # frames waiting for a slow socket; beyond, the socket is dropped
-DRAWING_EVENTS = ("stroke_drawn", "stroke_undone", "drawing_cleared")  # Pictomania drawings change only so
-PAUSE_AFTER_S = 2.0  # a move not written after this long pauses the table (a database that hangs)
-PAUSED_MESSAGE = "Sauvegarde impossible — nouvel essai…"  # what the page shows while the table waits
-LOST_MESSAGE = "Cette partie ne peut plus être enregistrée : elle s'arrête ici."
 
 
-class TablePaused(RuleError):
-    """The table waits for the database: no move until its held moves are written."""
+@dataclass(frozen=True)
+class Seating:
+    """Who sits at a table: every seat's name (the people's and the AI players'), the people's
+    tokens, the AI players' levels."""
 
-    code = "paused"
-
-
-@dataclass
-class Held:
-    """A move applied but not yet written: its frame waits (`GameSession.release`)."""
-
-    seq: int
-    state: Any  # the state after the move
-    frames: dict[str, dict[str, Any]]  # its update frame per seat with a socket then (others: a full frame)
-    events: list[Event]  # its events (each seat is sent those it may see)
-    stored: Future[None] | None  # the write (None: nothing to write, e.g. after the game's end)
-    since: float  # time.monotonic() when it was applied
-    stroke: bool  # the person's stroke: its acknowledgement is timed
+    names: dict[str, str]  # seat -> the name shown
+    level: AILevel  # every AI player's, but those `levels` names
+    levels: dict[str, AILevel] = field(default_factory=dict)  # AI seat -> its own level
+    token: str = ""  # the host's token (seat `HUMAN`), when the host is given it now
+    host_hash: str | None = None  # its SHA-256, when only that is known (a resumed game, a room's)
+    friends: dict[str, str] = field(default_factory=dict)  # the other people's seats -> their tokens' SHA-256
+    room_code: str | None = None  # the room the game is of
 
 
-class GameTooLong(RuleError):
-    """The game's move log reached ``max_moves`` moves or ``max_log_bytes`` bytes: the person's
-    moves are refused (the AI players and the timers still end the turn / round)."""
+@dataclass(frozen=True)
+class Collaborators:
+    """What a table is handed at construction (`GameManager` builds them; each None: without)."""
 
-    code = "game_too_long"
-
-
-def move_bytes(move: Move) -> int:
-    """The size of a move as logged (its compact JSON)."""
-    return len(json.dumps(move.to_dict(), separators=(",", ":")))
-
-
-def check_points(raw: Any, limit: int) -> list[tuple[float, float]]:
-    """Stroke points from a frame: 1 to `limit` finite ``[x, y]`` pairs within the canvas.
-
-    One pass over exact JSON types first (a stroke of 1,000 points is checked in a fraction of a
-    millisecond of the event loop); anything it does not accept goes through `_checked_points`,
-    which accepts or names the first bad point."""
-    if not isinstance(raw, list) or not 1 <= len(raw) <= limit:
-        raise InvalidMove(f"a stroke needs 1 to {limit} points [x, y]")
-    # NaN and infinities fail the bounds; a bool is not exactly an int
-    if all(type(p) is list and len(p) == 2 and type(p[0]) in _NUMBERS and type(p[1]) in _NUMBERS
-           and COORD_MIN <= p[0] <= COORD_MAX and COORD_MIN <= p[1] <= COORD_MAX for p in raw):
-        return [(float(x), float(y)) for x, y in raw]
-    return _checked_points(raw)
-
-
-_NUMBERS = (float, int)
-
-
-def _checked_points(raw: list[Any]) -> list[tuple[float, float]]:
-    points = []
-    for p in raw:
-        if not (isinstance(p, list | tuple) and len(p) == 2):
-            raise InvalidMove("each point must be a pair [x, y]")
-        x, y = p
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (x, y)):
-            raise InvalidMove("point coordinates must be numbers")
-        if not all(COORD_MIN <= v <= COORD_MAX for v in (x, y)):  # NaN, infinities, huge integers
-            raise InvalidMove(f"point coordinates must be finite, within {COORD_MIN}..{COORD_MAX}")
-        points.append((float(x), float(y)))
-    return points
+    journal: Journal | None = None  # its move log in the database (service.play.journal)
+    metrics: Metrics | None = None  # where its strokes, recognitions and store writes are counted
+    on_lost: Callable[[GameSession, BaseException], None] | None = None  # the database lost it: closed
+    loop_budget: RateLimit | None = None  # its share of the event loop (`take_turn`)
 
 
 class GameSession:
@@ -160,35 +90,37 @@ class GameSession:
     rules: Any
     state: Any
     ai: Any  # the AI driver: games.ai.driver.KontourDriver / PictomaniaDriver
+    views: Views  # what each seat is sent
 
     def __init__(
         self,
         game_id: str,
-        token: str,
-        names: dict[str, str],
-        level: AILevel,
+        seating: Seating,
         seed: int,
         words: Words,
         recognize: Recognize,
         labels: frozenset[str],
         play: PlaySettings,
         clock: Clock = time.monotonic,
-        friends: dict[str, str] | None = None,
-        levels: dict[str, AILevel] | None = None,
-        room_code: str | None = None,
+        bounds: MoveBounds | None = None,
+        collaborators: Collaborators = Collaborators(),
     ) -> None:
-        """``token``: the host's (seat `HUMAN`); ``friends``: the other people's seats of a room
-        and the SHA-256 of each one's token (none in a solo game); ``level``: the AI players',
-        but those ``levels`` names (AI seat -> its own); ``room_code``: the room the game is of."""
-        self.id, self.token, self.names, self.level, self.seed = game_id, token, names, level, seed
-        self.levels, self.room_code = dict(levels or {}), room_code
+        """``seating``: who sits at the table; ``words``, ``recognize``, ``labels``: what its AI
+        players draw and read; ``bounds``: of the people's moves (default: the settings'
+        defaults); ``collaborators``: what the manager hands it (`Collaborators`)."""
+        self.id, self.seed, self.token = game_id, seed, seating.token
+        self.names, self.level, self.levels = seating.names, seating.level, dict(seating.levels)
+        self.room_code = seating.room_code
         self.next_game: str | None = None  # the room's next game (« Rejouer »), once the host started it
-        # a game resumed from the database knows only the hashes
-        self.hashes: dict[str, str] = {HUMAN: hash_token(token), **(friends or {})}
+        # a game resumed from the database (or a room's) knows only the hashes
+        host = seating.host_hash or hash_token(seating.token)
+        self.hashes: dict[str, str] = {HUMAN: host, **seating.friends}
         self.people = list(self.hashes)  # the seats played by people (the host first)
-        self.journal: Any = None  # service.persistence.Journal: the move log in the database
+        self.journal, self.metrics = collaborators.journal, collaborators.metrics
+        self.on_lost, self.loop_budget = collaborators.on_lost, collaborators.loop_budget
         self.words, self.recognize, self.labels, self.play = words, recognize, labels, play
-        self.ais = [p for p in names if p not in self.hashes]
+        self.bounds = bounds or MoveBounds.of(play)
+        self.ais = [p for p in self.names if p not in self.hashes]
         self.clock = clock
         self.t0 = clock()
         self.last_activity = clock()
@@ -202,27 +134,10 @@ class GameSession:
         self.moves = 0
         self.log_bytes = 0  # size of the moves applied so far (bounded: `GameTooLong`)
         self.seq = 0  # updates so far: every frame carries it, the page asks for a full state on a gap
-        self.fr_sent: dict[str, set[str]] = {}  # per seat: French words sent so far (a full frame: all)
         self.reading: set[str] = set()  # drawings being recognised now (one at a time per drawing)
-        self.metrics: Metrics | None = None  # set by the manager: strokes, recognitions, store writes
-        self.held: deque[Held] = deque()  # moves applied, waiting for the database (stored before shown)
-        self.shown: tuple[Any, int] | None = None  # (state, seq) the sockets have while moves are held
-        self.paused_at: float | None = None  # clock() when the table paused (the database cannot write)
-        self.pauses = 0  # how many times the table paused
-        self.lost = False  # the database refused a move for good: the game is being closed
-        self.on_lost: Callable[[GameSession, BaseException], None] | None = None  # the manager closes it
-        self.loop_budget: RateLimit | None = None  # set by the manager: this table's share of the loop
+        self.gate = Gate(self.journal)  # stored before shown; paused while the database cannot write
         self.loop_used = DecayingRate()  # the event loop's seconds a second this table took lately
         self.moved = False  # another replica took the game over (service.replicas): this copy is dead
-
-    @property
-    def token_hash(self) -> str:
-        """The SHA-256 of the host's token (what the database keeps)."""
-        return self.hashes[HUMAN]
-
-    @token_hash.setter
-    def token_hash(self, value: str) -> None:
-        self.hashes[HUMAN] = value
 
     def check_token(self, token: str) -> bool:
         """Whether `token` is one of this game's people's tokens (constant-time comparison)."""
@@ -240,7 +155,8 @@ class GameSession:
     def now(self) -> float:
         """Seconds since the game was created (monotonic), not counting the pauses: the game
         clock stands still while the table is paused."""
-        return (self.clock() if self.paused_at is None else self.paused_at) - self.t0
+        paused_at = self.gate.paused_at
+        return (self.clock() if paused_at is None else paused_at) - self.t0
 
     def start(self) -> None:
         """Start the driver task."""
@@ -289,7 +205,7 @@ class GameSession:
         """One period of the driver: the timers and the AI decisions due now (none while the
         table is paused). A move the rules refuse, or a bug, is logged and the game goes on."""
         self.check_store()
-        if self.paused_at is not None or self.lost:
+        if self.gate.closed:
             return
         try:
             self.check_people()
@@ -302,6 +218,27 @@ class GameSession:
     def step(self, now: float) -> None:
         """One tick of the driver task: the AI moves due now (through `apply`)."""
         self.ai.step(self, now)
+
+    def replay(self, game: StoredGame, game_clock: float = 0.0) -> None:
+        """Apply a stored game's move log to this table just built from its setup: the rules check
+        every move again, the AI driver hears every event, the journal follows the drawings without
+        writing; then the game clock goes on from the last move, or from ``game_clock`` when later,
+        and the AI players resume. Raises whatever the rules raise for a log they refuse."""
+        replaying = self.journal.replaying() if self.journal is not None else contextlib.nullcontext()
+        now = state_clock(self.state)
+        with replaying:
+            for entry in game.moves:
+                move = self.rules.parse_move(entry.move)
+                self.state, events = self.rules.apply(self.state, move, entry.at)
+                now = entry.at
+                self.ai.on_events(self.state, events, now)
+                if self.journal is not None:
+                    self.journal.follow(self, move, now, events)
+        self.moves = self.seq = len(game.moves)
+        self.log_bytes = sum(Encoded.of(m.move).size for m in game.moves)
+        self.t0 = self.clock() - max(now, game_clock)  # the clock goes on where it stopped: timers paused
+        self.last_activity = self.clock()
+        self.ai.resume(self.state, now)
 
     # -- the people of a room ----------------------------------------------------------------------
     def presence(self) -> dict[str, str]:
@@ -338,89 +275,75 @@ class GameSession:
             _offer(queue, frame)
 
     # -- the one update path -----------------------------------------------------------------------
-    def apply(self, move: Move, size: int | None = None) -> list[Event]:
+    def apply(self, move: Move, encoded: Encoded | None = None) -> list[Event]:
         """Apply a move now (the rules check it), hand it to the database, let the AIs react, send
-        the human what changed in their view once the database has it (``size``: its
-        `move_bytes`, when known). `TablePaused` while the table waits for the database."""
-        if self.paused_at is None and not self.lost and self.journal is not None and self.journal.full():
+        each person what changed in their view once the database has it (``encoded``: the move in
+        its stored form, `encode_move`, when the caller has it). `TablePaused` while the table waits for
+        the database."""
+        if not self.gate.closed and self.journal is not None and self.journal.full():
             self.pause("the move writer's queue is full")  # timers and AI players stop with the moves
-        if self.paused_at is not None or self.lost:
-            raise TablePaused("the game is paused until the database can store its moves again")
+        self.gate.check_open()
         now = self.now()
         before = self.state
         self.state, events = self.rules.apply(before, move, now)
+        encoded = encoded or encode_move(move)
         stored = None
         if self.journal is not None:  # stored before anyone sees it (service.play.journal)
-            stored = self.journal.record(self, move, now, events)
+            stored = self.journal.record(self, move, encoded, now, events)
         if self.metrics is not None and move.kind == "stroke":
             self.metrics.strokes.labels(source="play" if move.player in self.people else "ai").inc()
         self.moves += 1
-        self.log_bytes += move_bytes(move) if size is None else size
+        self.log_bytes += encoded.size
         self.seq += 1
         self.on_events(events, now)
-        if stored is None and not self.held:
-            self.broadcast(before, events)
-        else:
+        if self.gate.must_hold(stored):
             self.hold(before, events, stored, move.kind == "stroke" and move.player in self.people)
+        else:
+            self.broadcast(before, events)
         return events
 
-    # -- stored before shown ---------------------------------------------------------------------
+    # -- stored before shown (service.play.gate) --------------------------------------------------
     def hold(self, before: Any, events: list[Event], stored: Future[None] | None, stroke: bool) -> None:
         """Keep the move's frames (one per seat with a socket) until the database has the move
         (`release`, called from the writer's thread through the event loop)."""
         frames = {seat: self.update(before, events_for(events, seat), seat)
                   for seat in set(self.listeners.values())}
-        if not self.held:
-            self.shown = (before, self.seq - 1)
-        self.held.append(Held(self.seq, self.state, frames, events, stored, time.monotonic(), stroke))
-        if stored is None:
-            self.release()
-            return
-        loop = asyncio.get_running_loop()
-
-        def written(_: Future[None]) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: the server is gone
-                loop.call_soon_threadsafe(self.release)
-
-        stored.add_done_callback(written)
+        held = Held(self.seq, self.state, frames, events, stored, time.monotonic(), stroke)
+        self.gate.hold(held, before, self.release)
 
     def release(self) -> None:
         """Send the frames of the moves written so far, in order; resume a paused table once
         nothing is held. A move the database refused for good closes the game (`lose`)."""
-        if self.lost:
+        gate = self.gate
+        if gate.lost:
             return
-        while self.held and (self.held[0].stored is None or self.held[0].stored.done()):
-            held = self.held.popleft()
+        while (held := gate.pop_written()) is not None:
             error = held.stored.exception() if held.stored is not None else None
             if error is not None:
-                self.lose(error)
+                self.lose(error, held.seq)
                 return
-            self.shown = (held.state, held.seq)
+            gate.show(held)
             waited = time.monotonic() - held.since
             if self.metrics is not None:
                 self.metrics.store_write.observe(waited)
                 if held.stroke:
                     self.metrics.stroke_ack.labels(source="play").observe(waited)
             self.send_seats(held)
-        if not self.held:
-            self.shown = None
-            if self.paused_at is not None:
-                self.unpause()
+        if gate.settled() and gate.paused_at is not None:
+            self.unpause()
 
     def check_store(self) -> None:
         """Pause the table when a held move waits on a database that cannot write (or hangs)."""
-        if self.paused_at is not None or not self.held or self.journal is None:
-            return
-        error = self.journal.failing()
-        if error is not None or time.monotonic() - self.held[0].since > PAUSE_AFTER_S:
-            self.pause(str(error) if error is not None else f"a write waits for over {PAUSE_AFTER_S:g} s")
+        why = self.gate.stalled()
+        if why is not None:
+            self.pause(why)
 
     def pause(self, why: str) -> None:
         """The database cannot write: stop the game clock, the AI players and the person's moves,
         and tell the person. The held moves are written when the database is back (`release`)."""
-        self.paused_at = self.clock()
-        self.pauses += 1
-        log.warning("game %s: paused, %d moves waiting for the database (%s)", self.id, len(self.held), why)
+        self.gate.pause(self.clock())
+        held = len(self.gate.held)
+        log.warning("game %s: paused, %d moves waiting for the database (%s)", self.id, held, why)
         self.send(self.pause_frame())
 
     def pause_frame(self) -> dict[str, Any]:
@@ -430,26 +353,22 @@ class GameSession:
 
     def unpause(self) -> None:
         """The held moves are written: the game clock goes on where it stopped."""
-        assert self.paused_at is not None
         stopped_at = self.now()  # the game clock where it stopped
         time_left = self.time_left()
         now = self.clock()
-        paused = now - self.paused_at
+        paused = self.gate.unpause(now)
         self.t0 += paused
-        self.paused_at = None
         self.last_activity = now
         log.warning("game %s: resumed after %.1f s", self.id, paused)
         self.send({"type": "resumed", "paused_s": round(paused, 3), "now": round(stopped_at, 3),
                    "time_left": round(time_left, 3)})
 
-    def lose(self, error: BaseException) -> None:
-        """A move the database refuses for good (another server writes this game): the game can
-        no longer be kept here; it stops, and the manager closes it (`on_lost`) — the person is
+    def lose(self, error: BaseException, seq: int) -> None:
+        """The database refused move ``seq`` for good (another server writes this game): the game
+        can no longer be kept here; it stops, and the manager closes it (`on_lost`) — the person is
         told, unless another replica took the game over (the page then reconnects to it)."""
-        log.error("game %s: move %d refused by the database (%s); the game stops here", self.id,
-                  self.held[0].seq if self.held else self.seq, error)
-        self.lost = True
-        self.held.clear()
+        log.error("game %s: move %d refused by the database (%s); the game stops here", self.id, seq, error)
+        self.gate.lose()
         if not is_lease_lost(error):
             self.send({"type": "error", "code": "not_stored", "message": LOST_MESSAGE})
         if self.on_lost is not None:
@@ -458,40 +377,26 @@ class GameSession:
     def human_move(self, data: Any, seat: str = HUMAN) -> None:
         """A move from the socket of a person's `seat` (``player`` is set here); raises `RuleError`.
         In a room, the next Pictomania round starts once every person here asked for it."""
-        if self.paused_at is not None or self.lost:
-            raise TablePaused("the game is paused until the database can store its moves again")
+        self.gate.check_open()
         if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
             raise InvalidMove("'move' must be an object with a 'kind'")
         self.last_activity = self.clock()
         move = self.parse(dict(data, player=seat))
-        size = self.check_length(move)
+        encoded = encode_move(move)  # once: its size bounds the log, the store writes its text
+        self.bounds.check_length(self.moves, self.log_bytes, encoded)
         if move.kind == "next_round" and self.room and getattr(self.state, "phase", "") == "scored":
             self.ready.add(seat)
             self.send_presence()
             self._next_round_if_ready()
             return
-        self.apply(move, size)
-
-    def check_length(self, move: Move) -> int:
-        """Refuse the person's move once the game's log is full (`GameTooLong`): a game holds at
-        most ``max_moves`` moves and ``max_log_bytes`` bytes of moves, so that no player can
-        grow the database without end (strokes undone and drawn again, guesses...). Returns the
-        move's `move_bytes`."""
-        size = move_bytes(move)
-        if self.moves >= self.play.max_moves or self.log_bytes + size > self.play.max_log_bytes:
-            raise GameTooLong(
-                f"this game has reached its length limit ({self.play.max_moves} moves, "
-                f"{self.play.max_log_bytes} bytes of moves): start a new game",
-                moves=self.moves, bytes=self.log_bytes,
-            )
-        return size
+        self.apply(move, encoded)
 
     def parse(self, data: dict[str, Any]) -> Move:
         """Check bounds and build the engine's move (`InvalidMove` for bad data)."""
         if data["kind"] == "tick":
             raise InvalidMove("the server keeps time: 'tick' is not a player move")
         if "points" in data:
-            data["points"] = check_points(data["points"], self.play.max_points_per_stroke)
+            data["points"] = self.bounds.points(data["points"])
         try:
             return self.rules.parse_move(data)
         except ValueError as error:  # pydantic ValidationError
@@ -504,9 +409,9 @@ class GameSession:
         self.ai.on_events(self.state, events, now)
         if any(e.kind == "round_started" for e in events):
             self.ready.clear()
-        self._read()
+        self.read_drawings()
 
-    def _read(self) -> None:
+    def read_drawings(self) -> None:
         """Start the recognitions the AIs asked for; one at a time per drawing: a drawing that
         changes while it is read is read again (its newest strokes only) when the reading is back."""
         for look in self.ai.looks(busy=self.reading):
@@ -523,9 +428,9 @@ class GameSession:
             self.ai.seen(look, probs, self.now())
         finally:
             self.reading.discard(look.subject)
-        self._read()
+        self.read_drawings()
 
-    # -- what the human sees ---------------------------------------------------------------------
+    # -- what the people see ---------------------------------------------------------------------
     def attach(self, seat: str = HUMAN) -> asyncio.Queue[dict[str, Any] | None]:
         """A queue of frames for a new socket of `seat`, starting with the current state. A person
         back in a seat an AI played takes it over again."""
@@ -536,7 +441,7 @@ class GameSession:
             self.adopted.discard(seat)
             self.ai.release(seat, self.state)
         _offer(queue, self.frame([], seat))
-        if self.paused_at is not None:
+        if self.gate.paused_at is not None:
             _offer(queue, self.pause_frame())
         if self.next_game is not None:  # a page late for « Rejouer » follows too
             _offer(queue, self.next_frame())
@@ -587,68 +492,18 @@ class GameSession:
 
     def frame(self, events: list[Event], seat: str = HUMAN, state: Any = None,
               seq: int | None = None) -> dict[str, Any]:
-        """The full state frame of `seat`: its view, the events, the time left, French words; of
-        the state the sockets may see (`shown`: the database has it) unless `state` and `seq` are given."""
+        """The full state frame of `seat` (`Views.frame`); of the state the sockets may see
+        (`shown`: the database has it) unless `state` and `seq` are given."""
         if state is None:
-            state, seq = self.shown if self.shown is not None else (self.state, self.seq)
-        view = self.rules.view(state, seat)
-        sent = self.fr_sent.setdefault(seat, set())
-        sent |= self.keys_shown(view, events)  # every word shown so far: the seat's sockets share updates
-        return {
-            "type": "state",
-            "seq": seq,
-            "game": self.kind,
-            "id": self.id,
-            "you": seat,
-            "host": HUMAN,
-            "seats": self.presence(),
-            "ready": sorted(self.ready),
-            "names": self.names,
-            "level": self.level.name,
-            "now": round(self.now(), 3),
-            "time_left": round(self.time_left(state), 3),
-            "config": self.client_config(),
-            "state": view.to_dict(),
-            "events": [self.event_dict(e) for e in events],
-            "fr": {k: self.words.french(k) for k in sorted(sent)},
-        }
+            state, seq = self.gate.shown if self.gate.shown is not None else (self.state, self.seq)
+        return self.views.frame(self, events, seat, state, seq)
 
     def update(self, before: Any, events: list[Event], seat: str = HUMAN) -> dict[str, Any]:
-        """The update frame of one move: its events, the view's fields that may have changed
-        (``set``), the new items of its append-only lists (``append``) and the French words not
-        sent yet. Its size does not depend on the length of the game."""
-        view = self.rules.view(self.state, seat)
-        sent = self.fr_sent.setdefault(seat, set())
-        new_keys = self.keys_shown(view, events) - sent
-        sent |= new_keys
-        changed, appended = self.delta(before, view)
-        return {
-            "type": "update",
-            "seq": self.seq,
-            "now": round(self.now(), 3),
-            "time_left": round(self.time_left(), 3),
-            "events": [self.event_dict(e) for e in events],
-            "set": changed,
-            "append": appended,
-            "fr": {k: self.words.french(k) for k in sorted(new_keys)},
-        }
-
-    def delta(self, before: Any, view: Any) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-        """(fields of the view to replace, new items of its append-only lists)."""
-        raise NotImplementedError
-
-    def event_dict(self, event: Event) -> dict[str, Any]:
-        """An event as sent to the page."""
-        return event.to_dict()
+        """The update frame of the last move (from state `before`) for `seat` (`Views.update`)."""
+        return self.views.update(self, before, events, seat)
 
     def time_left(self, state: Any = None) -> float:
         """Seconds left on the running timer of `state` (default: the current state)."""
-        raise NotImplementedError
-
-    def client_config(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def keys_shown(self, view: Any, events: list[Event]) -> set[str]:
         raise NotImplementedError
 
     async def _probabilities(self, drawing: list[Any], candidates: Sequence[str]) -> dict[str, float] | None:
@@ -681,13 +536,14 @@ def _offer(queue: asyncio.Queue[Any], item: Any, force: bool = False) -> bool:
 
 
 class KontourSession(GameSession):
-    """A Kontour game: the human and AI players take turns drawing; the others guess."""
+    """A Kontour game: people and AI players take turns drawing; the others guess."""
 
     kind = "kontour"
 
     def __init__(self, rules: KontourRules, state: KontourState, candidates: list[str], **kw: Any) -> None:
         super().__init__(**kw)
         self.rules, self.state, self.candidates = rules, state, candidates
+        self.views: Views = KontourViews(rules, self.words)
         self.ai: KontourDriver = KontourDriver(
             rules, self.ais, self.level, self.words.kit(), self.seed, candidates,
             between_turns_s=self.play.between_turns_s, card_s=self.play.ai_think_s, levels=self.levels,
@@ -702,31 +558,6 @@ class KontourSession(GameSession):
             return 0.0 if deadline is None else max(0.0, deadline - self.now())
         return max(0.0, turn.ends_at(self.rules.config.tie_window_s) - self.now())
 
-    def client_config(self) -> dict[str, Any]:
-        cfg = self.rules.config
-        return {
-            "timer_s": cfg.timer_s,
-            "draw_card_s": cfg.draw_card_s,
-            "max_strokes": cfg.max_strokes,
-            "target_score": cfg.target_score,
-            "gestures": list(cfg.gestures),
-            "drawer_points": cfg.drawer_points,
-            "opponents": accepted_opponents(),
-        }
-
-    def delta(self, before: KontourState, view: KontourState) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-        """Everything but the history (15 lines at most a turn), and the turns that ended."""
-        done = len(before.history)
-        new = [h.to_dict() for h in view.history[done:]]
-        return view.model_dump(mode="json", exclude={"history"}), ({"history": new} if new else {})
-
-    def keys_shown(self, view: KontourState, events: list[Event]) -> set[str]:
-        keys = {h.word for h in view.history if h.word}
-        turn = view.turn
-        if turn is not None and turn.card is not None:
-            keys |= {turn.card.blue, turn.card.orange}
-        return keys
-
 
 class PictomaniaSession(GameSession):
     """A Pictomania game: everybody draws their secret word and guesses the others' at once."""
@@ -736,6 +567,7 @@ class PictomaniaSession(GameSession):
     def __init__(self, rules: PictomaniaRules, state: PictomaniaState, **kw: Any) -> None:
         super().__init__(**kw)
         self.rules, self.state = rules, state
+        self.views = PictomaniaViews(rules, self.words)
         self.ai: PictomaniaDriver = PictomaniaDriver(
             rules, self.ais, self.level, self.words.kit(), self.seed, state,
             labels=self.labels, human_done_after_s=self.play.human_done_after_s, levels=self.levels,
@@ -746,87 +578,3 @@ class PictomaniaSession(GameSession):
         if state.phase != "playing":
             return 0.0
         return max(0.0, state.round.deadline - self.now())
-
-    def client_config(self) -> dict[str, Any]:
-        cfg = self.rules.config
-        return {
-            "rounds": cfg.rounds,
-            "round_timer_s": cfg.round_timer_s,
-            "words_per_card": cfg.words_per_card,
-            "tokens": list(cfg.tokens(len(self.state.players))),
-            "unclaimed_penalty": cfg.unclaimed_penalty,
-            "cards_per_round": cfg.cards_per_round,
-            "opponents": accepted_opponents(),
-        }
-
-    def delta(
-        self, before: PictomaniaState, view: PictomaniaState
-    ) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-        """Everything but the drawings and the past rounds' results. Within a round the drawings
-        change only through the events `DRAWING_EVENTS` (the page applies them); a new round
-        sends its (fresh) drawings whole. A result scored in this update comes without its
-        drawings when the page holds them as ``round.drawings``."""
-        changed = view.model_dump(mode="json", exclude={"results": True, "round": {"drawings"}})
-        same_round = before.round.number == view.round.number
-        if not same_round:
-            changed["round"]["drawings"] = view.round.to_dict()["drawings"]
-        done = len(before.results)
-        lean = {"drawings"} if same_round else None  # the round just scored is still the state's round
-        new = [r.model_dump(mode="json", exclude=lean if r.number == view.round.number else None)
-               for r in view.results[done:]]
-        return changed, ({"results": new} if new else {})
-
-    def event_dict(self, event: Event) -> dict[str, Any]:
-        """`round_scored` without the drawings (the page has them in the state)."""
-        if event.kind == "round_scored":
-            return event.model_dump(mode="json", exclude={"result": {"drawings"}})
-        return event.to_dict()
-
-    def keys_shown(self, view: PictomaniaState, events: list[Event]) -> set[str]:
-        keys = {w for card in view.round.cards for w in card.words}
-        for result in view.results:
-            keys |= set(result.words.values())
-        return keys
-
-
-@functools.cache
-def accepted_opponents() -> dict[str, dict[str, int]]:
-    """How many AI opponents each game accepts (from the rules configs' player counts, within the
-    1-5 the service offers)."""
-    out = {}
-    for game, cfg in (("kontour", KontourConfig.load()), ("pictomania", PictomaniaConfig.load())):
-        out[game] = {"min": max(1, cfg.min_players - 1), "max": min(MAX_OPPONENTS, cfg.max_players - 1)}
-    return out
-
-
-def apply_update(full: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """The reference merge of an update frame into the last full frame (what the page does):
-    returns the new full frame, with the update's events. `ValueError` when `update` does not
-    follow `full` (a gap: ask for a full state with ``{"type": "sync"}``)."""
-    if update["seq"] != full["seq"] + 1:
-        raise ValueError(f"update {update['seq']} does not follow state {full['seq']}")
-    old = full["state"]
-    state = {**old, **update["set"]}
-    for field, items in update["append"].items():
-        state[field] = [*old.get(field, []), *items]
-    if "round" in update["set"] and "drawings" not in update["set"]["round"]:
-        drawings = dict(old["round"]["drawings"])
-        for e in update["events"]:
-            if e["kind"] == "stroke_drawn":
-                drawings[e["player"]] = [*drawings.get(e["player"], []), e["points"]]
-            elif e["kind"] == "stroke_undone":
-                drawings[e["player"]] = drawings.get(e["player"], [])[: e["strokes_left"]]
-            elif e["kind"] == "drawing_cleared":
-                drawings[e["player"]] = []
-        state["round"] = {**update["set"]["round"], "drawings": drawings}
-    for result in state.get("results", []) if "results" in update["append"] else []:
-        result.setdefault("drawings", state["round"]["drawings"])
-    return {
-        **full,
-        "seq": update["seq"],
-        "now": update["now"],
-        "time_left": update["time_left"],
-        "events": update["events"],
-        "state": state,
-        "fr": {**full["fr"], **update["fr"]},
-    }

@@ -1,4 +1,4 @@
-"""The words of a solo game: what the AI can draw, French words, the answer judge, the decks.
+"""The words of a table: what the AI can draw, French words, the answer judge, the decks.
 
 Thin service side of `games.words` (the one vocabulary → games adapter, shared with
 `griffon simulate`): it adds the AI drawer's drawings (the shipped pack of validation-split Quick,

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from service.play.session import GameSession
 from service.play.settings import PlaySettings
+from service.play.table import GameSession
 from service.tables import Tables
 from service.workers import Workers
 

@@ -1,4 +1,4 @@
-"""One worker process of `griffon serve --workers N` (``python -m griffon.workers``), started by
+"""One worker process of `griffon serve --workers N` (``python -m griffon.worker_process``), started by
 the supervisor (:func:`griffon.serve.supervise`).
 
 It listens on the shared port with ``SO_REUSEPORT`` (the kernel spreads the connections evenly
@@ -27,8 +27,6 @@ import time
 from collections.abc import Callable
 
 from griffon.serve import (
-    ENV_ADDRESS,
-    ENV_LIFELINE,
     bound_socket,
     raise_file_limit,
     ready_marker,
@@ -37,7 +35,7 @@ from griffon.serve import (
 )
 from service.workers import Workers
 
-__all__ = ["ENV_ADDRESS", "ENV_LIFELINE", "main"]
+__all__ = ["main"]
 
 log = logging.getLogger("griffon.start")
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -91,15 +89,16 @@ def main() -> None:
     show_progress()
     parser = argparse.ArgumentParser(description="one worker of `griffon serve --workers N`")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--listen", required=True, help="host:port:backlog every worker listens on")
+    parser.add_argument("--lifeline", type=int, help="our end of a pipe the supervisor holds open")
     args = parser.parse_args()
     workers = Workers.current()
     if workers is None:
-        sys.exit("griffon.workers runs under `griffon serve --workers N`")
-    lifeline = os.environ.get(ENV_LIFELINE)
-    if lifeline is not None:  # checked after prctl: a supervisor dead before it closed this pipe
-        watch_lifeline(int(lifeline), stop_orphan)
+        sys.exit("griffon.worker_process runs under `griffon serve --workers N`")
+    if args.lifeline is not None:  # checked after prctl: a supervisor dead before it closed this pipe
+        watch_lifeline(args.lifeline, stop_orphan)
     raise_file_limit()
-    host, port, backlog = os.environ[ENV_ADDRESS].rsplit(":", 2)
+    host, port, backlog = args.listen.rsplit(":", 2)
     listener = bound_socket(host, int(port), reuse_port=True)
     listener.listen(int(backlog))
     path = workers.socket_path(workers.index)

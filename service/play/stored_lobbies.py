@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from service.play.session import HUMAN, GameSession
-from service.play.tables import RoomTables
+from service.play.room_tables import RoomTables
+from service.play.table import HUMAN, GameSession
 from store import StoreError, token_matches
 from store.leases import Lease, is_lease_lost
 
