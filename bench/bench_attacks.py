@@ -59,7 +59,7 @@ HTTP_ATTACKERS = [f"127.0.0.{i}" for i in range(2, 32)]  # 30 addresses, one cli
 SCENARIOS = ("http", "bots", "table", "slowloris", "bigframes", "sockets", "games")
 LOAD_SCENARIOS = ("http", "bots", "table")
 VICTIM_TABLES = 3
-TABLE_POINTS = 1_000  # service.play.settings.PlaySettings.max_points_per_stroke
+TABLE_POINTS = 1_000  # GRIFFON_MAX_STROKE_POINTS by default (service.settings.Settings.max_stroke_points)
 TABLE_RATE = 50.0  # stroke frames a second from the table at the maxima (the frame limit is 60)
 # ``table``: the victims start new games for each run and the attacker when one is full; games left
 # behind expire within seconds (their AI players would otherwise go on playing for 15 minutes)

@@ -40,6 +40,13 @@ a secret with them (``GRIFFON_REPLICA_SECRET``).
   while the holder lives, and takes the room over from its stored memory once the holder's lease
   ran out (its round, its strokes and the words already said go on). Rooms are not looked for at
   renewals: a room is taken over only when it comes back.
+- **Lobbies** of rooms with friends are leased too, under ``room:<code>`` (:data:`LOBBY_LEASE`), by
+  the replica that created them (HAProxy sends their sockets there: the ``X-Griffon-Room`` header
+  of ``POST /v1/rooms``'s answer) and stored at each change (``rooms``, fenced). A lobby socket
+  that lands elsewhere is relayed to the holder; once the holder's lease ran out (it died), the
+  replica the socket reached takes the lobby over from the database (`service.play.stored_lobbies`): its
+  seats, names, tokens and levels go on, and the host starts the game there. A started room's code
+  leads to its game on any replica (``room_games``): the socket is relayed to the game's holder.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ from store.settings import EnvSettings, tuning
 
 OPENING_S = 30.0  # a new game still not open after this long was never created: its lease goes
 ROOM_LEASE = "bot:"  # the lease id of a bot room: this, then its session id
+LOBBY_LEASE = "room:"  # the lease id of a lobby (a room with friends not started): this, then its code
 WATCH_S = 0.1  # how often a replica looks whether it was frozen
 log = logging.getLogger("griffon.replicas")
 
@@ -266,6 +274,8 @@ class Ownership:
         self.taken = self.lost_count = 0
         self.watcher: asyncio.Task[None] | None = None
         self.frozen_count = 0
+        self.lobbies: dict[str, int] = {}  # lobby code -> the fence of our lease
+        self.lobbies_done: set[str] = set()  # lobbies started or closed: leases deleted at the next renewal
 
     FIGURES = ("tables", "rooms", "taken_over", "stood_down", "frozen")  # `figure`: griffon_replica{what}
 
@@ -289,6 +299,8 @@ class Ownership:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        with contextlib.suppress(Exception):  # the lobbies as they are, before their leases go
+            await self.manager.rooms.flush()
         clocks = {gid: s.now() for gid, s in self.manager.games.items() if gid in self.fences}
         for session in self.manager.games.values():
             session.moved = True  # handed over: a socket still open closes with 1012 and reconnects
@@ -297,6 +309,32 @@ class Ownership:
             await asyncio.to_thread(self.leases.release, None)
             await asyncio.to_thread(self.leases.leave)
         self.fences.clear()
+
+    # -- lobbies ---------------------------------------------------------------------------------------
+    def claim_lobby(self, code: str) -> Lease | None:
+        """Lease a lobby (a new one, or one whose holder's lease ran out; on the caller's thread, a
+        worker thread most often: `run` reads a copy of ``lobbies``); the lease of another live
+        holder when it has one. Raises `StoreError`."""
+        lease = self.leases.claim(LOBBY_LEASE + code)
+        if lease is None:
+            return self.leases.get(LOBBY_LEASE + code)
+        if lease.holder == self.replica.holder:
+            self.lobbies[code] = lease.fence
+            self.lobbies_done.discard(code)
+        return lease
+
+    def lobby_holder(self, code: str) -> Lease | None:
+        """The live lease of another replica on a lobby (None: nobody else holds it now; on the
+        caller's thread). Raises `StoreError`."""
+        lease = self.leases.get(LOBBY_LEASE + code)
+        if lease is None or lease.expired or lease.holder == self.replica.holder:
+            return None
+        return lease
+
+    def lobby_over(self, code: str) -> None:
+        """A lobby started or closed here: its lease is deleted at the next renewal."""
+        if self.lobbies.pop(code, None) is not None:
+            self.lobbies_done.add(code)
 
     # -- new games, fenced writes ------------------------------------------------------------------
     def claim_new(self, game_id: str) -> None:
@@ -339,13 +377,16 @@ class Ownership:
         """This replica stood still ``frozen_s`` seconds, past its leases: stop driving every game and
         bot room at once, without writing (a page reconnects; the holder, maybe this replica again
         once it claims the game back, serves it)."""
-        games, rooms = list(self.fences), list(self.rooms.held)
+        games, rooms, lobbies = list(self.fences), list(self.rooms.held), list(self.lobbies)
         self.frozen_count += 1
         log.warning("this replica stood still %.1f s, past its %.1f s leases: standing down its %d "
                     "tables and %d bot rooms", frozen_s, self.settings.lease_s, len(games), len(rooms))
         for gid in games:
             self.stand_down(gid)
         self.rooms.stand_down_all()
+        for code in lobbies:
+            self.lobbies.pop(code, None)
+            self.manager.rooms.stand_down(code)
 
     async def run(self) -> None:
         """Every ``renew_s``: renew, stand down the lost games, release the closed ones, take over
@@ -376,11 +417,22 @@ class Ownership:
         rooms = self.rooms.renewals()
         if done := self.rooms.finished():
             await asyncio.to_thread(self.leases.release, {}, done)
-        kept = await asyncio.to_thread(self.leases.renew, held | rooms)
+        # a copy: the lobbies are claimed in threads (`service.play.stored_lobbies`)
+        lobbies = {LOBBY_LEASE + code: (fence, 0.0) for code, fence in dict(self.lobbies).items()}
+        if self.lobbies_done:
+            done_lobbies, self.lobbies_done = self.lobbies_done, set()
+            gone = tuple(LOBBY_LEASE + code for code in done_lobbies)
+            await asyncio.to_thread(self.leases.release, {}, gone)
+        kept = await asyncio.to_thread(self.leases.renew, held | rooms | lobbies)
         await asyncio.to_thread(self.leases.seen)
         for gid in set(held) - kept:
             self.stand_down(gid)
         self.rooms.lost(set(rooms) - kept)
+        for lease_id in set(lobbies) - kept:
+            code = lease_id.removeprefix(LOBBY_LEASE)
+            if self.lobbies.pop(code, None) is not None:
+                log.warning("lobby %s: its lease was taken by another replica; standing down", code)
+                self.manager.rooms.stand_down(code)
         room = self.manager.settings.max_sessions - len(games)
         if room > 0:
             for gid in await asyncio.to_thread(self.leases.orphans, min(room, self.settings.claim_batch)):

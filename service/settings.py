@@ -58,7 +58,7 @@ class Settings(EnvSettings):
         default=4_000, ge=10, le=10_000, description="most points in one drawing (HTTP and bots)"
     )
     max_stroke_points: int = Field(
-        default=1_000, ge=2, le=10_000, description="most points in one stroke (HTTP and bots)"
+        default=1_000, ge=2, le=10_000, description="most points in one stroke (HTTP, bots and games)"
     )
     max_strokes: int = Field(
         default=500, ge=1, le=1_000, description="most strokes in one drawing (HTTP and bots)"

@@ -62,6 +62,14 @@ class Lobbies(Protocol):
     @property
     def lobbies(self) -> Mapping[str, Lobby]: ...
 
+    def stand_down(self, code: str) -> None:
+        """Let go of a lobby another replica took (its sockets reconnect, to the new holder)."""
+        ...
+
+    async def flush(self) -> None:
+        """Wait for the lobby writes under way."""
+        ...
+
 
 class Tables(Protocol):
     """The open tables of one process (`service.play.manager.GameManager`)."""

@@ -16,7 +16,8 @@ its stored log. A clean shutdown gives the leases up at once (`Leases.release`).
 connection URL's ``options``: `holder_url`), and a trigger on ``moves`` and ``games`` refuses a write
 to a game whose lease another holder took: a replica paused past its lease, then resumed, cannot
 append one move, not even one it had in flight (nor write or delete the memory of a bot room,
-``bot_rooms``, whose lease ``bot:<session>`` another holder took) — the check and the write are one
+``bot_rooms``, whose lease ``bot:<session>`` another holder took, nor a lobby of ``rooms`` whose
+lease ``room:<code>`` another holder took) — the check and the write are one
 transaction, and the lease row is locked (``FOR SHARE``) so that a takeover waits for a write in
 progress and the next write waits for the takeover. The refusal is SQLSTATE ``GF409``, which the
 store raises as `store.MoveRejected` (refused for good: `is_lease_lost` tells it). Writers that
@@ -70,18 +71,20 @@ ROOM_FENCE = f"""
         room TEXT;
         held TEXT;
     BEGIN
-        IF TG_OP = 'DELETE' THEN room := 'bot:' || OLD.session; ELSE room := 'bot:' || NEW.session; END IF;
+        IF TG_TABLE_NAME = 'rooms' THEN
+            IF TG_OP = 'DELETE' THEN room := 'room:' || OLD.code; ELSE room := 'room:' || NEW.code; END IF;
+        ELSIF TG_OP = 'DELETE' THEN room := 'bot:' || OLD.session; ELSE room := 'bot:' || NEW.session; END IF;
         IF me IS NOT NULL AND me <> '' THEN
             SELECT holder INTO held FROM griffon_leases WHERE game_id = room FOR SHARE;
             IF FOUND AND held <> me THEN
-                RAISE EXCEPTION 'bot room % is driven by another replica (%): lease lost', room, held
+                RAISE EXCEPTION 'room % is driven by another replica (%): lease lost', room, held
                     USING ERRCODE = '{LEASE_LOST_STATE}';
             END IF;
         END IF;
         IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
         RETURN NEW;
     END
-    """  # the same for a bot room's memory (lease id "bot:<session>"), its deletion too
+    """  # the same for a bot room's memory (lease "bot:<session>") and a lobby ("room:<code>"), deletions too
 INSTALL = (
     "CREATE TABLE IF NOT EXISTS griffon_leases ("
     " game_id TEXT PRIMARY KEY, holder TEXT NOT NULL, address TEXT NOT NULL, fence BIGINT NOT NULL,"
@@ -98,6 +101,8 @@ INSTALL = (
     "CREATE OR REPLACE FUNCTION griffon_fence_room() RETURNS trigger LANGUAGE plpgsql "
     f"AS $fence${ROOM_FENCE}$fence$",
     "CREATE OR REPLACE TRIGGER griffon_fence_bot_rooms BEFORE INSERT OR UPDATE OR DELETE ON bot_rooms "
+    "FOR EACH ROW EXECUTE FUNCTION griffon_fence_room()",
+    "CREATE OR REPLACE TRIGGER griffon_fence_rooms BEFORE INSERT OR UPDATE OR DELETE ON rooms "
     "FOR EACH ROW EXECUTE FUNCTION griffon_fence_room()",
 )
 
@@ -156,13 +161,14 @@ class Leases:
             "SELECT to_regclass('griffon_leases') IS NOT NULL "
             "AND to_regclass('griffon_replicas') IS NOT NULL, "
             "(SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgname IN "
-            "('griffon_fence_moves', 'griffon_fence_games', 'griffon_fence_bot_rooms') AND tgrelid IN "
-            "('moves'::regclass, 'games'::regclass, 'bot_rooms'::regclass)), "
+            "('griffon_fence_moves', 'griffon_fence_games', 'griffon_fence_bot_rooms', "
+            "'griffon_fence_rooms') AND tgrelid IN ('moves'::regclass, 'games'::regclass, "
+            "'bot_rooms'::regclass, 'rooms'::regclass)), "
             "(SELECT prosrc FROM pg_proc WHERE proname = 'griffon_fence' LIMIT 1), "
             "(SELECT prosrc FROM pg_proc WHERE proname = 'griffon_fence_room' LIMIT 1)"
         )
         table, triggers, body, room_body = found[0]
-        return bool(table) and int(triggers) == 3 and body == FENCE and room_body == ROOM_FENCE
+        return bool(table) and int(triggers) == 4 and body == FENCE and room_body == ROOM_FENCE
 
     def install(self) -> None:
         """Create the lease table and the fence when they are missing or older (idempotent; several
@@ -313,7 +319,7 @@ def status(store: Store, lease_s: float) -> tuple[list[ReplicaStatus], int]:
         return [], 0
     rows = store.rows(
         f"SELECT r.name, r.holder, r.address, {NOW} - r.seen_at, {NOW} - r.started_at, "
-        "COUNT(l.game_id) FILTER (WHERE left(l.game_id, 4) <> 'bot:'), "
+        "COUNT(l.game_id) FILTER (WHERE left(l.game_id, 4) <> 'bot:' AND left(l.game_id, 5) <> 'room:'), "
         "COUNT(l.game_id) FILTER (WHERE left(l.game_id, 4) = 'bot:') "
         "FROM griffon_replicas AS r LEFT JOIN griffon_leases AS l "
         f"ON l.holder = r.holder AND l.expires_at >= {NOW} "

@@ -13,7 +13,7 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SCHEMA_TABLE = "griffon_schema"
 TABLES = ("games", "moves", "transcripts", "drawings")  # counted by `info`
 KEY_TABLES = ("bot_keys", "bot_key_rooms")  # the API keys of bot rooms
-ROOM_TABLES = ("rooms", "bot_rooms")  # lobbies not yet started; bot rooms' resumable memory
+ROOM_TABLES = ("rooms", "room_games", "bot_rooms")  # lobbies; the games rooms lead to; bot rooms' memory
 
 
 def migrations() -> list[tuple[int, str, str]]:

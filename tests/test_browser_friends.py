@@ -4,7 +4,8 @@ gone or full: each answered in French, never a raw JSON page), a name already ta
 presence and the room handed over when the host leaves before the start, then the new host, a
 drawer who never takes their card (the draw phase's clock: it is taken for them, the table goes on),
 and a Kontour game decided by a tie-break turn (the end screen says so, the winner ranked first)
-with a ladder's close rungs and a line drawn 4 units beside another kept as lines of their own.
+with a ladder's close rungs and a line drawn 4 units beside another kept as lines of their own;
+the host then leaves the ended game and « Rejouer » passes to the first friend here.
 Fixtures and helpers: tests/test_browser_play.py."""
 
 from __future__ import annotations
@@ -236,3 +237,16 @@ def test_a_tie_break_ending_says_so_and_ranks_the_winner_first(host, friend, thi
     shot(friend, "friends-tiebreak-end-portrait")
     friend.set_viewport_size(LANDSCAPE)
     shot(friend, "friends-tiebreak-end-landscape")
+    # The host leaves the ended game: « Rejouer » passes to Léa (the first person here), who starts
+    # the next game; Zoé's page is told who may, and follows.
+    host.goto("about:blank")
+    expect(friend.locator("#rematch")).to_be_visible(timeout=ms(10))
+    handed = "Ana n'est plus en ligne\u00a0: c'est à vous de relancer la partie."
+    expect(friend.locator("#toasts")).to_contain_text(handed)
+    expect(third.get_by_test_id("again-hint")).to_contain_text("Léa peut relancer une partie")
+    expect(third.locator("#rematch")).to_have_count(0)
+    shot(friend, "friends-rematch-handed-over-landscape")
+    friend.click("#rematch")
+    for page in (friend, third):
+        page.wait_for_function("window.__toasts.some((t) => t.startsWith('Nouvelle partie'))", timeout=ms(15))
+        expect(page.get_by_test_id("game-over")).to_have_count(0)

@@ -3,7 +3,8 @@ them (docs/DEPLOY.md): Kontour and Pictomania tables played through the balancer
 killed with SIGKILL mid-game, its tables taken over by the others from the stored log with every
 acknowledged move, the AI players going on and the round's timers not restarted; the replica
 started again and given new tables. A replica paused (SIGSTOP) past its lease, then resumed, stands
-down without writing a move (a table's) or a memory (a bot room's).
+down without writing a move (a table's) or a memory (a bot room's). A room's lobby whose replica is
+killed is taken over by another from the database and started there.
 
 Run with ``make test-replicas`` (``pytest -m replicas``): it needs PostgreSQL and HAProxy
 (``make system-deps``) and starts three servers, so the ordinary suite leaves it out.
@@ -490,3 +491,96 @@ def test_a_replica_paused_past_a_bot_room_s_lease_stands_down_without_writing(cl
     assert cluster.holder("bot:" + session) == taker
     room.send({"type": "bye"})
     room.until(lambda f: f["type"] == "bye")
+
+
+class LobbyPage:
+    """A person's lobby page of room ``code`` (service/static/app.js ``openLobby``): with its seat's
+    token once it has one; reconnects after any close, as the page does."""
+
+    def __init__(self, url: str, code: str, token: str = "") -> None:
+        self.base, self.code, self.token = url.replace("http://", "ws://"), code, token
+
+    def connect(self, first: tuple[str, ...] = ("lobby",)) -> dict[str, Any]:
+        """Connect until a frame of a type in ``first`` comes (the lobby, the room's preview, its
+        game started); returns it."""
+        patience = Patience(30, f"room {self.code}: no {first} frame came back")
+        url = f"{self.base}/v1/rooms/{self.code}" + (f"?token={self.token}" if self.token else "")
+        while not patience.expired():
+            try:
+                self.ws = connect(url, open_timeout=patient(5)).__enter__()
+                return self.until(lambda f: f["type"] in first, timeout=15)
+            except (OSError, TimeoutError, ConnectionClosed, InvalidStatus, InvalidURI):
+                time.sleep(0.5)
+        raise patience.failure()
+
+    def send(self, frame: dict[str, Any]) -> None:
+        self.ws.send(json.dumps(frame))
+
+    def until(self, match: Any, timeout: float = 10) -> dict[str, Any]:
+        patience = Patience(timeout, f"room {self.code}: the frame awaited did not come")
+        while not patience.expired():
+            try:
+                frame = json.loads(self.ws.recv(timeout=max(0.1, patience.left())))
+            except TimeoutError:
+                break
+            assert frame["type"] != "error", frame
+            if match(frame):
+                return frame
+        raise patience.failure()
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def test_a_room_s_lobby_is_taken_over_when_its_replica_dies_and_starts_on_another(cluster: Cluster) -> None:
+    """A room made through the balancer: its lobby's sockets reach the replica that holds it (a
+    socket sent straight to another is relayed there); that replica killed (SIGKILL), the pages
+    reconnect, another replica takes the lobby over from the database with its seats and tokens,
+    and the host starts the game there. The room's code then leads to its game on every replica."""
+    created = httpx.post(cluster.url + "/v1/rooms", json={"game": "pictomania", "name": "Ana", "ai": 1},
+                         timeout=patient(10))
+    assert created.status_code == 201, created.text
+    room = created.json()
+    code = room["code"]
+    assert created.headers["x-griffon-room"] == code
+    holder = cluster.holder("room:" + code)
+    assert holder, "the lobby holds no lease"
+    host = LobbyPage(cluster.url, code, room["token"])
+    assert [s["name"] for s in host.connect()["seats"]][0] == "Ana"
+    friend = LobbyPage(cluster.url, code)
+    preview = friend.connect(("room",))
+    assert preview["host"] == "Ana" and not preview["full"]
+    friend.send({"type": "join", "name": "Léa"})
+    friend.token = friend.until(lambda f: f["type"] == "joined")["token"]
+    seats = host.until(lambda f: f["type"] == "lobby" and len(f["seats"]) == 3)["seats"]
+    names = [s["name"] for s in seats]
+    live = [i for i, server in sorted(cluster.replicas.servers.items()) if server.alive()]  # (earlier tests)
+    other = next(i for i in live if cluster.replicas.name(i) != holder)
+    straight = LobbyPage(cluster.replicas.url(other), code, friend.token)  # relayed to the holder
+    assert straight.connect()["you"] == "ami1"
+    straight.close()
+    eventually(lambda: (found := cluster.db.load_room(code)) and len(found[0]["seats"]) == 3, 10,
+               "the friend's seat was never stored")
+
+    killed = time.monotonic()
+    cluster.replicas.kill(cluster.index(holder))  # SIGKILL of its process group: no goodbye
+    back = host.connect()  # as the page does: again, through the balancer
+    took = time.monotonic() - killed
+    print(f"lobby {code}: taken over {took:.2f} s after its replica was killed")
+    assert [s["name"] for s in back["seats"]] == names and back["you"] == "joueur"
+    assert cluster.holder("room:" + code) not in ("", holder)
+    assert friend.connect()["you"] == "ami1"  # her token still gives her seat
+    host.send({"type": "start"})
+    game_id = host.until(lambda f: f["type"] == "started")["game_id"]
+    assert friend.until(lambda f: f["type"] == "started")["game_id"] == game_id
+    assert cluster.holder(game_id) not in ("", holder)
+    for person, seat in ((room["token"], "joueur"), (friend.token, "ami1")):
+        page = Page(cluster.url, {"ws": f"/v1/play/{game_id}?token={person}", "game_id": game_id,
+                                  "game": "pictomania"})
+        assert page.frame["you"] == seat and set(page.frame["seats"]) == {"joueur", "ami1"}
+        page.close()
+    for index in live:  # the link, reloaded, reaches the game on any replica
+        if cluster.replicas.name(index) != holder:
+            again = LobbyPage(cluster.replicas.url(index), code, friend.token)
+            assert again.connect(("started",))["game_id"] == game_id
+    cluster.replicas.start(cluster.index(holder))

@@ -191,6 +191,36 @@ def test_the_host_plays_again_with_the_same_seats_and_every_page_follows(app) ->
         assert until(alone, "error")["code"] == "not_a_room"
 
 
+def test_when_the_host_has_left_the_first_person_here_plays_again(app) -> None:
+    """« Rejouer » with the host gone from the ended game: refused to a friend while the host is
+    here, then hers (the first person here); the next game keeps every seat, the host's too (their
+    token opens it when they come back)."""
+    room = new_room(app, game="kontour", ai=1)
+    with app.websocket_connect(room["ws"]) as host:
+        with app.websocket_connect(f"/v1/rooms/{room['code']}") as friend:
+            friend.send_json({"type": "join", "name": "Léa"})
+            joined = until(friend, "joined")
+            host.send_json({"type": "start"})
+            started = until(host, "started")
+    first = manager(app).games[started["game_id"]]
+    play = f"/v1/play/{started['game_id']}"
+    with app.websocket_connect(f"{play}?token={joined['token']}") as lea:
+        assert until(lea, "state")["host"] == HUMAN
+        with app.websocket_connect(f"{play}?token={room['token']}") as ana:
+            until(ana, "state")
+            first.state = first.state.replace(phase="game_over")  # the game has ended (its rules: elsewhere)
+            lea.send_json({"type": "again"})
+            assert until(lea, "error")["code"] == "not_host"  # the host is here: theirs
+        while (frame := lea.receive_json())["type"] != "presence" or frame["seats"][HUMAN] == "here":
+            assert frame["type"] in ("presence", "update", "state"), frame
+        lea.send_json({"type": "again"})  # the host has left: hers now
+        sent_on = until(lea, "next_game")
+    second = manager(app).games[sent_on["game_id"]]
+    assert second.id != first.id and second.people == first.people and second.names == first.names
+    assert second.seat_of(room["token"]) == HUMAN and second.seat_of(joined["token"]) == "ami1"
+    assert manager(app).rooms.started[room["code"]] == second.id
+
+
 def test_rooms_are_bounded_and_refusals_say_why(app) -> None:
     assert app.post("/v1/rooms", json={"game": "kontour", "name": "A", "ai": 9}).status_code == 422
     full = new_room(app, game="kontour", ai=manager(app).play.room_seats - 1)
@@ -531,3 +561,64 @@ def test_a_flood_of_lobby_frames_is_cut_with_one_error() -> None:
     queue: asyncio.Queue = asyncio.Queue(16)
     assert [_within(limit, queue) for _ in range(5)] == [True, True, False, False, False]
     assert queue.qsize() == 1 and queue.get_nowait()["code"] == "rate_limited"
+
+
+def test_a_room_s_code_leads_to_its_ended_game_after_a_restart(tmp_path: Path) -> None:
+    """A room's game ended, then the server restarted (a game over is not resumed): the room's code
+    still leads to it (``room_games``), brought back with its end screen and its people's seats, and
+    the host plays again from there; its stored end is not rewritten. A code whose game is long over
+    is « gone », not unknown."""
+    import time
+
+    from service.play.clock import ManualClock
+    from service.play.settings import PlaySettings
+    from service.settings import Settings
+    from store import open_store
+    from tests.test_service_persistence import line, play_a_while, uniform
+
+    def manager_on(store) -> GameManager:
+        return GameManager(Settings(), PlaySettings(pictomania_rounds=1, pictomania_round_s=20),
+                           lambda key: uniform, frozenset(), store, clock=ManualClock())
+
+    async def run() -> None:
+        store = open_store(f"sqlite:///{tmp_path / 'ended.db'}")
+        first = manager_on(store)
+        room, host_token = first.rooms.create("pictomania", "Ana", "normal", 1, client="c")
+        seat, friend_token = first.rooms.join(room, "Léa")
+        session = first.rooms.request(room, HUMAN, {"type": "start"})
+        assert session is not None and session.driver is not None
+        session.driver.cancel()  # the test drives the game
+        play_a_while(session, 40, [line(0)])
+        assert session.state.phase == "game_over"
+        old, _ = first.rooms.create("pictomania", "Zoé", "normal", 2, client="d")
+        over = first.rooms.request(old, HUMAN, {"type": "start"})
+        assert over is not None
+        await first.settle()
+        await first.rooms.flush()
+        await first.aclose()
+        assert store.load_game(session.id).status == "finished"
+        result = store.load_game(session.id).result
+        assert result is not None
+        store.finish_game(over.id, "finished")
+        store.run("UPDATE games SET updated_at = ? WHERE id = ?", (time.time() - 2 * 86_400, over.id))
+
+        second = manager_on(store)
+        assert second.resume() == (0, 0) and session.id not in second.games
+        back = await second.rooms.recall(room.code)
+        assert back is not None and back.id == session.id and back.state.phase == "game_over"
+        assert back.seat_of(friend_token) == seat and back.seat_of(host_token) == HUMAN
+        assert second.rooms.started[room.code] == session.id
+        back.attach(HUMAN)  # the host's page, back
+        assert second.rooms.again(back, HUMAN) is None  # « Rejouer »
+        await second.rooms.flush()
+        new = second.games[second.rooms.started[room.code]]
+        assert new.id != session.id and new.seat_of(friend_token) == seat
+        assert store.room_game(room.code) == new.id
+        await second.rooms.recall(old.code)  # over two days ago: not brought back
+        assert over.id not in second.games and old.code in second.rooms.gone
+        await second.aclose()
+        again = store.load_game(session.id)
+        assert again.status == "finished" and again.result == result
+        store.close()
+
+    asyncio.run(run())

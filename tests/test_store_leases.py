@@ -21,6 +21,7 @@ from service.play.clock import ManualClock
 from service.play.manager import GameManager
 from service.play.settings import PlaySettings
 from service.play.sockets import handle_text
+from service.play.table import HUMAN
 from service.replicas import Ownership, Replica, ReplicaSettings, ReplicaSettingsError
 from service.settings import Settings
 from store import BotRoomRecord, MoveRejected, Store, StoreError, StoreSettings, hash_token, open_store
@@ -106,6 +107,27 @@ def test_a_bot_room_taken_by_another_replica_is_never_written_nor_deleted_by_the
     assert kept is not None and kept.state["said"] == ["chat"]  # the old holder changed nothing
     b.save_bot_rooms([], deleted=["s1"])  # the new holder ends it
     assert b.load_bot_room("s1") is None
+    for store in (a, b):
+        store.close()
+
+
+def test_a_lobby_taken_by_another_replica_is_never_written_nor_deleted_by_the_old_one(
+        schema_url: str) -> None:
+    a, leases_a = replica(schema_url, "a:1")
+    b, leases_b = replica(schema_url, "b:2")
+    lobby = {"game": "kontour", "level": "normal", "client": "c", "seats": []}
+    assert leases_a.claim("room:ABCD") is not None
+    a.save_room("ABCD", lobby)
+    eventually(lambda: leases_b.claim("room:ABCD"), 10, "the lobby's lease never expired")
+    for late in (lambda: a.save_room("ABCD", {**lobby, "level": "hard"}), lambda: a.delete_room("ABCD")):
+        with pytest.raises(StoreError) as refused:
+            late()
+        assert is_lease_lost(refused.value)
+    found = b.load_room("ABCD")
+    assert found is not None and found[0]["level"] == "normal"  # the old holder changed nothing
+    assert leases_b.orphans(10) == []  # lobbies are taken when a socket comes, never looked for
+    b.delete_room("ABCD")  # the new holder starts it
+    assert b.load_room("ABCD") is None
     for store in (a, b):
         store.close()
 
@@ -287,3 +309,61 @@ def test_griffon_serve_as_a_replica_with_another_secret_stops_with_one_line(sche
     lines = [line for line in said.splitlines() if "GRIFFON_REPLICA_SECRET" in line]
     assert len(lines) == 1 and "r1" in lines[0], said
     assert "Traceback" not in said, said
+
+
+def test_a_dead_replica_s_lobby_is_taken_over_and_its_expired_ones_pruned(schema_url: str) -> None:
+    """The rooms' side of the leases, in process: replica a creates a lobby (its code leased first)
+    and a friend joins; a stops renewing (it died); b, asked for the room, sees a's live lease
+    (relay there), then takes the lobby over from its row once the lease ran out: the same seats and
+    tokens. a, writing again, is refused and stands the lobby down. b starts it: the code leads to
+    the game. A lobby a dead replica left past ``lobby_expiry_s`` is deleted by b's prune; a lobby
+    held by a live replica is not."""
+    import time
+
+    def manager(name: str) -> GameManager:
+        settings = ReplicaSettings(name=name, address=f"127.0.0.1:{ord(name)}", secret="s" * 16,
+                                   lease_s=LEASE_S, renew_s=LEASE_S / 2)
+        here = Replica(settings)
+        store = open_store(here.store_settings(StoreSettings(database_url=schema_url)).url)
+        games = GameManager(Settings(), PlaySettings(), lambda key: uniform, frozenset(), store,
+                            clock=ManualClock(), ownership=functools.partial(Ownership, here))
+        assert games.ownership is not None
+        games.ownership.leases.install()
+        return games
+
+    async def run() -> None:
+        a, b = manager("a"), manager("b")
+        room, host_token = await a.rooms.create_async("pictomania", "Ana", "normal", 1, client="c")
+        seat, friend_token = a.rooms.join(room, "Léa")
+        await a.rooms.flush()
+        held = await b.rooms.locate(room.code)
+        assert held is not None and held.holder == a.ownership.replica.holder  # type: ignore[union-attr]
+        await asyncio.sleep(LEASE_S + 0.2)  # a renews nothing: it died
+        assert await b.rooms.locate(room.code) is None  # taken over here
+        back = b.rooms.lobbies[room.code]
+        assert [s.name for s in back.seats] == [s.name for s in room.seats]
+        assert back.seat_of(friend_token) == seat and back.seat_of(host_token) == HUMAN
+        a.rooms.request(room, HUMAN, {"type": "add_ai"})  # a, woken, writes: refused by the fence
+        await a.rooms.flush()
+        assert room.code not in a.rooms.lobbies  # stood down
+        assert len(b.store.load_room(room.code)[0]["seats"]) == 3  # type: ignore[union-attr, index]
+        game = await b.rooms.start_async(back)
+        await b.rooms.flush()
+        assert b.store.room_game(room.code) == game.id and b.store.load_room(room.code) is None  # type: ignore[union-attr]
+
+        left, _ = await a.rooms.create_async("kontour", "Zoé", "normal", 1, client="d")
+        await a.rooms.flush()
+        kept, _ = await b.rooms.create_async("kontour", "Marc", "normal", 1, client="e")
+        await b.rooms.flush()
+        old = time.time() - b.play.lobby_expiry_s - 1
+        for games, lobby in ((a, left), (b, kept)):
+            games.store.save_room(lobby.code, lobby.lobby(), now=old)  # type: ignore[union-attr]
+        await asyncio.sleep(LEASE_S + 0.2)  # a's lease on its lobby runs out
+        b.ownership.leases.renew({"room:" + kept.code: (b.ownership.lobbies[kept.code], 0.0)})  # type: ignore[union-attr]
+        assert b.rooms.prune_now() == 1
+        assert b.store.load_room(left.code) is None and b.store.load_room(kept.code) is not None  # type: ignore[union-attr]
+        for games in (a, b):
+            await games.aclose()
+            games.store.close()  # type: ignore[union-attr]
+
+    asyncio.run(run())

@@ -7,13 +7,14 @@ seat and starts. The game is then an ordinary game of the `GameManager` (`GameMa
 game is a room of one person): each person plays through the game socket ``/v1/play/{id}`` with
 their own token and is sent their own seat's view. A person away longer than ``room_grace_s`` has
 their seat played by an AI until they come back (`GameSession.check_people`). Once the game has
-ended the host may play again with the same seats (`Rooms.again`: « Rejouer »).
+ended the host (while away, the first person here: `restarter`) may play again with the same seats
+(`Rooms.again`: « Rejouer »).
 
-A lobby is stored (the ``rooms`` table: its seats with their token hashes, its levels) each time
-it changes, off the event loop and in order (`Rooms.stored`); the manager's `GameManager.resume`
-brings the stored lobbies back (`Rooms.load`), so a restart keeps the room's code, seats and links.
-``lobby_expiry_s`` closes a forgotten one (its row deleted, as when it starts or the host closes it).
-The started game is stored and resumed like a solo game, the room's code and seats with it.
+A lobby is stored each time it changes and brought back at a restart, and the game a started room's
+code leads to is stored (`service.play.stored_lobbies`): a restart keeps the room's code, seats and links;
+on replicas another replica takes a lobby over when its replica dies. ``lobby_expiry_s`` closes a
+forgotten lobby (its row deleted, as when it starts or the host closes it). The started game is
+stored and resumed like a solo game, the room's code and seats with it.
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ import contextlib
 import logging
 import re
 import secrets
-import time
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
@@ -36,19 +34,20 @@ from games.pictomania import PictomaniaConfig
 from service.errors import STORE_DOWN, RateLimited
 from service.frames import FrameError, error_frame, load_json
 from service.play.room_tables import RoomTables
+from service.play.stored_lobbies import CODE_LENGTH, CODE_LETTERS, MOVED, Room, Seat, StoredLobbies, offer
 from service.play.table import HUMAN, GameSession
 from service.ratelimit import RateLimit
-from store import StoreError, hash_token, token_matches
+from store import StoreError, hash_token
+
+__all__ = ["CODE", "Room", "RoomError", "Rooms", "Seat", "serve_lobby"]
 
 log = logging.getLogger("griffon.play")
-CODE_LETTERS = "ABCDEFGHJKMNPQRSTUVWXYZ"  # no I, L, O: a code read aloud or copied by hand
-CODE_LENGTH = 4
 CODE = re.compile(rf"^[{CODE_LETTERS}]{{{CODE_LENGTH}}}$")
 NAME = re.compile(r"^[^<>&\"]{1,24}$")
 LOBBY_QUEUE = 16
 JOIN_WAIT_S = 300.0  # a lobby socket that names nobody within this is closed (the name form is open)
 CLOSE_ROOM_GONE = 4410
-GONE_KEPT = 10_000  # codes of the rooms closed, expired or over remembered (« n'existe plus »)
+CLOSE_MOVED = 1012  # another replica holds the lobby now: the page reconnects (service.replicas)
 
 
 class RoomError(Exception):
@@ -62,159 +61,26 @@ class RoomError(Exception):
         return error_frame(self.code, self.message)
 
 
-@dataclass
-class Seat:
-    """One seat of a lobby: a person (with their token's hash) or an AI player (with its level)."""
-
-    seat: str
-    name: str
-    person: bool
-    token_hash: str = ""
-    level: str = ""
-
-
-@dataclass
-class Room:
-    """A lobby: the game chosen, its seats in order (the host first), who is connected; `level`:
-    the level of the AI players added next."""
-
-    code: str
-    game: str
-    level: str
-    client: str
-    seats: list[Seat]
-    last_activity: float
-    game_id: str | None = None
-    starting: bool = False  # its game is being created (`Rooms.start_async`)
-    host_away: float | None = None  # clock() since when no socket holds the host's seat
-    listeners: dict[asyncio.Queue[dict[str, Any] | None], str] = field(default_factory=dict)
-
-    def lobby(self) -> dict[str, Any]:
-        """What is stored of the lobby (`Rooms.stored`): no token, only their hashes."""
-        return {"game": self.game, "level": self.level, "client": self.client,
-                "seats": [{"seat": s.seat, "name": s.name, "person": s.person, "token_hash": s.token_hash,
-                           "level": s.level} for s in self.seats]}
-
-    @classmethod
-    def from_lobby(cls, code: str, lobby: dict[str, Any], last_activity: float) -> Room:
-        """The room of a stored lobby; raises `KeyError`, `TypeError`, `ValueError` when malformed."""
-        seats = [Seat(str(s["seat"]), str(s["name"]), bool(s["person"]), str(s["token_hash"]),
-                      str(s["level"])) for s in lobby["seats"]]
-        if lobby["game"] not in ("kontour", "pictomania") or not seats or seats[0].seat != HUMAN:
-            raise ValueError("a lobby of an unknown game, or without its host first")
-        return cls(code, lobby["game"], str(lobby["level"]), str(lobby["client"]), seats, last_activity)
-
-    def here(self) -> set[str]:
-        """The seats that a lobby socket holds now."""
-        return set(self.listeners.values())
-
-    def seat_of(self, token: str) -> str | None:
-        """The person seat whose token is `token`."""
-        found = None
-        for seat in self.seats:
-            if seat.person and token_matches(token, seat.token_hash):
-                found = seat.seat
-        return found
-
-
 def player_limits(game: str, room_seats: int) -> tuple[int, int]:
     """(fewest, most) players of a room of `game`: the rules' bounds, at most ``room_seats``."""
     config = KontourConfig.load() if game == "kontour" else PictomaniaConfig.load()
     return config.min_players, min(config.max_players, room_seats)
 
 
-class Rooms:
-    """The lobbies of one app, and the codes of the rooms started (code -> game id)."""
+class Rooms(StoredLobbies):
+    """The lobbies of one app, and the codes of the rooms started (code -> game id): their requests."""
 
     def __init__(self, manager: RoomTables) -> None:
         """``manager``: the tables its games are opened among (`GameManager`, which builds its rooms)."""
-        self.manager = manager
-        self.lobbies: dict[str, Room] = {}
-        self.started: dict[str, str] = {}
-        self.gone: OrderedDict[str, None] = OrderedDict()  # codes that were rooms (closed, over): bounded
+        super().__init__(manager)
         self.opening: set[str] = set()  # the codes of the rooms whose next game is being created
-        self.tasks: set[asyncio.Task[None]] = set()  # lobby writes and next games under way
-        self.writing = asyncio.Lock()  # the lobby writes: one at a time, in order
-
-    # -- the stored lobbies ------------------------------------------------------------------------
-    def stored(self, code: str) -> None:
-        """Store the lobby `code` as it is (delete it when it is gone: started, closed, expired), in a
-        thread, after the writes asked before; without an event loop, on the caller's thread. A failing
-        database is logged, never raised: the lobby goes on in memory. Replicas (``service.replicas``)
-        keep their lobbies in memory only: none resumes another's."""
-        if self.manager.store is None or self.manager.ownership is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._write(code, self._lobby_of(code))
-            return
-        self._keep(loop.create_task(self._write_in_turn(code)))
-
-    def _keep(self, task: asyncio.Task[None]) -> None:
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-
-    def _lobby_of(self, code: str) -> dict[str, Any] | None:
-        room = self.lobbies.get(code)
-        return None if room is None else room.lobby()
-
-    async def _write_in_turn(self, code: str) -> None:
-        async with self.writing:  # the lobby as it is when its turn comes: the last write is the latest
-            await asyncio.to_thread(self._write, code, self._lobby_of(code))
-
-    def _write(self, code: str, lobby: dict[str, Any] | None) -> None:
-        store = self.manager.store
-        assert store is not None
-        try:
-            if lobby is None:
-                store.delete_room(code)
-            else:
-                store.save_room(code, lobby)
-        except Exception as error:  # StoreError, a driver's own: a lobby is not a game's move
-            done = "deleted" if lobby is None else "stored"
-            log.warning("room %s: the lobby could not be %s: %s", code, done, error)
-
-    async def flush(self) -> None:
-        """Wait for the lobby writes and next games under way (at shutdown, in tests)."""
-        while self.tasks:
-            await asyncio.gather(*list(self.tasks), return_exceptions=True)
-
-    def load(self) -> int:
-        """Bring back the stored lobbies this worker holds (at start, after the games: a room started
-        is not a lobby); those idle past ``lobby_expiry_s`` or unreadable are deleted. Returns how many
-        came back."""
-        store, workers = self.manager.store, self.manager.workers
-        if store is None:
-            return 0
-        try:
-            found = store.load_rooms()
-        except StoreError as error:
-            log.warning("the stored lobbies could not be read (none brought back): %s", error)
-            return 0
-        now, expiry = time.time(), self.manager.play.lobby_expiry_s
-        for code, lobby, updated in found:
-            if workers is not None and not workers.owns(code):
-                continue
-            age = max(0.0, now - updated)
-            room = None
-            if age < expiry and code not in self.started and code not in self.lobbies:
-                try:
-                    room = Room.from_lobby(code, lobby, self.manager.clock() - age)
-                except (KeyError, TypeError, ValueError) as error:
-                    log.warning("room %s: the stored lobby cannot be read (deleted): %s", code, error)
-            if room is None:
-                self._write(code, None)
-            else:
-                self.lobbies[code] = room
-        if self.lobbies:
-            log.info("lobbies brought back from the database: %d", len(self.lobbies))
-        return len(self.lobbies)
 
     # -- the lobby's requests ----------------------------------------------------------------------
-    def create(self, game: str, name: str, level: str, ai: int, client: str) -> tuple[Room, str]:
-        """A new lobby hosted by `client` under `name`, with `ai` AI seats; returns it and the
-        host's token. Raises `RateLimited` (the client's rooms), `RoomError` (bad request, full)."""
+    def create(self, game: str, name: str, level: str, ai: int, client: str,
+               code: str | None = None) -> tuple[Room, str]:
+        """A new lobby hosted by `client` under `name`, with `ai` AI seats (its `code` reserved by
+        `create_async` on a replica); returns it and the host's token. Raises `RateLimited` (the
+        client's rooms), `RoomError` (bad request, full)."""
         manager, play = self.manager, self.manager.play
         if len(self.lobbies) + len(manager.games) >= manager.settings.max_sessions:
             raise RoomError("too_many_games", "every game slot is taken; retry later")
@@ -227,7 +93,7 @@ class Rooms:
         if not 0 <= ai <= most - 1:
             raise RoomError("invalid_request", f"a {game} room takes 0-{most - 1} AI players, got {ai}")
         token = secrets.token_urlsafe(18)
-        room = Room(self.new_code(), game, level, client,
+        room = Room(code or self.new_code(), game, level, client,
                     [Seat(HUMAN, name, True, hash_token(token))], manager.clock(), host_away=manager.clock())
         for _ in range(ai):
             self._add_ai(room)
@@ -236,14 +102,17 @@ class Rooms:
         log.info("room %s: %s, hosted (%d AI)", room.code, game, ai)
         return room, token
 
-    def new_code(self) -> str:
-        """A fresh room code that this worker holds (``service.workers``)."""
-        workers = self.manager.workers
-        while True:
-            code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
-            taken = code in self.lobbies or code in self.started or code in self.gone
-            if not taken and (workers is None or workers.owns(code)):
-                return code
+    async def create_async(self, game: str, name: str, level: str, ai: int, client: str) -> tuple[Room, str]:
+        """`create`; on a replica, its code leased first (`StoredLobbies.reserve`: the database in a
+        thread). Raises what `create` raises, and `StoreError`."""
+        if self.ownership is None:
+            return self.create(game, name, level, ai, client)
+        code = await self.reserve()
+        try:
+            return self.create(game, name, level, ai, client, code)
+        except BaseException:
+            self.release(code)
+            raise
 
     def join(self, room: Room, name: str) -> tuple[str, str]:
         """A person takes the next free seat under `name`: (seat, token)."""
@@ -358,38 +227,39 @@ class Rooms:
     def _started(self, room: Room, session: GameSession) -> GameSession:
         """The lobby becomes its game: its sockets are sent on to it, its stored row deleted."""
         room.game_id = session.id
-        self.started[room.code] = session.id
-        self.gone.pop(room.code, None)
         self.lobbies.pop(room.code, None)
+        self.remember(room.code, session.id)
         self.stored(room.code)
         log.info("room %s: game %s started (%d people, %d AI)", room.code, session.id,
                  len(session.people), len(room.seats) - len(session.people))
         started = {"type": "started", "code": room.code, "game_id": session.id, "game": room.game}
         for queue in list(room.listeners):
-            _offer(queue, started)
+            offer(queue, started)
         return session
 
     def again(self, session: GameSession, seat: str) -> dict[str, Any] | None:
-        """« Rejouer »: the host (`seat` `HUMAN`) of a room's game that has ended starts a new one with
-        the same seats, names, people (their tokens open their seats again) and AI levels, a new deal,
+        """« Rejouer »: the host (`seat` `HUMAN`; while the host is away, the first person here:
+        `restarter`) of a room's game that has ended starts a new one with the same seats, names,
+        people (their tokens open their seats again, the host's too) and AI levels, a new deal,
         stored in a thread (`_next_game`). Every socket of the ended game is then sent
         ``{"type": "next_game", "game_id"}`` (and any socket that joins it later), and the room's code
         leads to the new game. Returns an error frame for `seat` when refused, else None."""
         code = session.room_code
         if code is None:
             return error_frame("not_a_room", "only a room's game is played again from its table")
-        if seat != HUMAN:
-            return error_frame("not_host", "only the host may start the next game")
+        if seat != restarter(session):
+            return error_frame("not_host", "only the host (while away: the first person here) may start "
+                               "the next game")
         if session.state.phase != "game_over":
             return error_frame("not_over", "the game is still being played")
         if session.next_game is not None and session.next_game in self.manager.games:
             session.send(session.next_frame())
         elif code not in self.opening:  # asked twice meanwhile: the one game under way
             self.opening.add(code)
-            self._keep(asyncio.get_running_loop().create_task(self._next_game(session, code)))
+            self._keep(asyncio.get_running_loop().create_task(self._next_game(session, code, seat)))
         return None
 
-    async def _next_game(self, session: GameSession, code: str) -> None:
+    async def _next_game(self, session: GameSession, code: str, seat: str = HUMAN) -> None:
         neutral = getattr(session.rules.config, "neutral_drawer", None)
         names = {p: name for p, name in session.names.items() if p != neutral}
         friends = {p: session.hashes[p] for p in session.people if p != HUMAN}
@@ -403,13 +273,13 @@ class Rooms:
             log.info("room %s: next game refused: %s", code, error)
             refused = error_frame("cannot_start", "the server cannot start the next game now; retry later")
             for queue, held in list(session.listeners.items()):
-                if held == HUMAN:
-                    _offer(queue, refused)
+                if held == seat:
+                    offer(queue, refused)
             return
         finally:
             self.opening.discard(code)
         session.next_game = new.id
-        self.started[code] = new.id
+        self.remember(code, new.id)
         log.info("room %s: game %s follows game %s", code, new.id, session.id)
         session.send(session.next_frame())
 
@@ -419,16 +289,8 @@ class Rooms:
         self.forget(room.code)
         self.stored(room.code)
         for queue in list(room.listeners):
-            _offer(queue, error_frame("room_closed", why))
-            _offer(queue, None)
-
-    def forget(self, code: str) -> None:
-        """Remember that `code` was a room (closed, expired, its game over): a socket asking for it
-        is told it is gone (``room_gone``), not that it never was (``unknown_room``)."""
-        self.gone[code] = None
-        self.gone.move_to_end(code)
-        while len(self.gone) > GONE_KEPT:
-            self.gone.popitem(last=False)
+            offer(queue, error_frame("room_closed", why))
+            offer(queue, None)
 
     def touch(self, room: Room) -> None:
         room.last_activity = self.manager.clock()
@@ -473,12 +335,13 @@ class Rooms:
         log.info("room %s: the host is away, %s hosts it now", room.code, heir.seat)
         told = {"type": "host_changed", "was": old.name, "host": heir.name}
         for queue, seat in list(room.listeners.items()):
-            _offer(queue, {**told, "you": seat == HUMAN})
+            offer(queue, {**told, "you": seat == HUMAN})
         self.broadcast(room)
         return True
 
     def sweep(self) -> list[str]:
-        """Close the lobbies nobody touched for ``lobby_expiry_s``; forget the codes of games gone."""
+        """Close the lobbies nobody touched for ``lobby_expiry_s``; forget the codes of games gone; on a
+        replica, now and then, delete the expired lobbies a dead replica left (`prune`)."""
         limit = self.manager.clock() - self.manager.play.lobby_expiry_s
         old = [code for code, room in self.lobbies.items() if room.last_activity < limit]
         for code in old:
@@ -489,6 +352,7 @@ class Rooms:
             if game_id not in self.manager.games:
                 del self.started[code]
                 self.forget(code)
+        self.prune()
         return old
 
     # -- frames ------------------------------------------------------------------------------------
@@ -512,7 +376,16 @@ class Rooms:
 
     def broadcast(self, room: Room) -> None:
         for queue, seat in list(room.listeners.items()):
-            _offer(queue, self.lobby_frame(room, seat))
+            offer(queue, self.lobby_frame(room, seat))
+
+
+def restarter(session: GameSession) -> str | None:
+    """Who may start a room's next game (« Rejouer »): its host while here, else the first person
+    here in seat order (None: nobody). The page shows the button by the same rule (app.js)."""
+    presence = session.presence()
+    if presence.get(HUMAN) == "here":
+        return HUMAN
+    return next((seat for seat in session.people if presence.get(seat) == "here"), None)
 
 
 def _check_name(name: str) -> None:
@@ -523,11 +396,6 @@ def _check_name(name: str) -> None:
 def _folded(name: str) -> str:
     """A name as two people would say it: « Camille » and « camille  » are one name."""
     return " ".join(name.casefold().split())
-
-
-def _offer(queue: asyncio.Queue[dict[str, Any] | None], item: dict[str, Any] | None) -> None:
-    with contextlib.suppress(asyncio.QueueFull):
-        queue.put_nowait(item)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -550,6 +418,8 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
     (``{"type": "join", "name"}``, answered ``{"type": "joined", "seat", "token"}``); then the
     lobby frames until the game starts (``{"type": "started", "game_id"}``) or the room closes."""
     code = code.upper()
+    if code not in rooms.lobbies and rooms.started.get(code) not in rooms.manager.games and CODE.match(code):
+        await rooms.recall(code)  # a room whose game ended before a restart
     game_id = rooms.started.get(code)
     if game_id is not None and game_id in rooms.manager.games:
         await _send_started(websocket, rooms.manager.games[game_id], code, token)
@@ -593,13 +463,13 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
                 else:
                     rooms.request(room, seat, frame)
             except RoomError as error:
-                _offer(queue, error.to_frame())
+                offer(queue, error.to_frame())
             except StoreError as error:  # the details (a file path, a host) go to the server log only
                 log.warning("room %s: the game could not be stored: %s", room.code, error)
-                _offer(queue, error_frame("cannot_start", STORE_DOWN))
+                offer(queue, error_frame("cannot_start", STORE_DOWN))
             except Exception as error:  # TooManyGames, RateLimited, Unavailable: readable messages
                 log.info("room %s: start refused: %s", room.code, error)
-                _offer(queue, error_frame("cannot_start", str(error)))
+                offer(queue, error_frame("cannot_start", str(error)))
             if room.code in rooms.lobbies:
                 rooms.broadcast(room)
     except (WebSocketDisconnect, RuntimeError, TimeoutError):
@@ -621,7 +491,7 @@ def _within(limit: RateLimit, queue: asyncio.Queue[dict[str, Any] | None]) -> bo
         return True
     if not limit.warned:
         limit.warned = True
-        _offer(queue, error_frame("rate_limited", "too many lobby frames: slow down"))
+        offer(queue, error_frame("rate_limited", "too many lobby frames: slow down"))
     return False
 
 
@@ -657,8 +527,8 @@ def _give_up(room: Room, seat: str, why: dict[str, Any] | None = None) -> None:
         if held == seat:
             room.listeners.pop(queue, None)
             if why is not None:
-                _offer(queue, why)
-            _offer(queue, None)
+                offer(queue, why)
+            offer(queue, None)
 
 
 async def _send_lobby(websocket: WebSocket, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
@@ -666,6 +536,9 @@ async def _send_lobby(websocket: WebSocket, queue: asyncio.Queue[dict[str, Any] 
         frame = await queue.get()
         if frame is None:
             await websocket.close(CLOSE_ROOM_GONE, "room closed")
+            return
+        if frame is MOVED:
+            await websocket.close(CLOSE_MOVED, "the room moved to another server; reconnect")
             return
         await websocket.send_json(frame)
         if frame["type"] == "started":

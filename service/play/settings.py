@@ -77,7 +77,6 @@ class PlaySettings(EnvSettings):
     lobby_expiry_s: float = Field(
         default=1800.0, gt=0, description="seconds after which a room nobody started is closed"
     )
-    max_points_per_stroke: ClassVar[int] = 1_000  # points in a person's stroke: a fixed limit, not a setting
     max_pictomania_strokes: int | None = tuning(
         default=None, ge=1, le=1_000,
         description="strokes a player may draw in a Pictomania round, undone ones too (unset: the rules')",

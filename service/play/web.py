@@ -43,6 +43,7 @@ STATIC = Path(__file__).parent.parent / "static"
 MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
 MAX_STATIC_NAME = 100
 GAME_HEADER = "X-Griffon-Game"  # on POST /v1/play's answer: HAProxy's stick table learns the game's replica
+ROOM_HEADER = "X-Griffon-Room"  # on POST /v1/rooms's answer: the same for the room's lobby
 router = APIRouter()
 
 
@@ -266,7 +267,7 @@ async def room_page(code: str) -> FileResponse:
 
 @router.post("/v1/rooms", response_model=RoomCreated, status_code=201, tags=["rooms"])
 async def new_room(
-    body: NewRoom, games: GamesDep, client: ClientDep, request: Request
+    body: NewRoom, games: GamesDep, client: ClientDep, request: Request, response: Response
 ) -> RoomCreated | Response:
     """Open a room hosted by the caller: friends join it from its link; the host fills the other
     seats with AI players and starts it through the lobby socket (docs/PLAY.md). Under
@@ -277,11 +278,16 @@ async def new_room(
         if placement is not None:  # the client's lobbies on every worker (service/placement.py)
             placement.check_lobbies(client, games.play.rooms_per_client)
         try:
-            room, token = games.rooms.create(body.game, body.name.strip(), body.level, body.ai, client)
+            room, token = await games.rooms.create_async(body.game, body.name.strip(), body.level, body.ai,
+                                                         client)
         except RoomError as error:
             status = Unavailable if error.code == "too_many_games" else ServiceError
             raise status(error.message, code=error.code) from None
+        except StoreError as error:  # a replica could not lease the room's code
+            log.warning("a new room could not be leased: %s", error)
+            raise Unavailable(STORE_DOWN, code="database_unavailable", retry_after=30) from None
         ws = f"/v1/rooms/{room.code}?token={token}"
+        response.headers[ROOM_HEADER] = room.code  # a load balancer sends the lobby's sockets here
         return RoomCreated(code=room.code, link=f"/r/{room.code}", token=token, seat=HUMAN, game=body.game,
                            ws=ws)
 
@@ -291,12 +297,33 @@ async def new_room(
 @router.websocket("/v1/rooms/{code}")
 async def room_socket(websocket: WebSocket, code: str, games: GamesDep, token: str = "") -> None:
     """A room's lobby socket (see `service.play.rooms.serve_lobby`), relayed to the worker that
-    holds the room when it landed on another."""
+    holds the room when it landed on another; on a replica, to the replica that holds its lobby or
+    its game, or taken over here once that replica's lease ran out (`service.play.stored_lobbies`)."""
     await websocket.accept()
-    workers = games.workers
-    if workers is not None and not workers.owns(code.upper()):
-        await relay(websocket, workers, workers.owner(code.upper()), client_of(websocket))
+    workers, code = games.workers, code.upper()
+    if workers is not None and not workers.owns(code):
+        await relay(websocket, workers, workers.owner(code), client_of(websocket))
         return
+    if games.ownership is not None and CODE.match(code):
+        try:
+            held = await games.rooms.locate(code)
+            if isinstance(held, Lease) and websocket.scope.get(RELAYED):  # relayed once already
+                await websocket.close(CLOSE_TOO_SLOW, "the room is changing servers; reconnect")
+                return
+            secret, client = games.ownership.replica.secret, client_of(websocket)
+            if isinstance(held, Lease) and await relay_to(websocket, held.address, secret, client):
+                return
+            if isinstance(held, Lease):
+                held = await games.rooms.outlast(code, held)  # its holder is gone: take it over
+        except StoreError as error:  # the database is down: the page retries
+            log.warning("room %s: not located: %s", code, error)
+            held = None
+            if code not in games.rooms.lobbies:
+                await websocket.close(RELAY_CLOSE, "the room's server cannot be reached; retry")
+                return
+        if isinstance(held, Lease):
+            await websocket.close(RELAY_CLOSE, "the room's server cannot be reached; retry")
+            return
     await serve_lobby(websocket, games.rooms, code, token)
 
 

@@ -1,7 +1,7 @@
 // Entry point: the setup form, the game socket (with resume after a reload or a dropped
 // connection), and the game views. The server holds the game; this page renders what it is sent.
 
-import { el, toast, frenchError, listing, nameProblem } from "./ui.js";
+import { el, toast, frenchError, listing, nameProblem, restarter } from "./ui.js";
 import { KontourView } from "./kontour.js";
 import { PictomaniaView } from "./pictomania.js";
 import { RulesPanel } from "./rules.js";
@@ -242,6 +242,7 @@ function presence(frame) {
   // The merged frames (the last state + its updates) carry the seats of now, not of the connect.
   if (connection && connection.full) connection.full = { ...connection.full, seats: frame.seats, ready: frame.ready };
   if (view && view.setSeats) view.setSeats(frame.seats);
+  if (connection && connection.full) handOver(connection.full);
   if (frame.ready && frame.ready.includes(you)) {
     const waiting = Object.entries(frame.seats)
       .filter(([seat, state]) => state === "here" && !frame.ready.includes(seat)).map(([seat]) => names[seat] || seat);
@@ -249,11 +250,29 @@ function presence(frame) {
   }
 }
 
+// A room's host gone: « Rejouer » passes to the first person here (`restarter`); the end screen
+// shows who may now, and the page that may is told once.
+function handOver(frame) {
+  if (!view || !view.setRematch || !connection.game.code) return;
+  const who = restarter(frame);
+  const before = view.restarterShown;
+  view.restarterShown = who;
+  if (before === undefined || before === who) return; // the view was built with the right one
+  const now = rematch(connection.game, frame);
+  view.setRematch(now);
+  const over = frame.state && frame.state.phase === "game_over";
+  if (now && over && frame.you !== frame.host) {
+    const host = frame.names[frame.host] || "L'hôte";
+    toast(`${host} n'est plus en ligne\u00a0: c'est à vous de relancer la partie.`, "good");
+  }
+}
+
 // « Rejouer » at the end of a game: a solo game's same settings, a new deal; in a room, the host
-// asks the server for a new game of the same seats (`again`), which sends every page on to it
-// (`next_game`). The room's other people have no button: they follow the host.
+// (while the host is away, the first person here: `restarter`) asks the server for a new game of
+// the same seats (`again`), which sends every page on to it (`next_game`). The room's other people
+// have no button: they follow.
 function rematch(game, frame) {
-  if (game.code) return frame.you === frame.host ? () => connection.send({ type: "again" }) : null;
+  if (game.code) return restarter(frame) === frame.you ? () => connection.send({ type: "again" }) : null;
   let last = null;
   try { last = JSON.parse(localStorage.getItem(LAST) || "null"); } catch { /* storage off */ }
   return last ? () => { forget(); showSetup(); startSolo(last); } : null;
@@ -287,6 +306,7 @@ function play(game) {
         }
         if (view.setSeats && seatsShown) view.setSeats(seatsShown);
         view.update(frame);
+        if (frame.type === "state") handOver(frame);
       } else if (frame.type === "paused" || frame.type === "resumed") {
         pause(frame.type === "paused" ? frame.message : null);
       } else if (frame.type === "presence") {

@@ -53,6 +53,15 @@ export class KontourView {
 
   close() { clearInterval(this.ticker); }
 
+  // « Rejouer » given or taken (a room's host gone: `handOver` in app.js): the end screen again.
+  setRematch(rematch) {
+    this.rematch = rematch;
+    if (this.frame && this.final.dataset.shown) {
+      delete this.final.dataset.shown;
+      this.renderFinal(this.frame.state, this.frame.you);
+    }
+  }
+
   setSeats(seats) {
     this.seats = seats || {};
     if (this.frame) this.renderScores(this.frame.state, this.frame.state.turn ? this.frame.state.turn.drawer : this.frame.state.drawer);
@@ -255,7 +264,7 @@ export class KontourView {
       el("div", { class: "end-actions" },
         this.rematch ? el("button", { class: "primary", id: "rematch", onclick: () => this.rematch() }, "Rejouer") : null,
         el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie")),
-      againHint(this.frame, this.rematch)));
+      againHint({ ...this.frame, seats: this.seats || this.frame.seats }, this.rematch)));
     if (last && this.lastDrawing.length) {
       const board = new Board(mini, { mode: "view", width: 5 });
       const lines = this.lastDrawing;

@@ -89,6 +89,15 @@ export class PictomaniaView {
     SIDEWAYS_PHONE.removeEventListener("change", this.turned);
   }
 
+  // « Rejouer » given or taken (a room's host gone: `handOver` in app.js): the end screen again.
+  setRematch(rematch) {
+    this.rematch = rematch;
+    if (this.frame && this.shownRecap) {
+      this.shownRecap = null;
+      this.renderResults(this.frame.state, this.frame.you);
+    }
+  }
+
   setSeats(seats) {
     this.seats = seats || {};
     if (this.frame) { this.renderScores(this.frame.state); this.renderOpponents(this.frame.state, this.frame.you, this.frame.state.phase === "playing", this.frame.state.round.done.includes(this.frame.you)); }
@@ -303,7 +312,7 @@ export class PictomaniaView {
       ? el("div", { class: "end-actions" },
         this.rematch ? el("button", { class: "primary", id: "rematch", onclick: () => this.rematch() }, "Rejouer") : null,
         el("button", { class: this.rematch ? "" : "primary", onclick: () => this.leave() }, "Nouvelle partie"),
-        againHint(this.frame, this.rematch))
+        againHint({ ...this.frame, seats: this.seats || this.frame.seats }, this.rematch))
       : el("div", { class: "end-actions" },
         once({ class: "primary", id: "next-round" }, () => this.send({ kind: "next_round" }), "Manche suivante")));
     this.overlay.replaceChildren(el("div", { class: "results-box", "data-testid": "results" }, ...parts));

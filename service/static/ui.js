@@ -139,12 +139,21 @@ export function seatBadge(state) {
   return null;
 }
 
-// Under a room's ended game, for the people who are not its host: the host may play again, and
+// Who may start a room's next game (« Rejouer »): its host while here, else the first person here
+// in seat order (the server's rule: service/play/rooms.py `restarter`).
+export function restarter(frame) {
+  const seats = frame.seats || {};
+  if (seats[frame.host] === "here") return frame.host;
+  return Object.keys(seats).find((seat) => seats[seat] === "here") || null;
+}
+
+// Under a room's ended game, for the people who may not start the next one: who may, and that
 // this page will follow.
 export function againHint(frame, rematch) {
   const room = Object.keys(frame.seats || {}).length > 1;
-  if (!room || rematch || frame.you === frame.host) return null;
-  const host = frame.names[frame.host] || "L'hôte";
+  const who = restarter(frame);
+  if (!room || rematch || !who || who === frame.you) return null;
+  const host = frame.names[who] || "L'hôte";
   return el("p", { class: "small again-hint", "data-testid": "again-hint" },
     `${host} peut relancer une partie avec les mêmes joueurs\u00a0: restez sur cette page, la nouvelle partie s'y ouvrira.`);
 }
