@@ -78,7 +78,7 @@ train: setup
 	$(MODEL) ship $(DATA_FLAG) --teachers $(TEACHERS_DIR) $(COMMITTEE)
 
 $(TEACHERS_CACHE):
-	$(PY) -m training.teachers cache $(DATA_FLAG) --out $@ --top-k 32
+	$(GRIFFON) teachers cache $(DATA_FLAG) --out $@ --top-k 32
 $(RESNET): $(TEACHERS_CACHE)
 	$(TRAIN) --preset public-resnet $(ARGS)
 $(DOODLENET): $(TEACHERS_CACHE)

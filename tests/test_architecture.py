@@ -335,12 +335,12 @@ def test_module_imports_resolve_modules_names_and_relative_imports(tmp_path: Pat
 
 
 def shared_module_names(root: Path, packages: set[str]) -> dict[str, list[str]]:
-    """File names (``__init__.py`` and `SHARED_NAMES` aside) of more than one module of
+    """File names (``__init__.py``, ``__main__.py`` and `SHARED_NAMES` aside) of more than one module of
     ``packages`` under ``root`` -> their paths."""
     paths: dict[str, list[str]] = {}
     for package in sorted(packages):
         for path in sorted((root / package).rglob("*.py")):
-            if path.name != "__init__.py" and path.name not in SHARED_NAMES:
+            if path.name not in ("__init__.py", "__main__.py") and path.name not in SHARED_NAMES:
                 paths.setdefault(path.name, []).append(path.relative_to(root).as_posix())
     return {name: found for name, found in paths.items() if len(found) > 1}
 
