@@ -50,10 +50,10 @@ bench: setup
 # them our games. Each network trains from a preset of training/presets/ through `griffon train`,
 # into a file of its own, and make runs two steps at a time (one per core) as soon as their inputs
 # exist: the public models' answers on every training drawing, cached once (a few minutes); the
-# public ResNet fine-tuned on our views toward the labels and its own untouched answer (a 50-minute
-# budget) beside the public DoodleNet fine-tuned the same way (30 minutes). Then the committee of the
-# raster networks — both fine-tuned models and the untouched ResNet, pooled by their geometric mean,
-# each at temperature 1 (a temperature fitted on the dev band, which the fine-tuned networks trained
+# public ResNet fine-tuned on our views toward the labels and its own untouched answer (50 epochs,
+# about 50 minutes) beside the public DoodleNet fine-tuned the same way (54 epochs, about 20).
+# Then the committee of the raster networks — both fine-tuned models and the untouched ResNet,
+# pooled by their geometric mean, each at temperature 1 (a temperature fitted on the dev band, which the fine-tuned networks trained
 # on, made it over-confident on validation: docs/TRAINING.md). Last, `griffon model ship` copies it to
 # model/weights/ with its model card (the model measured beside the public models), int8 copy and
 # categories.txt, and checks them. (The stroke-sequence members, `--preset sequence-untaught` and
@@ -78,7 +78,7 @@ train: setup
 	$(MODEL) ship $(DATA_FLAG) --teachers $(TEACHERS_DIR) $(COMMITTEE)
 
 $(TEACHERS_CACHE):
-	$(PY) -m training.teachers cache $(DATA_FLAG) --out $@ --top-k 32
+	$(GRIFFON) teachers cache $(DATA_FLAG) --out $@ --top-k 32
 $(RESNET): $(TEACHERS_CACHE)
 	$(TRAIN) --preset public-resnet $(ARGS)
 $(DOODLENET): $(TEACHERS_CACHE)

@@ -189,7 +189,7 @@ LOOSE: tuple[Variable, ...] = (
     ),
     Variable(
         "GRIFFON_TEACHERS", "data", "unset: `../shared/models`", "path",
-        "folder of the two public teacher classifiers `python -m training.teachers` reads",
+        "folder of the two public teacher classifiers `griffon teachers` reads",
     ),
     Variable(
         TUNING_ENV, "dev", "unset", "a JSON object",

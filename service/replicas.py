@@ -303,7 +303,7 @@ class Ownership:
             await self.manager.rooms.flush()
         clocks = {gid: s.now() for gid, s in self.manager.games.items() if gid in self.fences}
         for session in self.manager.games.values():
-            session.moved = True  # handed over: a socket still open closes with 1012 and reconnects
+            session.hand_over(stop_writing=False)  # a socket still open closes with 1012 and reconnects
         with contextlib.suppress(StoreError):
             await asyncio.to_thread(self.leases.release, clocks)
             await asyncio.to_thread(self.leases.release, None)
@@ -351,12 +351,8 @@ class Ownership:
         close with 1012 (the page reconnects, to the new holder)."""
         self.fences.pop(game_id, None)
         session = self.manager.games.get(game_id)
-        if session is None or session.moved:
+        if session is None or not session.hand_over(stop_writing=True):
             return
-        session.moved = True
-        if session.journal is not None:
-            session.journal.writing = False
-            session.journal.ended = True  # its end is the new holder's to write
         self.lost_count += 1
         log.warning("game %s: its lease was taken by another replica; standing down", game_id)
         self.manager.forget(game_id)

@@ -335,12 +335,12 @@ def test_module_imports_resolve_modules_names_and_relative_imports(tmp_path: Pat
 
 
 def shared_module_names(root: Path, packages: set[str]) -> dict[str, list[str]]:
-    """File names (``__init__.py`` and `SHARED_NAMES` aside) of more than one module of
+    """File names (``__init__.py``, ``__main__.py`` and `SHARED_NAMES` aside) of more than one module of
     ``packages`` under ``root`` -> their paths."""
     paths: dict[str, list[str]] = {}
     for package in sorted(packages):
         for path in sorted((root / package).rglob("*.py")):
-            if path.name != "__init__.py" and path.name not in SHARED_NAMES:
+            if path.name not in ("__init__.py", "__main__.py") and path.name not in SHARED_NAMES:
                 paths.setdefault(path.name, []).append(path.relative_to(root).as_posix())
     return {name: found for name, found in paths.items() if len(found) > 1}
 
@@ -359,3 +359,34 @@ def test_modules_sharing_a_name_are_found(tmp_path: Path) -> None:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("", encoding="utf-8")
     assert shared_module_names(tmp_path, {"a", "b"}) == {"words.py": ["a/words.py", "b/c/words.py"]}
+
+
+TABLE_NAMES = frozenset({"session", "table"})  # what the play wing calls a `GameSession` it holds
+
+
+def late_table_assignments(source: str) -> list[str]:
+    """``session.x = …`` / ``table.x = …`` statements: a table's state set from outside it."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [f"{t.value.id}.{t.attr} (line {node.lineno})" for t in targets
+                      if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                      and t.value.id in TABLE_NAMES]
+    return found
+
+
+def test_a_table_is_changed_through_its_own_methods() -> None:
+    """A table gets its collaborators at construction and changes its own state (`hand_over`,
+    `followed_by`…): no module of the play wing, the replicas or the app assigns onto one."""
+    paths = [*(ROOT / "service" / "play").glob("*.py"), ROOT / "service" / "replicas.py",
+             ROOT / "service" / "app.py"]
+    late = {str(p.relative_to(ROOT)): found for p in paths if p.name != "table.py"
+            if (found := late_table_assignments(p.read_text(encoding="utf-8")))}
+    assert not late, late
+
+
+def test_late_table_assignments_are_found() -> None:
+    assert late_table_assignments("session.moved = True\nx.y = 1\ntable.seq += 1\n") == [
+        "session.moved (line 1)", "table.seq (line 3)"
+    ]

@@ -43,6 +43,18 @@ def until(ws, kind: str) -> dict:
         assert frame["type"] in ("room", "lobby", "presence", "update", "state"), frame
 
 
+def started_with_a_friend(app, **body) -> tuple[dict, dict, dict]:
+    """A room of Ana (host) and Léa, started: (the room, Léa's `joined`, the host's `started`)."""
+    room = new_room(app, ai=1, **body)
+    with app.websocket_connect(room["ws"]) as host:
+        with app.websocket_connect(f"/v1/rooms/{room['code']}") as friend:
+            friend.send_json({"type": "join", "name": "Léa"})
+            joined = until(friend, "joined")
+            host.send_json({"type": "start"})
+            started = until(host, "started")
+    return room, joined, started
+
+
 def test_a_room_from_lobby_to_each_persons_own_view(app) -> None:
     room = new_room(app, ai=0)
     assert room["link"] == f"/r/{room['code']}" and room["seat"] == HUMAN
@@ -121,13 +133,7 @@ def seat_becomes(ws: Any, seat: str, wanted: str) -> dict[str, str]:
 
 
 def test_an_ai_plays_the_seat_of_a_person_away_until_they_return(app) -> None:
-    room = new_room(app, ai=1)
-    with app.websocket_connect(room["ws"]) as host:
-        with app.websocket_connect(f"/v1/rooms/{room['code']}") as friend:
-            friend.send_json({"type": "join", "name": "Léa"})
-            joined = until(friend, "joined")
-            host.send_json({"type": "start"})
-            started = until(host, "started")
+    room, joined, started = started_with_a_friend(app)
     game = manager(app).games[started["game_id"]]
     play = f"/v1/play/{started['game_id']}"
     with app.websocket_connect(f"{play}?token={room['token']}") as ana:
@@ -195,13 +201,7 @@ def test_when_the_host_has_left_the_first_person_here_plays_again(app) -> None:
     """« Rejouer » with the host gone from the ended game: refused to a friend while the host is
     here, then hers (the first person here); the next game keeps every seat, the host's too (their
     token opens it when they come back)."""
-    room = new_room(app, game="kontour", ai=1)
-    with app.websocket_connect(room["ws"]) as host:
-        with app.websocket_connect(f"/v1/rooms/{room['code']}") as friend:
-            friend.send_json({"type": "join", "name": "Léa"})
-            joined = until(friend, "joined")
-            host.send_json({"type": "start"})
-            started = until(host, "started")
+    room, joined, started = started_with_a_friend(app, game="kontour")
     first = manager(app).games[started["game_id"]]
     play = f"/v1/play/{started['game_id']}"
     with app.websocket_connect(f"{play}?token={joined['token']}") as lea:

@@ -213,7 +213,7 @@ def test_every_preset_reads_and_make_train_is_one_chain_from_data_to_the_shipped
         assert config.architecture == "public" and config.style == "bitmap" and not config.init
         assert config.cache_teachers == config.public and config.holdout == "val"
     cache = presets["public-resnet"].teacher_cache  # the public models' answers, cached once
-    assert any("training.teachers cache" in line and f"--out {cache}" in line for line in recipes[cache])
+    assert any("teachers cache" in line and f"--out {cache}" in line for line in recipes[cache])
     derived = [target for target in chain if target not in trained and target != cache]
     for target in derived:
         [line] = recipes[target]

@@ -21,12 +21,12 @@ from training.teachers import (
     TeacherError,
     geometric_mean,
     load_teachers,
-    main,
     read_cache,
     read_our_classes,
     view_of,
     write_cache,
 )
+from training.teachers.commands import main
 
 
 # -- tiny layers models ------------------------------------------------------------------------------
@@ -371,7 +371,7 @@ def test_the_cache_takes_the_extra_folder_only_where_it_is(
 ) -> None:
     """`make train` on a fresh clone (no ../shared/): the default `auto` leaves the extra drawings out;
     a folder named on the command line must exist."""
-    from training import teachers
+    from training.teachers import commands as teachers
 
     monkeypatch.setattr(teachers, "EXTRA_DATA", tmp_path / "missing")
     assert teachers.extra_folder("auto") is None and teachers.extra_folder("none") is None

@@ -1,4 +1,4 @@
-"""`griffon train`, `griffon model …`, `griffon data …` and `griffon eval` commands.
+"""`griffon train`, `griffon teachers …`, `griffon model …`, `griffon data …` and `griffon eval` commands.
 
 The way from data to a shipped model: `griffon train --preset NAME` (every network; presets in
 training/presets/), `griffon model calibrate` and `griffon model attach` (each writes a new
@@ -29,6 +29,9 @@ def register(app: typer.Typer) -> None:
         "train", help="Train a network of the recognizer (every setting: `griffon train --help`).",
         **FORWARDED,
     )(train_command)
+    app.command(
+        "teachers", help="The public teachers: score, metrics, cache their answers (--help).", **FORWARDED,
+    )(teachers_command)
     app.add_typer(model_app, name="model")
     app.add_typer(data_app, name="data")
     app.command("eval")(eval_command)
@@ -38,6 +41,14 @@ def train_command(ctx: typer.Context) -> None:
     """Forward every argument to ``training.train`` (which lists its settings with --help)."""
     from training.entry import run_command
     from training.train import main
+
+    run_command(lambda: main(list(ctx.args)))
+
+
+def teachers_command(ctx: typer.Context) -> None:
+    """Forward every argument to ``training.teachers.commands``."""
+    from training.entry import run_command
+    from training.teachers.commands import main
 
     run_command(lambda: main(list(ctx.args)))
 

@@ -1,7 +1,7 @@
 """Distillation from the public teachers' cached answers (``--teacher-cache``): the teachers speak for
 the whole drawing, the student learns to read every view of it.
 
-``python -m training.teachers cache`` stores both teachers' answers on every training drawing (our
+``griffon teachers cache`` stores both teachers' answers on every training drawing (our
 training split and the extra Quick, Draw! folder, never validation). A run with ``--teacher-cache
 FILE`` reads that file once: each training drawing's target is the normalized geometric mean of the
 teachers' answers on the *whole* drawing, softened by ``--distill-temperature``, whatever view of it
@@ -79,7 +79,7 @@ def with_cached_targets(
     if len(missing):
         raise TeacherError(
             f"{len(missing)} training drawings (e.g. {keys[missing[0]]}) are not in the teachers' cache "
-            f"{cache_path}; build it from this data folder: python -m training.teachers cache --out FILE"
+            f"{cache_path}; build it from this data folder: griffon teachers cache --out FILE"
         )
     has_target = rows >= 0
     targets = np.zeros((len(data), len(data.classes)), dtype=np.float32)

@@ -259,9 +259,8 @@ class BotRegistry:
         """Another replica took this room (its lease, the fence): stop driving it without writing;
         its socket closes with 1012 and the room resumes over there."""
         session = self.live.pop(session_id, None)
-        if session is None or session.moved:
+        if session is None or not session.hand_over():
             return
-        session.moved = True
         self.stood_down += 1
         expiry = self.expiries.pop(session_id, None)
         if expiry is not None:

@@ -161,6 +161,14 @@ class BotSession:
             self.round.open_stroke = None
         self.transcript.add("detached", self.round.round_id if self.round else None, self._now())
 
+    def hand_over(self) -> bool:
+        """Another replica drives this room from now on: this copy writes nothing more. False when it
+        already was handed over."""
+        if self.moved:
+            return False
+        self.moved = True
+        return True
+
     def attach(self) -> None:
         """A room took this session back."""
         self.detached_at = None

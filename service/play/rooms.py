@@ -278,10 +278,9 @@ class Rooms(StoredLobbies):
             return
         finally:
             self.opening.discard(code)
-        session.next_game = new.id
         self.remember(code, new.id)
         log.info("room %s: game %s follows game %s", code, new.id, session.id)
-        session.send(session.next_frame())
+        session.followed_by(new.id)
 
     def close(self, room: Room, why: str) -> None:
         """Close a lobby: its sockets are told and let go."""

@@ -486,6 +486,24 @@ class GameSession:
                 self.detach(queue)  # a socket that does not read: let go, its seat away
                 _offer(queue, None, force=True)
 
+    def followed_by(self, game_id: str) -> None:
+        """The room's next game (« Rejouer ») is `game_id`: every page of this one is sent there now,
+        and any that comes later."""
+        self.next_game = game_id
+        self.send(self.next_frame())
+
+    def hand_over(self, *, stop_writing: bool) -> bool:
+        """Another replica drives this table from now on: its sockets close with 1012 (the pages
+        reconnect there); with `stop_writing` (its lease was taken) this copy writes nothing more,
+        its end included. False when it was already handed over."""
+        if self.moved:
+            return False
+        self.moved = True
+        if stop_writing and self.journal is not None:
+            self.journal.writing = False
+            self.journal.ended = True  # its end is the new holder's to write
+        return True
+
     def next_frame(self) -> dict[str, Any]:
         """The frame that sends the pages of an ended room's game to the next one (« Rejouer »)."""
         return {"type": "next_game", "game_id": self.next_game, "code": self.room_code}
