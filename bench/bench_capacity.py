@@ -332,6 +332,7 @@ def level_figures(
         "threads": threads,
         "client_cores": (after.client_s - before.client_s) / wall,
         "errors": dict(tally.errors), "refusals": dict(tally.refusals), "failures": dict(tally.failures),
+        "refusal_said": dict(tally.refusal_said),
         **memory,
         "load_start": before.load, "load_end": after.load,
     }
@@ -546,6 +547,7 @@ def detail_lines(row: dict[str, Any]) -> list[str]:
     for what in ("errors", "refusals", "failures"):
         if row[what]:
             lines.append(f"    {what}: {row[what]}")
+    lines += [f"    {refusal}, first said: {said}" for refusal, said in row.get("refusal_said", {}).items()]
     return lines
 
 

@@ -93,6 +93,7 @@ class Tally:
     moves: int = 0  # every move frame (strokes, cards, words, guesses, next rounds)
     errors: Counter[str] = field(default_factory=Counter)
     refusals: Counter[str] = field(default_factory=Counter)
+    refusal_said: dict[str, str] = field(default_factory=dict)  # refusal -> the server's first message
     failures: Counter[str] = field(default_factory=Counter)
 
 
@@ -274,9 +275,11 @@ async def person_table(
         response = await http.post(server.url + "/v1/play", timeout=30, json={
             "game": game, "opponents": OPPONENTS[game], "seed": seed, "name": f"Banc {seed}"})
         if response.status_code != 201:
-            code = response.json().get("error", "?") if response.headers.get("content-type", "").startswith(
-                "application/json") else "?"
-            tally.refusals[f"{response.status_code} {code}"] += 1
+            body = response.json() if response.headers.get("content-type", "").startswith(
+                "application/json") else {}
+            refusal = f"{response.status_code} {body.get('error', '?')}"
+            tally.refusals[refusal] += 1
+            tally.refusal_said.setdefault(refusal, str(body.get("message", "")))
             return
         created = response.json()
         async with websockets.connect(server.ws_url + created["ws"], max_queue=None, open_timeout=30) as ws:

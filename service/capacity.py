@@ -13,8 +13,9 @@ adaptive concurrency limiters do, by what is measured rather than by fixed costs
 
 - the **share of the CPU** the event loop's thread gets when it wants it (:class:`CpuShare`: the
   time it ran over the time it ran or waited to run, from Linux's ``schedstat``): the budget is
-  scaled by it, so a host whose other processes leave the loop half the CPU admits half the
-  tables (never less than half the budget; a loop that ran less than ``CpuShare.MIN_BUSY`` of the
+  scaled by the square of its ratio to what the loop gets on a quiet host (``QUIET_CPU_SHARE``,
+  where the costs were measured), so a host whose other processes leave the loop 71 % of that admits
+  half the tables (never less than half the budget; a loop that ran less than ``CpuShare.MIN_BUSY`` of the
   window is not judged) — measured from the first tables, before the load they bring shows in the
   lag;
 - the event loop's lag (:class:`LoopLag`, what every table's frames wait for) and the stroke
@@ -51,6 +52,11 @@ RETRY_AFTER_S = 30.0
 LAG_PERIOD_S = 0.05  # how often the loop's lag is sampled
 LAG_WINDOW_S = 10.0  # the recent past its p99 is read over
 MIN_CPU_SHARE = 0.5  # the budget is never scaled below half: a busy host costs at most half the tables
+# The share the loop gets on a quiet host at the measured costs' load: its sibling workers and its own
+# threads make it wait too (76 % with 48 Pictomania tables on 2 workers, load 0.6; 65-66 % beside two
+# busy processes: `python -m bench.bench_capacity --admission --busy 2`, docs/BENCHMARKS.md). The
+# costs were measured with that wait in them, so the budget is scaled by the share relative to it.
+QUIET_CPU_SHARE = 0.75
 
 
 def thread_schedstat(tid: int) -> tuple[float, float] | None:
@@ -230,7 +236,8 @@ class Capacity:
         """The share of the CPU the event loop gets when it wants it (1: unmeasured, or admission
         by the measured costs only)."""
         share = self.cpu_share() if self.cpu_share is not None and self.lag_limit_s > 0 else None
-        return 1.0 if share is None else min(1.0, max(MIN_CPU_SHARE, share))
+        # squared: a table's wait grows faster than the CPU it loses (a longer run queue, as in queueing)
+        return 1.0 if share is None else min(1.0, max(MIN_CPU_SHARE, (share / QUIET_CPU_SHARE) ** 2))
 
     def held(self) -> float:
         """The cores held by what is open now."""
