@@ -40,16 +40,203 @@ def comma_list(value: object) -> object:
     return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
 
 
+class ModelSettings(EnvSettings):
+    """The recognizer the service loads and how it batches the drawings it reads (``GRIFFON_MODEL_*``)."""
+
+    model_config = SettingsConfigDict(env_prefix="GRIFFON_MODEL_")
+    env_error: ClassVar[type[Exception]] = SettingsError
+    env_what: ClassVar[str] = "model settings"
+
+    checkpoint: Path | None = Field(
+        default=None, validation_alias="GRIFFON_MODEL",
+        description="checkpoint the service loads (unset: the shipped model)",
+    )
+    max_batch: int = Field(
+        validation_alias=renamed("GRIFFON_MODEL_MAX_BATCH", "GRIFFON_MAX_BATCH"),
+        default=64, ge=1, le=512, description="drawings the model reads in one pass (raise on a bigger CPU)"
+    )
+    max_queue: int = Field(
+        validation_alias=renamed("GRIFFON_MODEL_MAX_QUEUE", "GRIFFON_MAX_QUEUE"),
+        default=512, ge=1, description="drawings waiting for the model; beyond: 503 overloaded"
+    )
+    batch_wait_ms: float = tuning(
+        default=1.0, ge=0, le=100, description="milliseconds the model waits to gather a batch"
+    )
+    threads: int = Field(
+        validation_alias=renamed("GRIFFON_MODEL_THREADS", "GRIFFON_PREPROCESS_THREADS"),
+        default=2, ge=1, le=64, description="threads that turn drawings into images (about one per core)"
+    )
+    http_share: float = tuning(
+        default=0.25, gt=0, lt=1,
+        description="share of the recognizer that all anonymous HTTP guess clients together get while "
+        "tables or bot rooms wait for it (service/scheduler.py)",
+    )
+
+
+class CapacitySettings(EnvSettings):
+    """The CPU budget of open tables and bot rooms (``GRIFFON_CAPACITY_*``): each holds a measured share
+    of a core (the costs above); the event loop's share of one table."""
+
+    model_config = SettingsConfigDict(env_prefix="GRIFFON_CAPACITY_")
+    env_error: ClassVar[type[Exception]] = SettingsError
+    env_what: ClassVar[str] = "capacity settings"
+
+    table_loop_share: float = Field(
+        validation_alias=renamed("GRIFFON_CAPACITY_TABLE_LOOP_SHARE", "GRIFFON_TABLE_LOOP_SHARE"),
+        default=0.25, gt=0, le=1,
+        description="seconds of the event loop per second one table may take (its frames, its AI players); "
+        "beyond, they wait (a whole Pictomania table with 5 AI players holds about 0.1 core in all)",
+    )
+    table_loop_burst_s: float = tuning(
+        default=2.0, gt=0, le=60, description="seconds of the event loop one table may take at once"
+    )
+    cores: float = Field(
+        default=0.0, ge=0, le=1024,
+        description="cores open tables and rooms may use; 0: every core this process may run on",
+    )
+    utilisation: float = Field(
+        default=0.8, gt=0, le=1, description="share of those cores that open tables and rooms may hold",
+    )
+    lag_ms: float = Field(
+        default=100.0, ge=0, le=10_000,
+        description="the event loop's recent lag, and the stroke acknowledgements' (p99 over 10 s), "
+        "above which no new table or bot room is admitted (a busy host; the budget also shrinks with the "
+        "loop's share of the CPU, to half at most); 0: the measured costs only",
+    )
+    client_share: float = Field(
+        validation_alias=renamed("GRIFFON_CAPACITY_CLIENT_SHARE", "GRIFFON_CLIENT_CAPACITY_SHARE"),
+        default=0.25, gt=0, le=1,
+        description="share of that budget one client's tables and bot rooms may hold "
+        "(1: no per-client bound)",
+    )
+    pictomania_table_cost: float = tuning(
+        default=PICTOMANIA_TABLE_COST, ge=0, le=64,
+        description="share of a core one Pictomania table holds (measured)",
+    )
+    kontour_table_cost: float = tuning(
+        default=KONTOUR_TABLE_COST, ge=0, le=64,
+        description="share of a core one Kontour table holds (measured)",
+    )
+    bot_room_cost: float = tuning(
+        default=BOT_ROOM_COST, ge=0, le=64, description="share of a core one bot room holds (measured)",
+    )
+
+
+class PlayLimits(EnvSettings):
+    """The solo games' limits shared with the rest of the service (``GRIFFON_PLAY_*``; the games' own
+    knobs are `service.play.settings.PlaySettings`)."""
+
+    model_config = SettingsConfigDict(env_prefix="GRIFFON_PLAY_")
+    env_error: ClassVar[type[Exception]] = SettingsError
+    env_what: ClassVar[str] = "play limits"
+
+    games_per_client: int = Field(
+        default=3, ge=1, description="solo games one client may have open at once",
+        validation_alias=renamed("GRIFFON_PLAY_GAMES_PER_CLIENT", "GRIFFON_GAMES_PER_CLIENT"),
+    )
+    games_per_client_hour: int = Field(
+        validation_alias=renamed("GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR", "GRIFFON_GAMES_PER_CLIENT_HOUR"),
+        default=30, ge=1, description="solo games one client may start per hour"
+    )
+    max_games: int = Field(
+        default=100, ge=1, description="solo games open at once on the server",
+        validation_alias=renamed("GRIFFON_PLAY_MAX_GAMES", "GRIFFON_MAX_SESSIONS"),
+    )
+    idle_expiry_s: float = Field(
+        validation_alias=renamed("GRIFFON_PLAY_IDLE_EXPIRY_S", "GRIFFON_IDLE_EXPIRY_S"),
+        default=900.0, gt=0, description="seconds after which a solo game nobody moved in is closed"
+    )
+    idle_timeout_s: float = Field(
+        validation_alias=renamed("GRIFFON_PLAY_IDLE_TIMEOUT_S", "GRIFFON_GAME_IDLE_TIMEOUT_S"),
+        default=90.0, gt=0, description="seconds of silence after which a game's socket is closed"
+    )
+    send_queue_bytes: int = tuning(
+        default=1_048_576, ge=65_536, le=67_108_864,
+        description="bytes of frames waiting for one game socket that does not read; "
+        "beyond, it is closed (1013)",
+    )
+    max_game_sockets: int = tuning(
+        default=4, ge=1, le=64, description="sockets open at once on one seat of a game"
+    )
+    guess_rate: float = Field(
+        validation_alias=renamed("GRIFFON_PLAY_GUESS_RATE", "GRIFFON_GUESS_RATE"),
+        default=1.0, gt=0, description="typed guesses per second a person may make in a game"
+    )
+    guess_burst: int = tuning(default=3, ge=1, description="typed guesses a person may make at once")
+
+
+class BotSettings(EnvSettings):
+    """Connections of the bot protocol, their rooms, transcripts and keys (``GRIFFON_BOT_*``)."""
+
+    model_config = SettingsConfigDict(env_prefix="GRIFFON_BOT_")
+    env_error: ClassVar[type[Exception]] = SettingsError
+    env_what: ClassVar[str] = "bot settings"
+
+    max_sessions: int = Field(
+        default=200, ge=1, description="bot connections open at once",
+        validation_alias=renamed("GRIFFON_BOT_MAX_SESSIONS", "GRIFFON_MAX_BOT_SESSIONS"),
+    )
+    idle_timeout_s: float = Field(
+        default=120.0, gt=0, description="seconds of silence after which a bot connection is closed"
+    )
+    tick_s: float = tuning(
+        default=0.05, gt=0, le=1, description="seconds between two decisions of a bot session's AI"
+    )
+    resume_s: float = Field(
+        default=60.0, ge=0, le=3600,
+        description="seconds a bot session (protocol 2) waits for its room to resume after a lost socket",
+    )
+    room_bytes: int = tuning(
+        default=262_144, ge=4_096, le=1_048_576,
+        description="largest stored memory of one bot room (its round's strokes, words said...), in bytes "
+        "of JSON: a resume on another server or after a restart; beyond, only where it lives",
+    )
+    transcript_bytes: int = Field(
+        validation_alias=renamed("GRIFFON_BOT_TRANSCRIPT_BYTES", "GRIFFON_TRANSCRIPT_BYTES"),
+        default=65_536, ge=1_024, le=1_048_576,
+        description="largest bot transcript, in bytes of JSON (live and in the database)",
+    )
+    transcript_save_s: float = tuning(
+        default=5.0, ge=0, le=3600, description="seconds between two saves of a live bot transcript, at least"
+    )
+    accept_drawings: bool = Field(
+        validation_alias=renamed("GRIFFON_BOT_ACCEPT_DRAWINGS", "GRIFFON_ACCEPT_ROOM_DRAWINGS"),
+        default=False, description="store the drawings bot rooms give with the players' consent"
+    )
+    drawings_per_day: int = Field(
+        validation_alias=renamed("GRIFFON_BOT_DRAWINGS_PER_DAY", "GRIFFON_ROOM_DRAWINGS_PER_DAY"),
+        default=50, ge=0, le=100_000, description="room drawings stored per client address and day"
+    )
+    transcripts_kept: int = tuning(
+        default=200, ge=1, description="finished bot sessions kept in memory for GET /v1/bot/sessions/{id}"
+    )
+    list_sessions: bool = Field(
+        validation_alias=renamed("GRIFFON_BOT_LIST_SESSIONS", "GRIFFON_LIST_BOT_SESSIONS"),
+        default=False, description="let GET /v1/bot/sessions list every session (off: read one by its key)"
+    )
+    keys_required: bool = Field(
+        default=False,
+        description="bot rooms must give an API key (griffon keys create); off: a key given is still checked",
+    )
+    keys_refresh_s: float = tuning(
+        default=5.0, ge=0.1, le=300,
+        description="seconds between two reads of the keys in use: a revoked key's rooms close within it",
+    )
+
+    rooms_per_client: int = Field(
+        default=32, ge=1,
+        description="bot rooms one client may have open at once (those waiting for a resume too)",
+    )
+
+
 class Settings(EnvSettings):
-    """Limits and knobs of the service (defaults suit a small 2-core machine)."""
+    """Limits and knobs of the service (defaults suit a small 2-core machine): the server's own
+    (``GRIFFON_*``), then one nested model per feature, each with its prefix."""
 
     model_config = SettingsConfigDict(env_prefix="GRIFFON_")
     env_error: ClassVar[type[Exception]] = SettingsError
     env_what: ClassVar[str] = "service settings"
 
-    model: Path | None = Field(
-        default=None, description="checkpoint the service loads (unset: the shipped model)"
-    )
     # -- HTTP and connections -------------------------------------------------------------------
     max_body_bytes: int = Field(
         default=2_000_000, ge=1_000, description="largest HTTP request body, in bytes; beyond: 413"
@@ -105,117 +292,11 @@ class Settings(EnvSettings):
     client_points_burst: int = tuning(
         default=40_000, ge=10, description="drawing points one client may send at once"
     )
-    games_per_client: int = Field(
-        default=3, ge=1, description="solo games one client may have open at once",
-        validation_alias=renamed("GRIFFON_PLAY_GAMES_PER_CLIENT", "GRIFFON_GAMES_PER_CLIENT"),
-    )
-    games_per_client_hour: int = Field(
-        validation_alias=renamed("GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR", "GRIFFON_GAMES_PER_CLIENT_HOUR"),
-        default=30, ge=1, description="solo games one client may start per hour"
-    )
-    # -- shared inference -----------------------------------------------------------------------
-    max_batch: int = Field(
-        validation_alias=renamed("GRIFFON_MODEL_MAX_BATCH", "GRIFFON_MAX_BATCH"),
-        default=64, ge=1, le=512, description="drawings the model reads in one pass (raise on a bigger CPU)"
-    )
-    max_queue: int = Field(
-        validation_alias=renamed("GRIFFON_MODEL_MAX_QUEUE", "GRIFFON_MAX_QUEUE"),
-        default=512, ge=1, description="drawings waiting for the model; beyond: 503 overloaded"
-    )
-    batch_wait_ms: float = tuning(
-        default=1.0, ge=0, le=100, description="milliseconds the model waits to gather a batch"
-    )
-    preprocess_threads: int = Field(
-        validation_alias=renamed("GRIFFON_MODEL_THREADS", "GRIFFON_PREPROCESS_THREADS"),
-        default=2, ge=1, le=64, description="threads that turn drawings into images (about one per core)"
-    )
-    http_share: float = tuning(
-        default=0.25, gt=0, lt=1,
-        description="share of the recognizer that all anonymous HTTP guess clients together get while "
-        "tables or bot rooms wait for it (service/scheduler.py)",
-    )
-    table_loop_share: float = Field(
-        validation_alias=renamed("GRIFFON_CAPACITY_TABLE_LOOP_SHARE", "GRIFFON_TABLE_LOOP_SHARE"),
-        default=0.25, gt=0, le=1,
-        description="seconds of the event loop per second one table may take (its frames, its AI players); "
-        "beyond, they wait (a whole Pictomania table with 5 AI players holds about 0.1 core in all)",
-    )
-    table_loop_burst_s: float = tuning(
-        default=2.0, gt=0, le=60, description="seconds of the event loop one table may take at once"
-    )
-    # -- capacity: each table or room holds a measured share of a core (the costs above) ---------
-    capacity_cores: float = Field(
-        default=0.0, ge=0, le=1024,
-        description="cores open tables and rooms may use; 0: every core this process may run on",
-    )
-    capacity_utilisation: float = Field(
-        default=0.8, gt=0, le=1, description="share of those cores that open tables and rooms may hold",
-    )
-    capacity_lag_ms: float = Field(
-        default=100.0, ge=0, le=10_000,
-        description="the event loop's recent lag, and the stroke acknowledgements' (p99 over 10 s), "
-        "above which no new table or bot room is admitted (a busy host; the budget also shrinks with the "
-        "loop's share of the CPU, to half at most); 0: the measured costs only",
-    )
-    client_capacity_share: float = Field(
-        validation_alias=renamed("GRIFFON_CAPACITY_CLIENT_SHARE", "GRIFFON_CLIENT_CAPACITY_SHARE"),
-        default=0.25, gt=0, le=1,
-        description="share of that budget one client's tables and bot rooms may hold "
-        "(1: no per-client bound)",
-    )
-    bot_rooms_per_client: int = Field(
-        default=32, ge=1,
-        description="bot rooms one client may have open at once (those waiting for a resume too)",
-    )
-    pictomania_table_cost: float = tuning(
-        default=PICTOMANIA_TABLE_COST, ge=0, le=64,
-        description="share of a core one Pictomania table holds (measured)",
-    )
-    kontour_table_cost: float = tuning(
-        default=KONTOUR_TABLE_COST, ge=0, le=64,
-        description="share of a core one Kontour table holds (measured)",
-    )
-    bot_room_cost: float = tuning(
-        default=BOT_ROOM_COST, ge=0, le=64, description="share of a core one bot room holds (measured)",
-    )
     worker_placement: bool = Field(
         default=True,
         description="under `griffon serve --workers N`, a new game or room is made on the least-loaded "
         "worker (service/placement.py); false: on the worker its request reached",
     )
-    # -- sessions (bot connections and solo games) ----------------------------------------------
-    max_sessions: int = Field(
-        default=100, ge=1, description="solo games open at once on the server",
-        validation_alias=renamed("GRIFFON_PLAY_MAX_GAMES", "GRIFFON_MAX_SESSIONS"),
-    )
-    max_bot_sessions: int = Field(
-        default=200, ge=1, description="bot connections open at once",
-        validation_alias=renamed("GRIFFON_BOT_MAX_SESSIONS", "GRIFFON_MAX_BOT_SESSIONS"),
-    )
-    idle_expiry_s: float = Field(
-        validation_alias=renamed("GRIFFON_PLAY_IDLE_EXPIRY_S", "GRIFFON_IDLE_EXPIRY_S"),
-        default=900.0, gt=0, description="seconds after which a solo game nobody moved in is closed"
-    )
-    bot_idle_timeout_s: float = Field(
-        default=120.0, gt=0, description="seconds of silence after which a bot connection is closed"
-    )
-    game_idle_timeout_s: float = Field(
-        validation_alias=renamed("GRIFFON_PLAY_IDLE_TIMEOUT_S", "GRIFFON_GAME_IDLE_TIMEOUT_S"),
-        default=90.0, gt=0, description="seconds of silence after which a game's socket is closed"
-    )
-    send_queue_bytes: int = tuning(
-        default=1_048_576, ge=65_536, le=67_108_864,
-        description="bytes of frames waiting for one game socket that does not read; "
-        "beyond, it is closed (1013)",
-    )
-    max_game_sockets: int = tuning(
-        default=4, ge=1, le=64, description="sockets open at once on one seat of a game"
-    )
-    guess_rate: float = Field(
-        validation_alias=renamed("GRIFFON_PLAY_GUESS_RATE", "GRIFFON_GUESS_RATE"),
-        default=1.0, gt=0, description="typed guesses per second a person may make in a game"
-    )
-    guess_burst: int = tuning(default=3, ge=1, description="typed guesses a person may make at once")
     max_message_rate: float = Field(
         default=60.0, gt=0, description="WebSocket messages per second per connection; beyond: dropped"
     )
@@ -225,48 +306,10 @@ class Settings(EnvSettings):
     max_frame_bytes: int = Field(
         default=262_144, ge=1_024, description="largest WebSocket message, in bytes"
     )
-    bot_tick_s: float = tuning(
-        default=0.05, gt=0, le=1, description="seconds between two decisions of a bot session's AI"
-    )
-    bot_resume_s: float = Field(
-        default=60.0, ge=0, le=3600,
-        description="seconds a bot session (protocol 2) waits for its room to resume after a lost socket",
-    )
-    bot_room_bytes: int = tuning(
-        default=262_144, ge=4_096, le=1_048_576,
-        description="largest stored memory of one bot room (its round's strokes, words said...), in bytes "
-        "of JSON: a resume on another server or after a restart; beyond, only where it lives",
-    )
-    transcript_bytes: int = Field(
-        validation_alias=renamed("GRIFFON_BOT_TRANSCRIPT_BYTES", "GRIFFON_TRANSCRIPT_BYTES"),
-        default=65_536, ge=1_024, le=1_048_576,
-        description="largest bot transcript, in bytes of JSON (live and in the database)",
-    )
-    transcript_save_s: float = tuning(
-        default=5.0, ge=0, le=3600, description="seconds between two saves of a live bot transcript, at least"
-    )
-    accept_room_drawings: bool = Field(
-        validation_alias=renamed("GRIFFON_BOT_ACCEPT_DRAWINGS", "GRIFFON_ACCEPT_ROOM_DRAWINGS"),
-        default=False, description="store the drawings bot rooms give with the players' consent"
-    )
-    room_drawings_per_day: int = Field(
-        validation_alias=renamed("GRIFFON_BOT_DRAWINGS_PER_DAY", "GRIFFON_ROOM_DRAWINGS_PER_DAY"),
-        default=50, ge=0, le=100_000, description="room drawings stored per client address and day"
-    )
-    transcripts_kept: int = tuning(
-        default=200, ge=1, description="finished bot sessions kept in memory for GET /v1/bot/sessions/{id}"
-    )
-    list_bot_sessions: bool = Field(
-        validation_alias=renamed("GRIFFON_BOT_LIST_SESSIONS", "GRIFFON_LIST_BOT_SESSIONS"),
-        default=False, description="let GET /v1/bot/sessions list every session (off: read one by its key)"
-    )
-    bot_keys_required: bool = Field(
-        default=False,
-        description="bot rooms must give an API key (griffon keys create); off: a key given is still checked",
-    )
-    bot_keys_refresh_s: float = tuning(
-        default=5.0, ge=0.1, le=300,
-        description="seconds between two reads of the keys in use: a revoked key's rooms close within it",
-    )
+    # -- the features, each read with its own prefix -------------------------------------------
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    capacity: CapacitySettings = Field(default_factory=CapacitySettings)
+    play_limits: PlayLimits = Field(default_factory=PlayLimits)
+    bot: BotSettings = Field(default_factory=BotSettings)
 
     _lists = field_validator("allowed_origins", "trusted_proxies", mode="before")(comma_list)

@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
@@ -52,8 +53,10 @@ TUNING_ENV = "GRIFFON_TUNING"
 DB_FILE = "griffon.db"
 CLI_TIMEOUT_MS = 600_000  # `griffon db ...`: a long prune, export or vacuum may take minutes
 log = logging.getLogger("griffon.settings")
-# The environment `EnvSettings.from_env` is reading (None: a plain constructor, which reads none).
-_READING: ContextVar[Mapping[str, str] | None] = ContextVar("griffon_settings_environ", default=None)
+# The environment `EnvSettings.from_env` is reading and the tuning keys' prefix of the class being
+# read ("" for a class of its own, "bot." for a part): None for a plain constructor, which reads none.
+_READING: ContextVar[tuple[Mapping[str, str], str] | None] = ContextVar("griffon_settings_environ",
+                                                                       default=None)
 
 
 def tuning(default: Any = None, **constraints: Any) -> Any:
@@ -95,10 +98,36 @@ def renamed(new: str, old: str) -> AliasChoices:
     return AliasChoices(new, old)
 
 
+def parts_of(cls: type[EnvSettings]) -> dict[str, type[EnvSettings]]:
+    """The nested feature models of a settings class: field name → its class (read with its own prefix)."""
+    return {name: field.annotation for name, field in cls.model_fields.items()
+            if isinstance(field.annotation, type) and issubclass(field.annotation, EnvSettings)}
+
+
+def tuning_keys(cls: type[EnvSettings], path: str = "") -> dict[str, tuple[type[EnvSettings], str]]:
+    """The ``GRIFFON_TUNING`` keys of a class: key → (class, field). A part's field is keyed by its
+    path, as the code reads it: ``settings.bot.tick_s`` is ``"bot.tick_s"``."""
+    keys = {f"{path}{name}": (cls, name) for name, field in cls.model_fields.items() if is_tuning(field)}
+    for name, part in parts_of(cls).items():
+        keys.update(tuning_keys(part, f"{path}{name}."))
+    return keys
+
+
+def check_tuning_keys(knobs: Iterable[str], classes: Iterable[type[EnvSettings]]) -> None:
+    """Raise ValueError naming each of ``knobs`` that no tuning field of ``classes`` has."""
+    known = {key for cls in classes for key in tuning_keys(cls)}
+    unknown = [key for key in knobs if key not in known]
+    if unknown:
+        hints = [f"{key!r}" + "".join(f" (did you mean {near!r}?)" for near in get_close_matches(key, known, 1))
+                 for key in unknown]
+        raise ValueError(f"{TUNING_ENV}: no tuning field {', '.join(hints)} (docs/CONFIG.md lists them)")
+
+
 def env_names(cls: type[EnvSettings], name: str) -> list[str]:
-    """The variables of a field, its name first and any former name after ([] for a tuning field)."""
+    """The variables of a field, its name first and any former name after ([] for a tuning field or
+    a part)."""
     field = cls.model_fields[name]
-    if is_tuning(field):
+    if is_tuning(field) or name in parts_of(cls):  # a part's variables are its own fields'
         return []
     alias = field.validation_alias
     if isinstance(alias, AliasChoices):
@@ -120,25 +149,26 @@ class _Environment(EnvSettingsSource):
                               self.env_parse_none_str)
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        if is_tuning(field):
+        if is_tuning(field) or field_name in parts_of(self.settings_cls):  # a part reads its own prefix
             return None, field_name, False
         return super().get_field_value(field, field_name)
 
 
 class _Tuning(PydanticBaseSettingsSource):
-    """The class's tuning fields among the keys of ``GRIFFON_TUNING`` (a JSON object)."""
+    """The class's tuning fields among the keys of ``GRIFFON_TUNING`` (a JSON object); a part's are
+    keyed by its path (``bot.tick_s``)."""
 
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str], path: str) -> None:
         super().__init__(settings_cls)
-        self.environ = environ
+        self.environ, self.path = environ, path
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
         return None, field_name, False  # unused: __call__ reads the one variable
 
     def __call__(self) -> dict[str, Any]:
         knobs = read_tuning(self.environ)
-        return {name: knobs[name] for name, field in self.settings_cls.model_fields.items()
-                if is_tuning(field) and name in knobs}
+        return {name: knobs[self.path + name] for name, field in self.settings_cls.model_fields.items()
+                if is_tuning(field) and self.path + name in knobs}
 
 
 def read_tuning(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -170,48 +200,69 @@ class EnvSettings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """The constructor's values; under `from_env` the environment's, then ``GRIFFON_TUNING``'s."""
-        environ = _READING.get()
-        if environ is None:
+        reading = _READING.get()
+        if reading is None:
             return (init_settings,)
-        return init_settings, _Environment(settings_cls, environ), _Tuning(settings_cls, environ)
+        environ, path = reading
+        return init_settings, _Environment(settings_cls, environ), _Tuning(settings_cls, environ, path)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
-        """The settings of ``environ`` (default: ``os.environ``), defaults elsewhere; raises
-        ``env_error`` with one line naming each bad variable."""
+        """The settings of ``environ`` (default: ``os.environ``), defaults elsewhere, each part (a
+        nested feature model) read with its own prefix; raises ``env_error`` with one line naming each
+        bad variable."""
         environ = os.environ if environ is None else environ
-        token = _READING.set(environ)
-        try:
-            settings = cls()
-        except ValidationError as error:
-            problems = "; ".join(f"{cls.variable_of(e['loc'], environ)}: {e['msg']}" for e in error.errors())
-            raise cls.env_error(f"invalid {cls.env_what}: {problems}") from None
-        except ValueError as error:  # GRIFFON_TUNING that is not a JSON object
-            raise cls.env_error(f"invalid {cls.env_what}: {error}") from None
-        finally:
-            _READING.reset(token)
+        settings, problems = cls._read(environ, "")
+        if settings is None:
+            raise cls.env_error(f"invalid {cls.env_what}: {'; '.join(dict.fromkeys(problems))}")
         for old, new in cls.deprecated_in(environ):
             log.warning("%s is deprecated: name it %s", old, new)
         return settings
 
     @classmethod
-    def variable_of(cls, loc: tuple[int | str, ...], environ: Mapping[str, str]) -> str:
-        """The variable an error's location names (the one set, for a renamed field)."""
+    def _read(cls, environ: Mapping[str, str], path: str) -> tuple[Self | None, list[str]]:
+        """The settings of ``environ`` and the problems found (settings None when there are some)."""
+        parts, problems = {}, []
+        for name, part in parts_of(cls).items():
+            value, found = part._read(environ, f"{path}{name}.")
+            parts[name] = part.model_construct() if value is None else value  # the others still checked
+            problems += found
+        token = _READING.set((environ, path))
+        try:
+            settings = cls(**parts)
+        except ValidationError as error:
+            return None, problems + [f"{cls.variable_of(e['loc'], environ, path)}: {e['msg']}"
+                                     for e in error.errors()]
+        except ValueError as error:  # GRIFFON_TUNING that is not a JSON object
+            return None, problems + [str(error)]
+        finally:
+            _READING.reset(token)
+        return (None if problems else settings), problems
+
+    @classmethod
+    def variable_of(cls, loc: tuple[int | str, ...], environ: Mapping[str, str], path: str = "") -> str:
+        """The variable an error's location names (the one set, for a renamed field; the key of
+        ``GRIFFON_TUNING`` for a tuning field, ``path`` its part's)."""
         if not loc:
             return cls.model_config.get("env_prefix", "GRIFFON_") + "*"
         key = str(loc[0])
         for name, field in cls.model_fields.items():
             names = env_names(cls, name)
             if key == name and is_tuning(field):
-                return f"{TUNING_ENV} {name!r}"
+                return f"{TUNING_ENV} {path + name!r}"
             if key == name or key in names:
                 return next((n for n in names if environ.get(n)), names[0])
         return key
 
     @classmethod
     def deprecated_in(cls, environ: Mapping[str, str]) -> Iterator[tuple[str, str]]:
-        """(former name, name) of each renamed variable ``environ`` sets by its former name."""
+        """(former name, name) of each renamed variable ``environ`` sets by its former name, the
+        parts' too."""
+        parts = parts_of(cls)
         for name in cls.model_fields:
+            if name in parts:
+                yield from parts[name].deprecated_in(environ)
+                continue
             new, *former = env_names(cls, name) or [""]
             for old in former:
                 if environ.get(old):
