@@ -211,10 +211,11 @@ class Capacity:
     ) -> Capacity:
         """The budget the settings describe (``capacity_cores`` 0: the usable cores), of which this
         process has ``share`` (one worker of several: 1 / their count)."""
-        costs = Costs(settings.pictomania_table_cost, settings.kontour_table_cost, settings.bot_room_cost)
-        cores = (settings.capacity_cores or usable_cores()) * share
-        return cls(costs, cores, settings.capacity_utilisation, open_count, settings.client_capacity_share,
-                   held_by, rooms, settings.bot_rooms_per_client, lag, settings.capacity_lag_ms / 1000, acks,
+        capacity = settings.capacity
+        costs = Costs(capacity.pictomania_table_cost, capacity.kontour_table_cost, capacity.bot_room_cost)
+        cores = (capacity.cores or usable_cores()) * share
+        return cls(costs, cores, capacity.utilisation, open_count, capacity.client_share,
+                   held_by, rooms, settings.bot.rooms_per_client, lag, settings.capacity.lag_ms / 1000, acks,
                    elsewhere, cpu_share)
 
     def held_elsewhere(self, client: str, what: str) -> int:

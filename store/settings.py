@@ -118,7 +118,8 @@ def check_tuning_keys(knobs: Iterable[str], classes: Iterable[type[EnvSettings]]
     known = {key for cls in classes for key in tuning_keys(cls)}
     unknown = [key for key in knobs if key not in known]
     if unknown:
-        hints = [f"{key!r}" + "".join(f" (did you mean {near!r}?)" for near in get_close_matches(key, known, 1))
+        hints = [f"{key!r}" + "".join(f" (did you mean {near!r}?)"
+                                      for near in get_close_matches(key, known, 1))
                  for key in unknown]
         raise ValueError(f"{TUNING_ENV}: no tuning field {', '.join(hints)} (docs/CONFIG.md lists them)")
 

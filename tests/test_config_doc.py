@@ -97,13 +97,13 @@ def test_every_row_has_a_group_a_default_and_a_description() -> None:
     assert by_name["GRIFFON_DB_URL"].former == ("GRIFFON_DATABASE_URL",)
     tuned = {v.name: v for v in config.tuning_fields()}
     assert tuned["kontour_timer_s"].default.startswith("rules: ")  # games/data/kontour.yaml
-    assert tuned["bot_tick_s"].accepted == "number > 0, ≤ 1" and not set(tuned) & set(by_name)
+    assert tuned["bot.tick_s"].accepted == "number > 0, ≤ 1" and not set(tuned) & set(by_name)
 
 
-def test_a_field_without_a_group_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    groups = {k: tuple(n for n in v if n != "max_queue") for k, v in config.SERVICE_GROUPS.items()}
-    monkeypatch.setattr(config, "SERVICE_GROUPS", groups)
-    with pytest.raises(LookupError, match=r"Settings\.max_queue has no group: add it to griffon\.config"):
+def test_a_part_without_a_group_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    groups = {k: v for k, v in config.PART_GROUPS.items() if k != "model"}
+    monkeypatch.setattr(config, "PART_GROUPS", groups)
+    with pytest.raises(LookupError, match=r"Settings\.model has no group: add it to griffon\.config\.PART"):
         config.variables()
 
 

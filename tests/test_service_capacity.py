@@ -32,10 +32,9 @@ def test_the_budget_is_the_cores_times_the_utilisation_and_each_table_holds_its_
 
 
 def test_a_full_server_refuses_a_new_table_with_503_and_a_bot_room_with_an_overloaded_frame() -> None:
-    settings = dict(capacity_cores=1, capacity_utilisation=1.0, pictomania_table_cost=0.6,
-                    kontour_table_cost=0.6, bot_room_cost=0.3, games_per_client=5,
-                    client_capacity_share=1.0)  # the house's budget only (the tests' one client)
-    with in_process(**settings) as app:
+    capacity = dict(cores=1, utilisation=1.0, pictomania_table_cost=0.6, kontour_table_cost=0.6,
+                    bot_room_cost=0.3, client_share=1.0)  # the house's budget only (the tests' one client)
+    with in_process(capacity=capacity, play_limits={"games_per_client": 5}) as app:
         first = app.post("/v1/play", json={"game": "kontour", "opponents": 1})
         assert first.status_code == 201, first.text
         with app.websocket_connect("/v1/bot") as ws:  # 0.6 + 0.3 fits in 1.0
@@ -93,7 +92,7 @@ def test_an_idle_flood_of_bot_rooms_from_one_address_leaves_room_for_the_others(
     from griffon.launch import patient, running_server, tuning
 
     env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_CAPACITY_CORES": "1",
-           "GRIFFON_CAPACITY_UTILISATION": "0.8", **tuning(bot_room_cost=0.1)}
+           "GRIFFON_CAPACITY_UTILISATION": "0.8", **tuning(**{"capacity.bot_room_cost": 0.1})}
 
     def room(url: str, address: str):
         """A bot room opened from ``address`` (127.0.0.x); (its socket, its first answer's type)."""

@@ -23,7 +23,7 @@ def test_a_game_socket_that_never_reads_is_let_go_within_a_bounded_number_of_byt
     from websockets.sync.client import connect
 
     limit = 65_536
-    env = {"GRIFFON_MODEL": str(tiny_checkpoint), **tuning(**FAST, send_queue_bytes=limit)}
+    env = {"GRIFFON_MODEL": str(tiny_checkpoint), **tuning(**FAST, **{"play_limits.send_queue_bytes": limit})}
     with running_server(env) as server:
         game = new_game(server, game="pictomania", opponents=2)
         sock = socket.socket()

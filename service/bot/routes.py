@@ -101,7 +101,7 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
     workers: Workers | None = getattr(ws.app.state, "workers", None)
     session = registry.open(shared, workers)
     if session is None:
-        limit = registry.settings.max_bot_sessions
+        limit = registry.settings.bot.max_sessions
         shared.metrics.refused("server_full")
         await ws.send_json(error_frame("server_full", f"the server already holds {limit} bots"))
         await ws.close(CLOSE_FULL, "server full")
@@ -124,7 +124,7 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
 @router.get("/v1/bot/sessions")
 async def bot_sessions(registry: BotsDep) -> dict[str, Any]:
     """Bot sessions, newest first (only when ``GRIFFON_BOT_LIST_SESSIONS`` is on)."""
-    if not registry.settings.list_bot_sessions:
+    if not registry.settings.bot.list_sessions:
         raise NotFound("the list of bot sessions is not public on this server "
                        "(GRIFFON_BOT_LIST_SESSIONS); read one with its key")
     sessions = registry.summaries()
@@ -142,7 +142,7 @@ async def bot_transcript(
         stored = await registry.stored(session_id, key or x_griffon_key)
         if stored is not None:
             return stored
-        kept = registry.settings.transcripts_kept
+        kept = registry.settings.bot.transcripts_kept
         raise NotFound(f"no bot session {session_id[:40]!r} readable with this key (the last {kept} "
                        "finished sessions are kept)", code="unknown_session")
     return transcript.to_dict()

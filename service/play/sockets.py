@@ -158,7 +158,7 @@ async def _send_loop(
             started = time.perf_counter()
             text = encode_frame(frame)  # the table's loop time too
             await session.take_turn(time.perf_counter() - started)
-            if waiting + len(text) > manager.settings.send_queue_bytes:
+            if waiting + len(text) > manager.settings.play_limits.send_queue_bytes:
                 manager.refused("too_slow")
                 session.detach(queue)  # its seat's frames stop here; the game goes on
                 outbox.clear()
@@ -207,12 +207,12 @@ async def serve_socket(
     try:
         while True:
             try:
-                message = await asyncio.wait_for(websocket.receive(), settings.game_idle_timeout_s)
+                message = await asyncio.wait_for(websocket.receive(), settings.play_limits.idle_timeout_s)
             except TimeoutError:
                 sender.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sender
-                idle = f"no frame for {settings.game_idle_timeout_s:g} s: closing"
+                idle = f"no frame for {settings.play_limits.idle_timeout_s:g} s: closing"
                 await websocket.send_json(error_frame("idle_timeout", idle))
                 await websocket.close(CLOSE_IDLE, "idle timeout")
                 break
