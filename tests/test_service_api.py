@@ -337,6 +337,30 @@ def test_the_tuning_a_test_gives_its_server_reaches_each_settings_class() -> Non
     play, service = PlaySettings.from_env(env), Settings.from_env(env)
     assert (play.tick_s, play.kontour_timer_s, service.bot.tick_s, service.max_points) == (0.05, 6, 0.5, 100)
     assert PlaySettings.from_env(tuned(env, tick_s=0.2)).tick_s == 0.2  # the later value wins
+    with pytest.raises(ValueError, match="no tuning field 'bot_tick_s' \\(did you mean 'bot.tick_s'\\?\\)"):
+        tuning(bot_tick_s=0.5)  # a key by its former, flat name: refused before any server starts
+
+
+def test_each_feature_is_a_nested_model_read_with_its_own_prefix() -> None:
+    env = {"GRIFFON_MODEL": "other.pt", "GRIFFON_MODEL_THREADS": "3", "GRIFFON_CAPACITY_CORES": "6",
+           "GRIFFON_PLAY_MAX_GAMES": "9", "GRIFFON_BOT_MAX_SESSIONS": "4",
+           "GRIFFON_BOT_ROOMS_PER_CLIENT": "5", "GRIFFON_MAX_POINTS": "100",
+           "GRIFFON_TUNING": '{"bot.tick_s": 0.5, "capacity.bot_room_cost": 0}'}
+    s = Settings.from_env(env)
+    assert (s.model.checkpoint, s.model.threads, s.capacity.cores) == (Path("other.pt"), 3, 6)
+    assert (s.play_limits.max_games, s.bot.max_sessions, s.bot.rooms_per_client) == (9, 4, 5)
+    assert (s.bot.tick_s, s.capacity.bot_room_cost, s.max_points) == (0.5, 0, 100)
+    assert Settings().bot.max_sessions == 200  # a plain constructor reads no environment, the parts' neither
+    bad = {"GRIFFON_BOT_MAX_SESSIONS": "0", "GRIFFON_MAX_POINTS": "1",
+           "GRIFFON_TUNING": '{"model.http_share": 2}'}
+    with pytest.raises(SettingsError) as raised:  # one line naming every bad variable, a part's too
+        Settings.from_env(bad)
+    message = str(raised.value)
+    assert message.startswith("invalid service settings: ") and "\n" not in message
+    for named in ("GRIFFON_TUNING 'model.http_share': Input should be less than 1",
+                  "GRIFFON_BOT_MAX_SESSIONS: Input should be greater than or equal to 1",
+                  "GRIFFON_MAX_POINTS: Input should be greater than or equal to 10"):
+        assert named in message
 
 
 def test_a_renamed_variable_is_read_by_its_former_name_with_a_warning(
@@ -443,8 +467,11 @@ def test_a_retired_variable_is_named_in_a_warning_at_start(caplog: pytest.LogCap
     assert "GRIFFON_PLAY_MAX_GAMES" not in caplog.text  # read today: no warning
     from service.play.settings import PlaySettings
     from service.replicas import ReplicaSettings
+    from service.settings import BotSettings, CapacitySettings, ModelSettings, PlayLimits
     from store.settings import StoreSettings
 
-    read = {n for cls in (Settings, PlaySettings, ReplicaSettings, StoreSettings)
-            for field in cls.model_fields for n in env_names(cls, field)}
+    classes = (Settings, ModelSettings, CapacitySettings, PlayLimits, BotSettings, PlaySettings,
+               ReplicaSettings, StoreSettings)
+    read = {n for cls in classes for field in cls.model_fields for n in env_names(cls, field)}
+    assert {"GRIFFON_MODEL", "GRIFFON_BOT_MAX_SESSIONS", "GRIFFON_MAX_BOT_SESSIONS"} <= read
     assert not RETIRED & read  # a retired name is never one that is read
