@@ -14,7 +14,7 @@ Shared objects, created once at start-up (lifespan), reach routes as typed depen
   unreachable database stops ``griffon serve`` at once with its message (no traceback) and is
   never overwritten. Pruned at start and hourly (``GRIFFON_RETAIN_*``); bot transcripts are
   saved to it (:class:`store.transcripts.TranscriptArchive`); the bot rooms' API keys are read
-  from it (:class:`service.bot.keys.BotKeys`, re-read every ``bot_keys_refresh_s``).
+  from it (:class:`service.bot.keys.BotKeys`, re-read every ``bot.keys_refresh_s``).
 
 Features: the HTTP API (:mod:`service.api`), the bot socket (:mod:`service.bot`) and the games
 played in the browser (:mod:`service.play`) are routers included here. The games' settings

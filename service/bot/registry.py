@@ -39,7 +39,7 @@ DAY_S = 86_400
 
 
 class BotRegistry:
-    """Live bot sessions and the transcripts of finished ones (the newest ``transcripts_kept``)."""
+    """Live bot sessions and the transcripts of finished ones (the newest ``bot.transcripts_kept``)."""
 
     def __init__(self, settings: Settings, archive: TranscriptArchive | None = None,
                  writer: BackgroundWriter | None = None, clock: Callable[[], float] = time.time,
@@ -76,7 +76,7 @@ class BotRegistry:
         return len(self.live) + len(self.finished)
 
     def open(self, shared: Shared, workers: Workers | None = None) -> BotSession | None:
-        """A new session, or None when ``max_bot_sessions`` are already open — not counting one
+        """A new session, or None when ``bot.max_sessions`` are already open — not counting one
         place for each session waiting for its room to resume it (a resume needs a connection
         before its hello can name the session: `over_limit` refuses the others at hello). Under
         ``workers``, its id is one this worker owns (a resume landing elsewhere is relayed here)."""
@@ -90,12 +90,12 @@ class BotRegistry:
         return session
 
     def over_limit(self) -> bool:
-        """Whether more than ``max_bot_sessions`` sessions are open (a new one and those waiting
+        """Whether more than ``bot.max_sessions`` sessions are open (a new one and those waiting
         for a resume included)."""
         return len(self.live) > self.settings.bot.max_sessions
 
     def release(self, session: BotSession, resumable: bool) -> None:
-        """The session's socket is gone: keep it ``bot_resume_s`` for a resume when ``resumable``
+        """The session's socket is gone: keep it ``bot.resume_s`` for a resume when ``resumable``
         (version 2, no ``bye``), else finish it."""
         if not resumable or self.settings.bot.resume_s <= 0 or session.id not in self.live:
             self.finish(session)

@@ -1,10 +1,10 @@
 """The games of the service: creating them, finding them, expiring them, bringing them back.
 
-`GameManager` holds at most ``settings.play_limits.max_games`` games, at most ``games_per_client`` open
-per client (a new game replaces the oldest one its player left) and ``games_per_client_hour``
-created per client; a game nobody has moved in for
-``settings.play_limits.idle_expiry_s`` (or that no socket joined within ``idle_timeout_s``) is
-closed by a sweeper task. Its games' sockets are served by `service.play.sockets`.
+`GameManager` holds at most ``max_games`` games, at most ``games_per_client`` open per client (a
+new game replaces the oldest one its player left) and ``games_per_client_hour`` created per client
+(``settings.play_limits``); a game nobody has moved in for ``idle_expiry_s`` (or that no socket
+joined within ``idle_timeout_s``) is closed by a sweeper task. Its games' sockets are served by
+`service.play.sockets`.
 
 With a database (``store``), every game is stored as its setup and its move log
 (:mod:`service.play.journal`): `resume` brings the unfinished ones back when the server starts, with
@@ -343,14 +343,14 @@ class GameManager:
 
     def resume(self) -> tuple[int, int]:
         """Bring back the stored games still in progress (at start): the most recently played
-        ``max_sessions`` ones (the others are marked ``expired``: never reloaded again), each
+        ``play_limits.max_games`` ones (the others are marked ``expired``: never reloaded again), each
         rebuilt from its setup and replayed; one that cannot be is marked ``abandoned`` and
         logged, never blocks the start. Returns (resumed, abandoned). The lobbies of rooms not yet
         started come back too (`Rooms.load`).
 
-        A resumed game has no owner: the per-client limits (``games_per_client``) count only the
+        A resumed game has no owner: the per-client limits (``play_limits.games_per_client``) count only the
         games created since the start (the client's address is not stored); it still holds one
-        of the ``max_sessions`` slots and expires when idle."""
+        of the ``play_limits.max_games`` slots and expires when idle."""
         if self.store is None:
             return 0, 0
         resumed = abandoned = 0
@@ -407,14 +407,14 @@ class GameManager:
         self._add(session)
         if stored.setup.get("room"):
             self.rooms.started[stored.setup["room"]] = session.id
-        self.joined.add(session.id)  # its player has idle_expiry_s to come back
+        self.joined.add(session.id)  # its player has play_limits.idle_expiry_s to come back
         session.start()
         session.read_drawings()  # the AI players read the drawings as they are
         return session
 
     def _check_client(self, client: str) -> str | None:
         """Refuse a client over its budget; returns the game a new one of theirs replaces (the
-        oldest they left), if they hold ``games_per_client`` already."""
+        oldest they left), if they hold ``play_limits.games_per_client`` already."""
         bucket = self.created[client]
         if not bucket.allow(0.0) or bucket.tokens < 1:
             wait = bucket.retry_after()
@@ -515,8 +515,8 @@ class GameManager:
             await session.close()
 
     async def sweep(self) -> list[str]:
-        """Close the games idle for longer than ``idle_expiry_s``, and those no socket joined
-        within ``game_idle_timeout_s``; returns their ids."""
+        """Close the games idle for longer than ``play_limits.idle_expiry_s``, and those no socket joined
+        within ``play_limits.idle_timeout_s``; returns their ids."""
         now = self.clock()
         limits = self.settings.play_limits
         limit, unjoined = now - limits.idle_expiry_s, now - limits.idle_timeout_s

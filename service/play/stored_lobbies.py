@@ -251,7 +251,7 @@ class StoredLobbies:
 
     async def recall(self, code: str) -> GameSession | None:
         """The ended game room `code` leads to, brought back from the database (after a restart:
-        a game over is not resumed) when it ended within ``idle_expiry_s``: its end screen and
+        a game over is not resumed) when it ended within ``play_limits.idle_expiry_s``: its end screen and
         « Rejouer » are there again. None when there is none (then a code that was a room is
         « gone »). One server alone: a replica's rooms are found by `locate`."""
         manager, store = self.manager, self.manager.store

@@ -209,7 +209,8 @@ async def new_game(
     """Start a solo game against AI players; returns its id and the player's token. Under
     ``--workers N`` the game is made on the least-loaded worker (service/placement.py).
 
-    Bounded per client: ``games_per_client`` live games, ``games_per_client_hour`` created."""
+    Bounded per client: ``play_limits.games_per_client`` live games,
+    ``play_limits.games_per_client_hour`` created."""
     limits = accepted_opponents()[body.game]
     if not limits["min"] <= body.opponents <= limits["max"]:
         raise ServiceError(f"{body.game} takes {limits['min']}-{limits['max']} AI opponents, "
