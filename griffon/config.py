@@ -3,9 +3,11 @@
 The settings classes (`store.settings.EnvSettings`, read by pydantic-settings) give each variable's
 name, former name, type, default, bounds and description (`service.settings.Settings`,
 `service.play.settings.PlaySettings`, `store.settings.StoreSettings`,
-`service.replicas.ReplicaSettings`, each field's ``Field(description=...)``); their tuning fields are
-keys of ``GRIFFON_TUNING``, listed apart; the few variables read outside them are in :data:`LOOSE`.
-:data:`GROUPS` sorts them by what an operator is doing.
+`service.replicas.ReplicaSettings`, each field's ``Field(description=...)``, the nested feature
+models of `Settings` included); their tuning fields are keys of ``GRIFFON_TUNING`` (a part's by its
+path, ``bot.tick_s``), listed apart; the few variables read outside them are in :data:`LOOSE`.
+:data:`GROUPS` sorts them by what an operator is doing: each part of `Settings` is one group
+(:data:`PART_GROUPS`), a few fields another (:data:`FIELD_GROUPS`).
 
 ``python -m griffon.config`` prints the Markdown; ``--write`` rewrites docs/CONFIG.md; ``--check``
 exits 1 when docs/CONFIG.md differs (``tests/test_config_doc.py`` checks the same, and that every
