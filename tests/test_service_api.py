@@ -351,6 +351,7 @@ def test_each_feature_is_a_nested_model_read_with_its_own_prefix() -> None:
     assert (s.play_limits.max_games, s.bot.max_sessions, s.bot.rooms_per_client) == (9, 4, 5)
     assert (s.bot.tick_s, s.capacity.bot_room_cost, s.max_points) == (0.5, 0, 100)
     assert Settings().bot.max_sessions == 200  # a plain constructor reads no environment, the parts' neither
+    assert Settings.from_env({"GRIFFON_BOT_TICK_S": "0.5"}).bot.tick_s == 0.05  # a tuning field: no variable
     bad = {"GRIFFON_BOT_MAX_SESSIONS": "0", "GRIFFON_MAX_POINTS": "1",
            "GRIFFON_TUNING": '{"model.http_share": 2}'}
     with pytest.raises(SettingsError) as raised:  # one line naming every bad variable, a part's too
