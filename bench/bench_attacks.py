@@ -64,7 +64,8 @@ TABLE_RATE = 50.0  # stroke frames a second from the table at the maxima (the fr
 # ``table``: the victims start new games for each run and the attacker when one is full; games left
 # behind expire within seconds (their AI players would otherwise go on playing for 15 minutes)
 SCENARIO_ENV = {"table": {"GRIFFON_PLAY_GAMES_PER_CLIENT": "40", "GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR": "1000",
-                          **tuning(pictomania_table_cost=0), "GRIFFON_PLAY_IDLE_EXPIRY_S": "3"}}
+                          **tuning(**{"capacity.pictomania_table_cost": 0}),
+                          "GRIFFON_PLAY_IDLE_EXPIRY_S": "3"}}
 
 
 def zigzag(points: int, strokes: int = 1) -> list:

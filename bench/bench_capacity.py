@@ -101,8 +101,8 @@ GAME_LIMITS = {
 
 
 # the tuning field of each kind's measured cost (service/settings.py: the costs this bench measures)
-ADMISSION_OFF = {"pictomania": "pictomania_table_cost", "kontour": "kontour_table_cost",
-                 "bot": "bot_room_cost"}
+ADMISSION_OFF = {"pictomania": "capacity.pictomania_table_cost", "kontour": "capacity.kontour_table_cost",
+                 "bot": "capacity.bot_room_cost"}
 
 
 def server_env(game: str, tables: int, admission: bool = False) -> dict[str, str]:

@@ -38,7 +38,8 @@ async def uniform(drawing: list[Any], candidates: Any) -> dict[str, float]:
 
 
 def manager(store: Any, n: int) -> GameManager:
-    settings = Settings(max_sessions=max(n, 1), games_per_client=max(n, 1), games_per_client_hour=max(n, 1))
+    n = max(n, 1)
+    settings = Settings(play_limits={"max_games": n, "games_per_client": n, "games_per_client_hour": n})
     return GameManager(settings, PlaySettings(), lambda key: uniform, frozenset(), store, clock=ManualClock())
 
 

@@ -3,9 +3,11 @@
 The settings classes (`store.settings.EnvSettings`, read by pydantic-settings) give each variable's
 name, former name, type, default, bounds and description (`service.settings.Settings`,
 `service.play.settings.PlaySettings`, `store.settings.StoreSettings`,
-`service.replicas.ReplicaSettings`, each field's ``Field(description=...)``); their tuning fields are
-keys of ``GRIFFON_TUNING``, listed apart; the few variables read outside them are in :data:`LOOSE`.
-:data:`GROUPS` sorts them by what an operator is doing.
+`service.replicas.ReplicaSettings`, each field's ``Field(description=...)``, the nested feature
+models of `Settings` included); their tuning fields are keys of ``GRIFFON_TUNING`` (a part's by its
+path, ``bot.tick_s``), listed apart; the few variables read outside them are in :data:`LOOSE`.
+:data:`GROUPS` sorts them by what an operator is doing: each part of `Settings` is one group
+(:data:`PART_GROUPS`), a few fields another (:data:`FIELD_GROUPS`).
 
 ``python -m griffon.config`` prints the Markdown; ``--write`` rewrites docs/CONFIG.md; ``--check``
 exits 1 when docs/CONFIG.md differs (``tests/test_config_doc.py`` checks the same, and that every
@@ -29,7 +31,7 @@ from service import settings as service_settings
 from service.play import settings as play_settings
 from service.play.manager import game_configs
 from store import settings as store_settings
-from store.settings import RETIRED, TUNING_ENV, EnvSettings, env_names, is_tuning
+from store.settings import RETIRED, TUNING_ENV, EnvSettings, env_names, is_tuning, parts_of
 from training import data
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,8 +118,10 @@ TUNING = Group(
     "costs `python -m bench.bench_capacity` measures (`service/settings.py` holds them beside the "
     "figures they come from: change one by measuring again, docs/BENCHMARKS.md). Code passes them to "
     "the settings' constructors; a server started by the tests or the benchmarks reads them from "
-    f"`{TUNING_ENV}`, one JSON object, e.g. `{TUNING_ENV}='{{\"kontour_timer_s\": 6, \"tick_s\": 0.05}}'` "
-    "(`griffon serve` refuses a key that is not below).",
+    f"`{TUNING_ENV}`, one JSON object, e.g. "
+    f"`{TUNING_ENV}='{{\"kontour_timer_s\": 6, \"bot.tick_s\": 0.02}}'`: "
+    "a field of a feature's settings is keyed by its path, as the code reads it (`bot.tick_s` is "
+    "`settings.bot.tick_s`); `griffon serve` and `griffon.launch.tuning` refuse a key that is not below.",
 )
 FORMER = Group(
     "Former names",
@@ -125,31 +129,11 @@ FORMER = Group(
     "a warning names the new one; it will stop being read in a later release.",
 )
 
-# The service's settings by group (the play and store settings are one group each).
-SERVICE_GROUPS: dict[str, tuple[str, ...]] = {
-    "server": (
-        "max_body_bytes", "max_points", "max_stroke_points", "max_strokes", "max_guess_batch",
-        "allowed_origins", "trusted_proxies", "header_timeout_s", "body_timeout_s", "keep_alive_s",
-        "max_connections", "max_client_connections", "client_cpu_share", "client_cpu_burst_s",
-        "client_points_per_s", "client_points_burst", "max_message_rate", "max_message_burst",
-        "max_frame_bytes",
-    ),
-    "model": ("model", "max_batch", "max_queue", "batch_wait_ms", "preprocess_threads", "http_share"),
-    "capacity": (
-        "capacity_cores", "capacity_utilisation", "capacity_lag_ms", "client_capacity_share",
-        "bot_rooms_per_client", "pictomania_table_cost", "kontour_table_cost", "bot_room_cost",
-        "table_loop_share", "table_loop_burst_s", "worker_placement",
-    ),
-    "games": (
-        "max_sessions", "games_per_client", "games_per_client_hour", "idle_expiry_s",
-        "game_idle_timeout_s", "send_queue_bytes", "max_game_sockets", "guess_rate", "guess_burst",
-    ),
-    "bots": (
-        "max_bot_sessions", "bot_idle_timeout_s", "bot_tick_s", "bot_resume_s", "bot_room_bytes",
-        "transcript_bytes", "transcript_save_s", "transcripts_kept", "list_bot_sessions",
-        "accept_room_drawings", "room_drawings_per_day", "bot_keys_required", "bot_keys_refresh_s",
-    ),
-}  # fmt: skip
+# The service's settings by group: each part (nested feature model) of `Settings` is one group, its
+# own fields ("") the server's; FIELD_GROUPS places a few fields elsewhere, by their path.
+PART_GROUPS: dict[str, str] = {"": "server", "model": "model", "capacity": "capacity", "play_limits": "games",
+                               "bot": "bots"}
+FIELD_GROUPS: dict[str, str] = {"worker_placement": "capacity", "bot.rooms_per_client": "capacity"}
 
 # (settings class, group of its fields: None = by SERVICE_GROUPS)
 SETTINGS: tuple[tuple[type[EnvSettings], str | None], ...] = (
@@ -286,24 +270,33 @@ def bounds(field: FieldInfo) -> str:
     return ", ".join(f"{sign} {value}" for sign, value in found.values())
 
 
+def fields_of(cls: type[EnvSettings], path: str = "") -> list[tuple[type[EnvSettings], str, str]]:
+    """(class, field name, path) of every field of a settings class, its parts' first (a part's
+    fields keyed ``part.field``), then its own."""
+    parts = parts_of(cls)
+    nested = [found for name, part in parts.items() for found in fields_of(part, f"{path}{name}.")]
+    return nested + [(cls, name, path) for name in cls.model_fields if name not in parts]
+
+
 def settings_fields(tuned: bool) -> list[Variable]:
-    """The variables of the settings classes (``tuned``: their tuning fields, named by field), in the
-    classes' order."""
-    group_of = {name: group for group, names in SERVICE_GROUPS.items() for name in names}
+    """The variables of the settings classes (``tuned``: their tuning fields, named by their key), in
+    the classes' order."""
     rules = rules_defaults()
     out = []
-    for cls, class_group in SETTINGS:
-        for name, field in cls.model_fields.items():
+    for root, class_group in SETTINGS:
+        for cls, name, path in fields_of(root):
+            field = cls.model_fields[name]
             if is_tuning(field) != tuned:
                 continue
-            group = class_group or group_of.get(name)
+            group = class_group or FIELD_GROUPS.get(path + name) or PART_GROUPS.get(path.rstrip("."))
             if group is None:
-                raise LookupError(f"{cls.__name__}.{name} has no group: add it to {__name__}.SERVICE_GROUPS")
+                raise LookupError(f"{root.__name__}.{path.rstrip('.')} has no group: add it to "
+                                  f"{__name__}.PART_GROUPS")
             if not field.description:
                 raise LookupError(f"{cls.__name__}.{name} has no Field(description=...)")
             accepted = " ".join(filter(None, (kind(field.annotation), bounds(field))))
-            key, *former = env_names(cls, name) or [name]
-            default = shown_default(field, rules.get(name))
+            key, *former = env_names(cls, name) or [path + name]
+            default = shown_default(field, rules.get(name) if not path else None)
             out.append(Variable(key, group, default, accepted, field.description, tuple(former)))
     return out
 
@@ -330,10 +323,10 @@ def variables() -> list[Variable]:
     stale_internal = INTERNAL - set(names)
     if stale_internal:
         raise LookupError(f"INTERNAL names no variable: {', '.join(sorted(stale_internal))}")
-    grouped = {n for names in SERVICE_GROUPS.values() for n in names}
-    stale = grouped - set(service_settings.Settings.model_fields)
-    if stale or set(SERVICE_GROUPS) - set(GROUPS):
-        raise LookupError(f"SERVICE_GROUPS names no setting {sorted(stale)} or an unknown group")
+    paths = {path + name for _, name, path in fields_of(service_settings.Settings)}
+    stale = (set(FIELD_GROUPS) - paths) | (set(PART_GROUPS) - {"", *parts_of(service_settings.Settings)})
+    if stale or {*PART_GROUPS.values(), *FIELD_GROUPS.values()} - set(GROUPS):
+        raise LookupError(f"PART_GROUPS or FIELD_GROUPS names no setting {sorted(stale)} or an unknown group")
     return found
 
 

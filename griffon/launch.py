@@ -54,7 +54,7 @@ from typing import TypeVar
 
 import httpx
 
-from store.settings import TUNING_ENV
+from store.settings import TUNING_ENV, check_tuning_keys
 
 REPO = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -205,7 +205,12 @@ class Server:
 
 def tuning(**knobs: object) -> dict[str, str]:
     """The environment that gives a server started here these tuning fields of its settings (the
-    rules' timers, the periods: ``GRIFFON_TUNING``, docs/CONFIG.md), e.g. ``tuning(tick_s=0.05)``."""
+    rules' timers, the periods: ``GRIFFON_TUNING``, docs/CONFIG.md), e.g. ``tuning(tick_s=0.05)``; a
+    feature's field by its path, ``tuning(**{"bot.tick_s": 0.02})``. A key no settings class tunes
+    raises ValueError here, naming it (and the nearest key)."""
+    from griffon.serve import tuned_classes
+
+    check_tuning_keys(knobs, tuned_classes())
     return {TUNING_ENV: json.dumps(knobs)}
 
 

@@ -51,7 +51,7 @@ import typer
 
 from service.settings import Settings, SettingsError
 from service.workers import ENV_COUNT, ENV_FOLDER, ENV_INDEX, ENV_SECRET
-from store.settings import TUNING_ENV, EnvSettings, is_tuning, read_tuning, retired_in
+from store.settings import EnvSettings, check_tuning_keys, read_tuning, retired_in
 
 log = logging.getLogger("griffon.service")
 POLL_S = 0.5
@@ -85,7 +85,7 @@ def serve(
         settings = Settings.from_env()
         PlaySettings.from_env()  # a bad GRIFFON_PLAY_* value stops here too
         replica = ReplicaSettings.from_env().name is not None  # and GRIFFON_REPLICA_*
-        check_tuning((Settings, PlaySettings, ReplicaSettings))  # and a misspelt GRIFFON_TUNING key
+        check_tuning(tuned_classes())  # and a misspelt GRIFFON_TUNING key
         warn_retired(os.environ)
         count = workers or (1 if replica else usable_cores())
         if replica and count > 1:
@@ -110,13 +110,20 @@ def serve(
         raise typer.Exit(1) from None
 
 
+def tuned_classes() -> tuple[type[EnvSettings], ...]:
+    """The settings classes a server reads ``GRIFFON_TUNING`` into (their parts' fields included)."""
+    from service.play.settings import PlaySettings
+    from service.replicas import ReplicaSettings
+
+    return Settings, PlaySettings, ReplicaSettings
+
+
 def check_tuning(classes: tuple[type[EnvSettings], ...]) -> None:
     """Raise `SettingsError` when ``GRIFFON_TUNING`` names a field none of ``classes`` tunes."""
-    known = {name for cls in classes for name, field in cls.model_fields.items() if is_tuning(field)}
-    unknown = sorted(set(read_tuning(os.environ)) - known)
-    if unknown:
-        raise SettingsError(f"{TUNING_ENV}: no tuning field {', '.join(map(repr, unknown))} "
-                            "(docs/CONFIG.md lists them)")
+    try:
+        check_tuning_keys(sorted(read_tuning(os.environ)), classes)
+    except ValueError as error:
+        raise SettingsError(str(error)) from None
 
 
 def warn_retired(environ: Mapping[str, str]) -> None:

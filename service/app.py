@@ -14,7 +14,7 @@ Shared objects, created once at start-up (lifespan), reach routes as typed depen
   unreachable database stops ``griffon serve`` at once with its message (no traceback) and is
   never overwritten. Pruned at start and hourly (``GRIFFON_RETAIN_*``); bot transcripts are
   saved to it (:class:`store.transcripts.TranscriptArchive`); the bot rooms' API keys are read
-  from it (:class:`service.bot.keys.BotKeys`, re-read every ``bot_keys_refresh_s``).
+  from it (:class:`service.bot.keys.BotKeys`, re-read every ``bot.keys_refresh_s``).
 
 Features: the HTTP API (:mod:`service.api`), the bot socket (:mod:`service.bot`) and the games
 played in the browser (:mod:`service.play`) are routers included here. The games' settings
@@ -355,7 +355,7 @@ def load_shared(settings: Settings) -> dict[str, Any]:
     started = time.perf_counter()
     progress.info("loading the model and preparing its drawing kernels (compiled once on a fresh "
                   "install, about 10 s; read from numba's cache afterwards)...")
-    guesser = Guesser.load(settings.model)
+    guesser = Guesser.load(settings.model.checkpoint)
     progress.info("model ready (%.1f s); loading the French vocabulary and its matcher...",
                   time.perf_counter() - started)
     vocabulary = load_vocabulary()
@@ -370,14 +370,14 @@ async def start_shared(settings: Settings) -> Shared:
     metrics = Metrics()
     inference = BatchInference(
         loaded["guesser"],
-        max_batch=settings.max_batch,
-        max_queue=settings.max_queue,
-        batch_wait_s=settings.batch_wait_ms / 1000,
-        preprocess_threads=settings.preprocess_threads,
+        max_batch=settings.model.max_batch,
+        max_queue=settings.model.max_queue,
+        batch_wait_s=settings.model.batch_wait_ms / 1000,
+        preprocess_threads=settings.model.threads,
         cpu_share=settings.client_cpu_share,
         cpu_burst_s=settings.client_cpu_burst_s,
         on_batch=metrics.batch.observe,
-        http_share=settings.http_share,
+        http_share=settings.model.http_share,
     )
     inference.start()
     metrics.watch(metrics.queue, lambda: inference.pending)
@@ -426,13 +426,13 @@ def create_app(settings: Settings | None = None, store_settings: StoreSettings |
             release.callback(store.close)
             app.state.shared = await start_shared(settings)
             release.push_async_callback(app.state.shared.inference.aclose)
-            writer = shared_writer(store, min_interval_s=settings.transcript_save_s,  # one, for all
-                                   room_bytes=settings.bot_room_bytes)
+            writer = shared_writer(store, min_interval_s=settings.bot.transcript_save_s,  # one, for all
+                                   room_bytes=settings.bot.room_bytes)
             # the last transcripts and drawings reach the database
             release.push_async_callback(asyncio.to_thread, writer.close)
-            archive = TranscriptArchive(store, writer, settings.transcript_bytes)
+            archive = TranscriptArchive(store, writer, settings.bot.transcript_bytes)
             metrics = app.state.shared.metrics
-            keys = BotKeys(store, metrics, settings.bot_keys_required, settings.bot_keys_refresh_s)
+            keys = BotKeys(store, metrics, settings.bot.keys_required, settings.bot.keys_refresh_s)
             release.push_async_callback(keys.aclose)
             refresher = asyncio.create_task(keys.refresh_forever(), name="bot-keys")
             release.callback(refresher.cancel)

@@ -3,7 +3,7 @@
 Each open table or bot room holds a share of a core, measured by ``python -m bench.bench_capacity``
 (the server's CPU per table at the largest load that keeps the stroke acknowledgement's p99 under
 100 ms: docs/BENCHMARKS.md). The budget is the cores this process may use times
-``capacity_utilisation``; a new table or room whose share would overdraw it is refused at once
+``capacity.utilisation``; a new table or room whose share would overdraw it is refused at once
 (HTTP 503 ``server_busy`` with ``Retry-After``, or an ``overloaded`` frame on the bot socket)
 instead of slowing every table already playing.
 
@@ -20,14 +20,14 @@ adaptive concurrency limiters do, by what is measured rather than by fixed costs
   lag;
 - the event loop's lag (:class:`LoopLag`, what every table's frames wait for) and the stroke
   acknowledgements (``griffon_stroke_ack_seconds``, the promise itself): while either's p99 is
-  above ``capacity_lag_ms`` (100 ms: the promise), no new table or room is admitted.
+  above ``capacity.lag_ms`` (100 ms: the promise), no new table or room is admitted.
 
-Those open play on, and a server with nothing open admits its first. ``capacity_lag_ms`` 0: the
+Those open play on, and a server with nothing open admits its first. ``capacity.lag_ms`` 0: the
 measured costs only.
 
-No one client (an address) may hold more than ``client_capacity_share`` of that budget (but its
+No one client (an address) may hold more than ``capacity.client_share`` of that budget (but its
 first table or room, whatever its share), nor more
-than ``bot_rooms_per_client`` bot rooms (those waiting for a resume included): a flood of idle rooms
+than ``bot.rooms_per_client`` bot rooms (those waiting for a resume included): a flood of idle rooms
 from one address takes its share, never the house. Under ``griffon serve --workers N`` each worker
 has its share of the budget, and a client's bot rooms and games are counted on every worker
 (``elsewhere``: what the siblings publish, `service.placement`), so that one address gets its
@@ -215,12 +215,13 @@ class Capacity:
         elsewhere: Callable[[str, str], int] | None = None,
         cpu_share: Callable[[], float | None] | None = None,
     ) -> Capacity:
-        """The budget the settings describe (``capacity_cores`` 0: the usable cores), of which this
+        """The budget the settings describe (``capacity.cores`` 0: the usable cores), of which this
         process has ``share`` (one worker of several: 1 / their count)."""
-        costs = Costs(settings.pictomania_table_cost, settings.kontour_table_cost, settings.bot_room_cost)
-        cores = (settings.capacity_cores or usable_cores()) * share
-        return cls(costs, cores, settings.capacity_utilisation, open_count, settings.client_capacity_share,
-                   held_by, rooms, settings.bot_rooms_per_client, lag, settings.capacity_lag_ms / 1000, acks,
+        capacity = settings.capacity
+        costs = Costs(capacity.pictomania_table_cost, capacity.kontour_table_cost, capacity.bot_room_cost)
+        cores = (capacity.cores or usable_cores()) * share
+        return cls(costs, cores, capacity.utilisation, open_count, capacity.client_share,
+                   held_by, rooms, settings.bot.rooms_per_client, lag, settings.capacity.lag_ms / 1000, acks,
                    elsewhere, cpu_share)
 
     def held_elsewhere(self, client: str, what: str) -> int:

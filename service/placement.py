@@ -25,8 +25,8 @@ Each worker also publishes what each client (a short hash of its address) holds 
 its solo games (and of those, the ones its player left), its bot rooms and the solo games made for it
 in the last hour (`CLIENT_COUNTS`). A client's holdings are counted on every worker
 (`Placement.elsewhere`) against ``rooms_per_client`` (`Placement.check_lobbies`),
-``games_per_client`` (the game manager, through the capacity), ``bot_rooms_per_client``
-(`service.capacity`) and ``games_per_client_hour`` (`Placement.check_created`), so that each limit
+``play_limits.games_per_client`` (the game manager, through the capacity), ``bot.rooms_per_client``
+(`service.capacity`) and ``play_limits.games_per_client_hour`` (`Placement.check_created`), so that each limit
 holds across the workers, not per worker (a burst of requests at once may pass one more per
 sibling: a worker publishes what it made as soon as it is made). A client at its games' limit who
 left one of them on a sibling has its new game made there, where it replaces the one they left.
@@ -73,7 +73,7 @@ MAX_PUBLISHED_CLIENTS = 10_000  # clients whose holdings of each kind one worker
 # What a worker publishes of each client: its lobbies, its solo games, those of them its player left
 # (a new game of theirs replaces one), its bot rooms, the solo games made for it in the last hour.
 CLIENT_COUNTS = ("lobbies", "games", "left", "bots", "created")
-CREATED_WINDOW_S = 3600.0  # games_per_client_hour counts the solo games made over this window
+CREATED_WINDOW_S = 3600.0  # play_limits.games_per_client_hour counts the solo games made over this window
 Counts = dict[str, Counter[str]]
 FORWARDED_HEADERS = ("content-type", "origin", "user-agent", "accept", "accept-language")
 ANSWER_HEADERS = ("content-type", "retry-after", "x-griffon-game")

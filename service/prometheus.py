@@ -18,7 +18,7 @@ One :class:`Metrics` per app, on its own registry (several apps in one process s
 - ``griffon_refusals_total{reason}``: requests, games, rooms and frames refused (the error code:
   ``rate_limited``, ``overloaded``, ``server_full``, ``server_busy``, ``bad_key``...);
 - ``griffon_event_loop_lag_p99_seconds{worker}``: how late each worker's event loop ran its
-  callbacks lately (p99 over 10 s; admission refuses new tables above ``capacity_lag_ms``:
+  callbacks lately (p99 over 10 s; admission refuses new tables above ``capacity.lag_ms``:
   service/capacity.py);
 - on a replica (service/replicas.py), ``griffon_replica{what}``: the ``tables`` and bot ``rooms``
   whose leases it holds now, the tables it ``taken_over`` and ``stood_down`` since it started, and

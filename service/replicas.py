@@ -429,7 +429,7 @@ class Ownership:
             if self.lobbies.pop(code, None) is not None:
                 log.warning("lobby %s: its lease was taken by another replica; standing down", code)
                 self.manager.rooms.stand_down(code)
-        room = self.manager.settings.max_sessions - len(games)
+        room = self.manager.settings.play_limits.max_games - len(games)
         if room > 0:
             for gid in await asyncio.to_thread(self.leases.orphans, min(room, self.settings.claim_batch)):
                 await self.take(gid)

@@ -212,7 +212,7 @@ def keys_revoke_command(
     key: str = typer.Argument(..., help="the key's name or id"), url: str = URL
 ) -> None:
     """Revoke a key: its rooms are refused from now on, and the open ones closed within
-    5 seconds (``bot_keys_refresh_s``; every server sharing the database)."""
+    5 seconds (``bot.keys_refresh_s``; every server sharing the database)."""
     with _opened(url) as store:
         try:
             found = store.revoke_bot_key(key)

@@ -28,7 +28,7 @@ TIGHT = {
     "GRIFFON_MAX_CLIENT_CONNECTIONS": "16",
     "GRIFFON_MAX_FRAME_BYTES": "4096",
     "GRIFFON_BOT_TRANSCRIPT_BYTES": "2048",
-    **tuning(max_message_burst=5, max_game_sockets=2),
+    **tuning(max_message_burst=5, **{"play_limits.max_game_sockets": 2}),
 }
 # The timeouts among them, in seconds on a quiet machine.
 TIGHT_TIMEOUTS = ("GRIFFON_BOT_IDLE_TIMEOUT_S", "GRIFFON_PLAY_IDLE_EXPIRY_S", "GRIFFON_PLAY_IDLE_TIMEOUT_S",
@@ -45,10 +45,11 @@ def tight_settings() -> dict[str, str]:
 
 
 @contextmanager
-def in_process(**settings: object) -> Iterator[object]:
+def in_process(checkpoint: Path | None = None, **settings: object) -> Iterator[object]:
     """The app in this process (``fastapi.testclient.TestClient``, lifespan run), no sockets.
 
-    ``settings`` are :class:`service.settings.Settings` fields. For tables of HTTP cases and
+    ``checkpoint``: the model (unset: the shipped one); ``settings`` are :class:`service.settings.Settings`
+    fields, a feature's as a dict of its own (``bot={"tick_s": 0.02}``). For tables of HTTP cases and
     WebSocket conversations that need no real network; keep a few real-server tests too."""
     from fastapi.testclient import TestClient
 
@@ -56,8 +57,9 @@ def in_process(**settings: object) -> Iterator[object]:
     from service.settings import Settings
     from store import StoreSettings
 
+    parts = {"model": {"checkpoint": checkpoint}, "capacity": {"lag_ms": 0}}  # lag 0: tests/conftest.py
+    settings = {**settings, **{name: {**given, **settings.get(name, {})} for name, given in parts.items()}}  # type: ignore[dict-item]
     with tempfile.TemporaryDirectory(prefix="griffon-test-db-") as folder:
-        settings = {"capacity_lag_ms": 0, **settings}  # the measured costs only (tests/conftest.py)
         app = create_app(Settings(**settings), StoreSettings(data_dir=Path(folder)))  # type: ignore[arg-type]
         with TestClient(app, raise_server_exceptions=False) as client:
             yield client

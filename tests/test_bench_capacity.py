@@ -78,7 +78,7 @@ def test_collapsed_stacks_give_own_and_cumulative_time_and_thread_shares() -> No
 def test_only_the_limits_the_tables_would_hit_are_raised() -> None:
     one_address = {"GRIFFON_CAPACITY_CLIENT_SHARE": "1"}  # the bench's tables all come from 127.0.0.1
     assert server_env("pictomania", 2, admission=True) == one_address
-    past_budget = {**tuning(pictomania_table_cost=0), "GRIFFON_CAPACITY_LAG_MS": "0"}
+    past_budget = {**tuning(**{"capacity.pictomania_table_cost": 0}), "GRIFFON_CAPACITY_LAG_MS": "0"}
     assert server_env("pictomania", 2) == one_address | past_budget
     raised = server_env("pictomania", 40)
     assert raised["GRIFFON_PLAY_GAMES_PER_CLIENT"] == raised["GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR"] == "40"
@@ -88,7 +88,7 @@ def test_only_the_limits_the_tables_would_hit_are_raised() -> None:
     assert int(bots["GRIFFON_BOT_ROOMS_PER_CLIENT"]) >= 300
     allowed = set(PER_CLIENT_LIMITS) | set(past_budget) | set(one_address)
     assert set(bots) <= allowed | {"GRIFFON_MODEL"}
-    assert json.loads(bots["GRIFFON_TUNING"]) == {"bot_room_cost": 0}
+    assert json.loads(bots["GRIFFON_TUNING"]) == {"capacity.bot_room_cost": 0}
 
 
 @pytest.mark.parametrize("text", ["", "0,1", "4,2", "1,x", "2,2"])

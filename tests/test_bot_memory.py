@@ -176,7 +176,7 @@ class Clock:
 
 def test_a_room_rebuilt_from_its_memory_goes_on_with_its_round(tiny_checkpoint: Path, db: Store) -> None:
     async def scenario() -> None:
-        shared = await start_shared(Settings(model=tiny_checkpoint))
+        shared = await start_shared(Settings(model={"checkpoint": tiny_checkpoint}))
         try:
             clock = Clock()
             first = BotSession(shared, "room-1", clock=clock)

@@ -81,7 +81,8 @@ def test_every_settings_class_is_in_the_table() -> None:
                     for base in node.bases
                 ):
                     readers.add(node.name)
-    assert readers == {cls.__name__ for cls, _ in config.SETTINGS} | {"EnvSettings"}
+    listed = {cls.__name__ for root, _ in config.SETTINGS for cls, _, _ in config.fields_of(root)}  # + parts
+    assert readers == listed | {"EnvSettings"}
 
 
 def test_every_row_has_a_group_a_default_and_a_description() -> None:
@@ -97,13 +98,13 @@ def test_every_row_has_a_group_a_default_and_a_description() -> None:
     assert by_name["GRIFFON_DB_URL"].former == ("GRIFFON_DATABASE_URL",)
     tuned = {v.name: v for v in config.tuning_fields()}
     assert tuned["kontour_timer_s"].default.startswith("rules: ")  # games/data/kontour.yaml
-    assert tuned["bot_tick_s"].accepted == "number > 0, ≤ 1" and not set(tuned) & set(by_name)
+    assert tuned["bot.tick_s"].accepted == "number > 0, ≤ 1" and not set(tuned) & set(by_name)
 
 
-def test_a_field_without_a_group_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    groups = {k: tuple(n for n in v if n != "max_queue") for k, v in config.SERVICE_GROUPS.items()}
-    monkeypatch.setattr(config, "SERVICE_GROUPS", groups)
-    with pytest.raises(LookupError, match=r"Settings\.max_queue has no group: add it to griffon\.config"):
+def test_a_part_without_a_group_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    groups = {k: v for k, v in config.PART_GROUPS.items() if k != "model"}
+    monkeypatch.setattr(config, "PART_GROUPS", groups)
+    with pytest.raises(LookupError, match=r"Settings\.model has no group: add it to griffon\.config\.PART"):
         config.variables()
 
 
@@ -131,6 +132,6 @@ def test_the_operators_table_stays_short_and_the_internals_are_apart() -> None:
     assert not names & config.INTERNAL and "GRIFFON_TEST_SLOWNESS" not in names
     text = config.render()
     internals = text[text.index("## " + config.INTERNALS.title):]
-    assert "`pictomania_table_cost` | Capacity |" in internals  # a measured cost: a tuning field
+    assert "`capacity.pictomania_table_cost` | Capacity |" in internals  # a measured cost: a tuning field
     assert "`GRIFFON_MAX_SESSIONS` | `GRIFFON_PLAY_MAX_GAMES` |" in internals  # a former name
     assert "`GRIFFON_TEST_SLOWNESS` | Tests and development |" in internals

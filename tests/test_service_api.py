@@ -32,7 +32,7 @@ LABELS = {"circle", "square", "triangle", "line"}
 
 @pytest.fixture(scope="module")
 def client(tiny_checkpoint: Path) -> Iterator[httpx.Client]:
-    with in_process(model=tiny_checkpoint, **LIMITS) as http:
+    with in_process(tiny_checkpoint, **LIMITS) as http:
         yield http
 
 
@@ -130,7 +130,7 @@ def test_security_headers_on_pages_and_errors(client: httpx.Client) -> None:
 
 
 def test_concurrent_requests_all_succeed(tiny_checkpoint: Path) -> None:
-    with in_process(model=tiny_checkpoint) as http:
+    with in_process(tiny_checkpoint) as http:
         transport = httpx.ASGITransport(app=http.app)
 
         async def burst() -> list[int]:
@@ -247,7 +247,7 @@ def test_unknown_routes_and_methods(client: httpx.Client) -> None:
 
 
 def test_overloaded_queue_answers_503(tiny_checkpoint: Path) -> None:
-    with in_process(model=tiny_checkpoint, max_queue=2) as small:
+    with in_process(tiny_checkpoint, model={"max_queue": 2}) as small:
         body = {"drawings": [drawing(), drawing("circle"), drawing("line")]}
         response = small.post("/v1/guess/batch", json=body)
         assert_error(response, 503, "overloaded",
@@ -257,7 +257,7 @@ def test_overloaded_queue_answers_503(tiny_checkpoint: Path) -> None:
 
 
 def test_shutting_down_answers_503(tiny_checkpoint: Path) -> None:
-    with in_process(model=tiny_checkpoint) as app:
+    with in_process(tiny_checkpoint) as app:
         app.portal.call(app.app.state.shared.inference.aclose)
         assert_error(app.post("/v1/guess", json={"drawing": drawing()}), 503, "shutting_down",
                      "the inference worker is not running")
@@ -274,7 +274,7 @@ def test_a_bug_is_a_500_without_detail(client: httpx.Client) -> None:
 
 
 def test_budgets_answer_429_with_retry_after(tiny_checkpoint: Path) -> None:
-    with in_process(model=tiny_checkpoint, client_points_per_s=10, client_points_burst=100) as small:
+    with in_process(tiny_checkpoint, client_points_per_s=10, client_points_burst=100) as small:
         now = [0.0]
         small.app.state.shared.points.clock = lambda: now[0]  # the budgets' time moves only when told
         body = {"drawing": [[list(range(60)), list(range(60))]]}
@@ -289,7 +289,7 @@ def test_budgets_answer_429_with_retry_after(tiny_checkpoint: Path) -> None:
         assert again.json()["message"].endswith("retry in 0.5 s") and again.headers["retry-after"] == "1"
         now[0] += 0.5
         assert small.post("/v1/guess", json=body).status_code == 200
-    with in_process(model=tiny_checkpoint, client_cpu_share=1e-6, client_cpu_burst_s=1e-5) as slow:
+    with in_process(tiny_checkpoint, client_cpu_share=1e-6, client_cpu_burst_s=1e-5) as slow:
         statuses = [slow.post("/v1/guess", json={"drawing": drawing()}).status_code for _ in range(3)]
         assert statuses[0] == 200 and statuses[-1] == 429
         refused = slow.post("/v1/guess", json={"drawing": drawing()})
@@ -299,7 +299,7 @@ def test_budgets_answer_429_with_retry_after(tiny_checkpoint: Path) -> None:
 # -- settings --------------------------------------------------------------------------------------
 def test_settings_from_environment() -> None:
     settings = Settings.from_env({"GRIFFON_MODEL_MAX_BATCH": "8", "GRIFFON_ALLOWED_ORIGINS": "https://a, https://b"})
-    assert settings.max_batch == 8 and settings.allowed_origins == ["https://a", "https://b"]
+    assert settings.model.max_batch == 8 and settings.allowed_origins == ["https://a", "https://b"]
     assert Settings.from_env({}).allowed_origins == []  # same origin only, by default
     with pytest.raises(SettingsError, match="GRIFFON_MODEL_MAX_BATCH: Input should be less than or equal to"):
         Settings.from_env({"GRIFFON_MODEL_MAX_BATCH": "100000"})
@@ -332,19 +332,46 @@ def test_the_tuning_a_test_gives_its_server_reaches_each_settings_class() -> Non
     from griffon.launch import tuned, tuning
     from service.play.settings import PlaySettings
 
-    env = tuned({"GRIFFON_MAX_POINTS": "100", **tuning(tick_s=0.05)}, kontour_timer_s=6, bot_tick_s=0.5)
+    env = tuned({"GRIFFON_MAX_POINTS": "100", **tuning(tick_s=0.05)}, kontour_timer_s=6,
+                **{"bot.tick_s": 0.5})  # a feature's field by its path
     play, service = PlaySettings.from_env(env), Settings.from_env(env)
-    assert (play.tick_s, play.kontour_timer_s, service.bot_tick_s, service.max_points) == (0.05, 6, 0.5, 100)
+    assert (play.tick_s, play.kontour_timer_s, service.bot.tick_s, service.max_points) == (0.05, 6, 0.5, 100)
     assert PlaySettings.from_env(tuned(env, tick_s=0.2)).tick_s == 0.2  # the later value wins
+    with pytest.raises(ValueError, match="no tuning field 'bot_tick_s' \\(did you mean 'bot.tick_s'\\?\\)"):
+        tuning(bot_tick_s=0.5)  # a key by its former, flat name: refused before any server starts
+
+
+def test_each_feature_is_a_nested_model_read_with_its_own_prefix() -> None:
+    env = {"GRIFFON_MODEL": "other.pt", "GRIFFON_MODEL_THREADS": "3", "GRIFFON_CAPACITY_CORES": "6",
+           "GRIFFON_PLAY_MAX_GAMES": "9", "GRIFFON_BOT_MAX_SESSIONS": "4",
+           "GRIFFON_BOT_ROOMS_PER_CLIENT": "5", "GRIFFON_MAX_POINTS": "100",
+           "GRIFFON_TUNING": '{"bot.tick_s": 0.5, "capacity.bot_room_cost": 0}'}
+    s = Settings.from_env(env)
+    assert (s.model.checkpoint, s.model.threads, s.capacity.cores) == (Path("other.pt"), 3, 6)
+    assert (s.play_limits.max_games, s.bot.max_sessions, s.bot.rooms_per_client) == (9, 4, 5)
+    assert (s.bot.tick_s, s.capacity.bot_room_cost, s.max_points) == (0.5, 0, 100)
+    assert Settings().bot.max_sessions == 200  # a plain constructor reads no environment, the parts' neither
+    assert Settings.from_env({"GRIFFON_BOT_TICK_S": "0.5"}).bot.tick_s == 0.05  # a tuning field: no variable
+    bad = {"GRIFFON_BOT_MAX_SESSIONS": "0", "GRIFFON_MAX_POINTS": "1",
+           "GRIFFON_TUNING": '{"model.http_share": 2}'}
+    with pytest.raises(SettingsError) as raised:  # one line naming every bad variable, a part's too
+        Settings.from_env(bad)
+    message = str(raised.value)
+    assert message.startswith("invalid service settings: ") and "\n" not in message
+    for named in ("GRIFFON_TUNING 'model.http_share': Input should be less than 1",
+                  "GRIFFON_BOT_MAX_SESSIONS: Input should be greater than or equal to 1",
+                  "GRIFFON_MAX_POINTS: Input should be greater than or equal to 10"):
+        assert named in message
 
 
 def test_a_renamed_variable_is_read_by_its_former_name_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level("WARNING", logger="griffon.settings"):
-        assert Settings.from_env({"GRIFFON_MAX_SESSIONS": "7"}).max_sessions == 7
+        assert Settings.from_env({"GRIFFON_MAX_SESSIONS": "7"}).play_limits.max_games == 7
     assert "GRIFFON_MAX_SESSIONS is deprecated" in caplog.text and "GRIFFON_PLAY_MAX_GAMES" in caplog.text
-    assert Settings.from_env({"GRIFFON_PLAY_MAX_GAMES": "5", "GRIFFON_MAX_SESSIONS": "7"}).max_sessions == 5
+    both = {"GRIFFON_PLAY_MAX_GAMES": "5", "GRIFFON_MAX_SESSIONS": "7"}
+    assert Settings.from_env(both).play_limits.max_games == 5
     with pytest.raises(SettingsError, match="GRIFFON_MAX_SESSIONS: Input should be greater than or equal"):
         Settings.from_env({"GRIFFON_MAX_SESSIONS": "0"})  # the error names the variable that is set
 
@@ -384,7 +411,7 @@ def test_batcher_shares_forward_passes_and_bounds_its_queue() -> None:
 
 # -- solo games: creation budgets and the deck error (sockets: test_service_play.py) ---------------
 def test_game_creation_is_budgeted_per_client(tiny_checkpoint: Path) -> None:
-    with in_process(model=tiny_checkpoint, games_per_client=2, games_per_client_hour=3) as app:
+    with in_process(tiny_checkpoint, play_limits={"games_per_client": 2, "games_per_client_hour": 3}) as app:
         kontour = {"game": "kontour", "opponents": 1}
         created = [app.post("/v1/play", json=kontour).json() for _ in range(2)]
         with app.websocket_connect(created[0]["ws"]), app.websocket_connect(created[1]["ws"]):
@@ -408,7 +435,7 @@ def test_no_deck_is_503(tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch) 
         raise DeckSetupError("need at least 4 drawable words for a Kontour deck, got 0")
 
     monkeypatch.setattr(service.play.manager, "kontour_deck", no_deck)
-    with in_process(model=tiny_checkpoint) as app:
+    with in_process(tiny_checkpoint) as app:
         assert_error(app.post("/v1/play", json={"game": "kontour"}), 503, "no_deck",
                      "need at least 4 drawable words for a Kontour deck, got 0")
 
@@ -441,8 +468,11 @@ def test_a_retired_variable_is_named_in_a_warning_at_start(caplog: pytest.LogCap
     assert "GRIFFON_PLAY_MAX_GAMES" not in caplog.text  # read today: no warning
     from service.play.settings import PlaySettings
     from service.replicas import ReplicaSettings
+    from service.settings import BotSettings, CapacitySettings, ModelSettings, PlayLimits
     from store.settings import StoreSettings
 
-    read = {n for cls in (Settings, PlaySettings, ReplicaSettings, StoreSettings)
-            for field in cls.model_fields for n in env_names(cls, field)}
+    classes = (Settings, ModelSettings, CapacitySettings, PlayLimits, BotSettings, PlaySettings,
+               ReplicaSettings, StoreSettings)
+    read = {n for cls in classes for field in cls.model_fields for n in env_names(cls, field)}
+    assert {"GRIFFON_MODEL", "GRIFFON_BOT_MAX_SESSIONS", "GRIFFON_MAX_BOT_SESSIONS"} <= read
     assert not RETIRED & read  # a retired name is never one that is read

@@ -127,7 +127,7 @@ def test_websockets_per_address_are_capped(tiny_checkpoint) -> None:
 
     from tests.service_server import in_process
 
-    with in_process(model=tiny_checkpoint, max_client_connections=2) as app:
+    with in_process(tiny_checkpoint, max_client_connections=2) as app:
         with app.websocket_connect("/v1/bot") as one, app.websocket_connect("/v1/bot") as two:
             for ws in (one, two):
                 ws.send_json({"type": "ping"})

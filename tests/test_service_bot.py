@@ -412,7 +412,7 @@ def test_a_guess_decided_before_round_end_reaches_the_room_before_round_over(tin
     The store is made slow (0.5 s a write) to open the window every time."""
     from tests.service_server import in_process
 
-    with in_process(model=tiny_checkpoint, bot_tick_s=0.02) as http:
+    with in_process(tiny_checkpoint, bot={"tick_s": 0.02}) as http:
         registry = http.app.state.bots
         stored = registry.remembered
         calls: list[str] = []
@@ -463,7 +463,7 @@ def test_room_drawings_are_refused_by_default(server: Server) -> None:
 def test_room_drawings_when_accepted_are_bounded_per_address_and_day(tiny_checkpoint: Path) -> None:
     from tests.service_server import in_process
 
-    with in_process(model=tiny_checkpoint, accept_room_drawings=True, room_drawings_per_day=2) as http:
+    with in_process(tiny_checkpoint, bot={"accept_drawings": True, "drawings_per_day": 2}) as http:
         with http.websocket_connect("/v1/bot") as ws:
             overs = consented_rounds(ws, 2)
         with http.websocket_connect("/v1/bot") as ws:  # a new session from the same address

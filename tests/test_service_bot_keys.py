@@ -47,7 +47,7 @@ def keyed(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         db.revoke_bot_key("revoked-before")
     env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_DB_DIR": str(data),
            "GRIFFON_WORKER_DIR": str(folder), "GRIFFON_BOT_KEYS_REQUIRED": "true",
-           **tuning(bot_keys_refresh_s=0.5)}
+           **tuning(**{"bot.keys_refresh_s": 0.5})}
     with running_server(env, workers=2) as server:
         yield Keyed(server, url, [str(folder / f"worker-{i}.sock") for i in range(2)], secrets)
 

@@ -32,10 +32,9 @@ def test_the_budget_is_the_cores_times_the_utilisation_and_each_table_holds_its_
 
 
 def test_a_full_server_refuses_a_new_table_with_503_and_a_bot_room_with_an_overloaded_frame() -> None:
-    settings = dict(capacity_cores=1, capacity_utilisation=1.0, pictomania_table_cost=0.6,
-                    kontour_table_cost=0.6, bot_room_cost=0.3, games_per_client=5,
-                    client_capacity_share=1.0)  # the house's budget only (the tests' one client)
-    with in_process(**settings) as app:
+    capacity = dict(cores=1, utilisation=1.0, pictomania_table_cost=0.6, kontour_table_cost=0.6,
+                    bot_room_cost=0.3, client_share=1.0)  # the house's budget only (the tests' one client)
+    with in_process(capacity=capacity, play_limits={"games_per_client": 5}) as app:
         first = app.post("/v1/play", json={"game": "kontour", "opponents": 1})
         assert first.status_code == 201, first.text
         with app.websocket_connect("/v1/bot") as ws:  # 0.6 + 0.3 fits in 1.0
@@ -93,7 +92,7 @@ def test_an_idle_flood_of_bot_rooms_from_one_address_leaves_room_for_the_others(
     from griffon.launch import patient, running_server, tuning
 
     env = {"GRIFFON_MODEL": str(tiny_checkpoint), "GRIFFON_CAPACITY_CORES": "1",
-           "GRIFFON_CAPACITY_UTILISATION": "0.8", **tuning(bot_room_cost=0.1)}
+           "GRIFFON_CAPACITY_UTILISATION": "0.8", **tuning(**{"capacity.bot_room_cost": 0.1})}
 
     def room(url: str, address: str):
         """A bot room opened from ``address`` (127.0.0.x); (its socket, its first answer's type)."""
@@ -113,7 +112,7 @@ def test_an_idle_flood_of_bot_rooms_from_one_address_leaves_room_for_the_others(
         other, kind = room(server.ws_url, "127.0.0.2")
         assert kind == "welcome"
         for ws, _ in flood:
-            ws.socket.close()  # gone without a bye: its room waits bot_resume_s for a resume
+            ws.socket.close()  # gone without a bye: its room waits bot.resume_s for a resume
         again = [room(server.ws_url, "127.0.0.1") for _ in range(2)]
         assert [kind for _, kind in again] == ["overloaded"] * 2
         third, kind = room(server.ws_url, "127.0.0.3")
@@ -145,7 +144,7 @@ def test_a_lagging_event_loop_or_slow_acks_admit_nothing_new_but_a_first_table()
     assert slow.admits("bot")
     off = Capacity(Costs(pictomania=0.1, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
                    lag=lambda: 0.2, lag_limit_s=0.0, acks=lambda: 1.0)
-    assert off.admits("bot")  # capacity_lag_ms 0: the measured costs only
+    assert off.admits("bot")  # capacity.lag_ms 0: the measured costs only
 
 
 def test_the_loop_lag_is_measured_over_a_recent_window() -> None:
@@ -233,7 +232,7 @@ def test_the_budget_shrinks_with_the_share_of_the_cpu_the_event_loop_gets() -> N
     assert cpu.share() is None and capacity.admits("kontour")
     off = Capacity(Costs(pictomania=0.3, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: open_now[k],
                    lag_limit_s=0.0, cpu_share=lambda: 0.1)
-    assert off.admits("pictomania")  # capacity_lag_ms 0: the measured costs only
+    assert off.admits("pictomania")  # capacity.lag_ms 0: the measured costs only
     empty = Capacity(Costs(pictomania=0.3, kontour=0.1, bot=0.05), 2.0, 0.5, lambda k: 0,
                      lag_limit_s=0.1, cpu_share=lambda: 0.1)
     assert empty.admits("pictomania")  # nothing open: the first fits, however busy the host

@@ -1,8 +1,9 @@
 """One address's bounds hold across the workers of `griffon serve --workers 2` (service/placement.py,
-service/capacity.py): its bot rooms (``bot_rooms_per_client``), its solo games (``games_per_client``)
-and the games it started in the last hour (``games_per_client_hour``) are counted on every worker,
-so it never gets twice its share; a new game of a client at its limit is made where it replaces one
-its player left, on whichever worker that is."""
+service/capacity.py): its bot rooms (``bot.rooms_per_client``), its solo games
+(``play_limits.games_per_client``) and the games it started in the last hour
+(``play_limits.games_per_client_hour``) are counted on every worker, so it never gets twice its
+share; a new game of a client at its limit is made where it replaces one its player left, on
+whichever worker that is."""
 
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ KEY = "k" * 20 + "-withdraw_1"  # a withdrawal key as the page makes them (URL-s
 
 @pytest.fixture(scope="module")
 def app(tiny_checkpoint: Path) -> Iterator[Any]:
-    with in_process(model=tiny_checkpoint, games_per_client=50, games_per_client_hour=500) as client:
+    limits = {"games_per_client": 50, "games_per_client_hour": 500}
+    with in_process(tiny_checkpoint, play_limits=limits) as client:
         yield client
 
 

@@ -24,7 +24,8 @@ def samples(app) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 @pytest.fixture(scope="module")
 def app() -> Iterator[object]:
-    with in_process(max_sessions=1) as client:  # the shipped model: a Pictomania table needs its words
+    # the shipped model: a Pictomania table needs its words
+    with in_process(play_limits={"max_games": 1}) as client:
         yield client
 
 

@@ -122,7 +122,8 @@ def test_finished_and_expired_games_are_not_resumed_and_a_bad_log_is_abandoned(t
         done = store.load_game(over.id)
         assert done.status == "finished" and done.result["winners"] == list(over.state.winners)
         store.append_move(broken.id, broken.moves, 0.0, {"kind": "guess", "player": "nobody", "text": "x"})
-        first.settings = Settings(idle_expiry_s=12)  # the games' clock stands at 10 s (one clock for all)
+        # the games' clock stands at 10 s (one clock for all)
+        first.settings = Settings(play_limits={"idle_expiry_s": 12})
         idle.last_activity -= 5  # idle 15 s: the only one past the limit
         assert idle.id in await first.sweep()
         await first.settle()
@@ -220,7 +221,7 @@ def test_the_page_offers_the_consent_switch_off_and_the_choice_is_kept_with_the_
 ) -> None:
     from tests.service_server import in_process
 
-    with in_process(model=tiny_checkpoint) as client:
+    with in_process(tiny_checkpoint) as client:
         page = client.get("/").text
         switch = page[page.index('<label class="consent">'):page.index("</label>", page.index('"consent"'))]
         assert 'type="checkbox" name="learn"' in switch and "checked" not in switch

@@ -128,7 +128,8 @@ def two_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serv
     folder = tmp_path_factory.mktemp("placement") / "workers"
     env = {"GRIFFON_WORKER_DIR": str(folder), "GRIFFON_PLAY_GAMES_PER_CLIENT": "50",
            "GRIFFON_PLAY_GAMES_PER_CLIENT_HOUR": "500", "GRIFFON_PLAY_IDLE_TIMEOUT_S": "1800",
-           **tuning(kontour_table_cost=0, pictomania_table_cost=0)}  # no admission refusal
+           # no admission refusal
+           **tuning(**{"capacity.kontour_table_cost": 0, "capacity.pictomania_table_cost": 0})}
     with running_server(env, workers=2) as server:
         eventually(lambda: all((folder / f"load-{i}.json").exists() for i in range(2)), 120,
                    "the workers did not publish their loads")

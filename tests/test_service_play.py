@@ -315,8 +315,8 @@ def first_answer(server: Server, game: dict) -> str:
 
 @pytest.fixture(scope="module")
 def app(tiny_checkpoint: Path):
-    with in_process(model=tiny_checkpoint, game_idle_timeout_s=1.5, max_game_sockets=2,
-                    guess_rate=0.01, guess_burst=3) as client:
+    with in_process(tiny_checkpoint, play_limits={"idle_timeout_s": 1.5, "max_game_sockets": 2,
+                                                "guess_rate": 0.01, "guess_burst": 3}) as client:
         yield client
 
 
@@ -381,7 +381,8 @@ def test_a_failed_games_start_releases_everything_the_app_started(tiny_checkpoin
     real_startup = service.play.web.startup
     monkeypatch.setattr(service.play.web, "startup", broken_startup)
     with tempfile.TemporaryDirectory(prefix="griffon-test-db-") as folder:
-        app = create_app(Settings(model=tiny_checkpoint), StoreSettings(data_dir=Path(folder)))
+        settings = Settings(model={"checkpoint": tiny_checkpoint})
+        app = create_app(settings, StoreSettings(data_dir=Path(folder)))
         closed: list[str] = []
         store_close = app.state.store.close
         monkeypatch.setattr(app.state.store, "close", lambda: (closed.append("store"), store_close()))
@@ -436,7 +437,7 @@ def _manager(store, **limits: int):
     from service.play.settings import PlaySettings
     from service.settings import Settings
 
-    return GameManager(Settings(**limits), PlaySettings(), lambda key: _uniform, frozenset(), store)
+    return GameManager(Settings(play_limits=limits), PlaySettings(), lambda key: _uniform, frozenset(), store)
 
 
 def test_a_refused_database_write_does_not_cost_the_player_an_older_game(tmp_path: Path) -> None:
@@ -488,7 +489,7 @@ def test_a_restart_resumes_the_newest_games_and_expires_the_others(tmp_path: Pat
         return made
 
     async def restart(max_sessions: int) -> tuple[list[str], tuple[int, int]]:
-        games = _manager(store, max_sessions=max_sessions)
+        games = _manager(store, max_games=max_sessions)
         counts = games.resume()
         resumed = list(games.games)
         await games.aclose()
@@ -525,7 +526,7 @@ def test_games_asked_for_at_once_count_against_the_limits_one_by_one(tmp_path: P
     store.create_game = slow  # type: ignore[method-assign]
 
     async def run() -> list[object]:
-        games = _manager(store, games_per_client=1, games_per_client_hour=2, max_sessions=3)
+        games = _manager(store, games_per_client=1, games_per_client_hour=2, max_games=3)
         asked = [games.open_game("kontour", 1, "normal", "Ana", seed=i, client="c") for i in range(8)]
         results = await asyncio.gather(*asked, return_exceptions=True)
         assert len(games.games) == 1  # the second replaced the first (no socket held it)

@@ -160,7 +160,7 @@ def test_both_games_survive_sigkill_mid_game_and_finish_after_a_restart(
     db = data / "griffon.db"
     env = {**model_env(request), "GRIFFON_DB_DIR": str(data), "GRIFFON_BOT_ACCEPT_DRAWINGS": "true",
            **tuning(**{**FAST, "kontour_timer_s": 4, "kontour_target": 1, "pictomania_rounds": 1,
-                       "pictomania_round_s": 6, "transcript_save_s": 0.5})}
+                       "pictomania_round_s": 6, "bot.transcript_save_s": 0.5})}
     with running_server(env) as first:
         kontour = new_game(first, game="kontour", opponents=2, level="easy", seed=7, name="Ana")
         picto = new_game(first, game="pictomania", opponents=2, level="easy", seed=7, learn=True)

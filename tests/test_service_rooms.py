@@ -20,7 +20,7 @@ from tests.service_server import in_process
 
 @pytest.fixture(scope="module")
 def app(tiny_checkpoint: Path):
-    with in_process(model=tiny_checkpoint, game_idle_timeout_s=30) as client:
+    with in_process(tiny_checkpoint, play_limits={"idle_timeout_s": 30}) as client:
         yield client
 
 

@@ -174,7 +174,7 @@ def test_a_table_over_its_share_of_the_event_loop_waits_and_one_under_it_does_no
 def test_every_table_gets_its_share_of_the_loop(tiny_checkpoint) -> None:
     from tests.service_server import in_process
 
-    with in_process(model=tiny_checkpoint, table_loop_share=0.2, table_loop_burst_s=1.5) as app:
+    with in_process(tiny_checkpoint, capacity={"table_loop_share": 0.2, "table_loop_burst_s": 1.5}) as app:
         created = app.post("/v1/play", json={"game": "kontour"}).json()
         budget = app.app.state.play.games[created["game_id"]].loop_budget
         assert (budget.rate, budget.burst) == (0.2, 1.5)

@@ -1,5 +1,6 @@
 """Sockets that never read: what the server holds for one of them is bounded in bytes, and past that
-bound it lets the socket go (``send_queue_bytes``; the kernel's own socket buffer comes on top)."""
+bound it lets the socket go (``play_limits.send_queue_bytes``; the kernel's own socket buffer comes
+on top)."""
 
 from __future__ import annotations
 
@@ -16,14 +17,14 @@ from tests.play_helpers import FAST, new_game
 def test_a_game_socket_that_never_reads_is_let_go_within_a_bounded_number_of_bytes(
         tiny_checkpoint: Path) -> None:
     """A person's socket that asks for the whole state again and again and never reads: once more
-    than ``send_queue_bytes`` of frames wait for it in the server (past what the kernel's socket
+    than ``play_limits.send_queue_bytes`` of frames wait for it in the server (past what the kernel's socket
     buffer holds), it is let go (``too_slow``), long before the frames it asked for are all queued."""
     import socket
 
     from websockets.sync.client import connect
 
     limit = 65_536
-    env = {"GRIFFON_MODEL": str(tiny_checkpoint), **tuning(**FAST, send_queue_bytes=limit)}
+    env = {"GRIFFON_MODEL": str(tiny_checkpoint), **tuning(**FAST, **{"play_limits.send_queue_bytes": limit})}
     with running_server(env) as server:
         game = new_game(server, game="pictomania", opponents=2)
         sock = socket.socket()

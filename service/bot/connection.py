@@ -101,10 +101,10 @@ class Connection:
         try:
             while self.open:
                 try:
-                    message = await asyncio.wait_for(self.ws.receive(), self.settings.bot_idle_timeout_s)
+                    message = await asyncio.wait_for(self.ws.receive(), self.settings.bot.idle_timeout_s)
                 except TimeoutError:
                     await self.send(error_frame("idle_timeout", "no frame for "
-                                                f"{self.settings.bot_idle_timeout_s:g} s: closing"))
+                                                f"{self.settings.bot.idle_timeout_s:g} s: closing"))
                     await self.close(CLOSE_IDLE, "idle timeout")
                     break
                 if message["type"] == "websocket.disconnect":
@@ -200,7 +200,7 @@ class Connection:
         if not await self._admit(frame, old.id if old is not None else self.session.id):
             return []  # a refused resume leaves the old session as it was, waiting out its time
         if old is None and self.registry is not None and self.registry.over_limit():
-            limit = self.settings.max_bot_sessions
+            limit = self.settings.bot.max_sessions
             self.session.shared.metrics.refused("server_full")
             await self.send(error_frame("server_full", f"the server already holds {limit} bots", frame.id))
             await self.close(CLOSE_FULL, "server full")
@@ -213,7 +213,7 @@ class Connection:
             if taken is None:
                 frames.append(error_frame(
                     "resume_failed", "no session to resume with this id and token (unknown, "
-                    f"ended, or lost more than {self.settings.bot_resume_s:g} s ago): a new session starts",
+                    f"ended, or lost more than {self.settings.bot.resume_s:g} s ago): a new session starts",
                 ) | ({"ref": frame.id} if frame.id is not None else {}))
             else:
                 if self.registry is not None:
@@ -382,7 +382,7 @@ class Connection:
         return [{"type": "draw_done", "turn": self.drawing_turn, "strokes": self.drawn, "stopped": True}]
 
     async def _tick(self) -> None:
-        period = self.settings.bot_tick_s
+        period = self.settings.bot.tick_s
         with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
             while self.open:
                 await asyncio.sleep(period)

@@ -4,11 +4,11 @@ A key is created by ``griffon keys create`` (store/cli.py) and kept in the datab
 of its secret. A room gives the secret in ``hello.key`` or in the handshake's
 ``Authorization: Bearer`` header; :meth:`BotKeys.admit` checks it once, at ``hello``:
 
-- no key: refused (``key_required``, close 4401) when ``bot_keys_required``, else a room without
+- no key: refused (``key_required``, close 4401) when ``bot.keys_required``, else a room without
   a key, as on a single machine (no database read);
 - unknown key: ``bad_key`` (4401); revoked: ``key_revoked`` (4403);
 - the key's rooms at once already open, on every server sharing the database: ``quota_exceeded``
-  (4429). Each open room is a row of ``bot_key_rooms`` renewed every ``bot_keys_refresh_s``; the
+  (4429). Each open room is a row of ``bot_key_rooms`` renewed every ``bot.keys_refresh_s``; the
   rooms of a process that died stop counting after :data:`STALE_PERIODS` periods (at least
   :data:`STALE_MIN_S` seconds).
 
@@ -17,7 +17,7 @@ process; with the key's rooms spread over several processes, each allows its sha
 (its rooms over the key's rooms everywhere, read at each refresh). A stroke over it is refused
 (``quota_exceeded``, with ``retry_after`` in seconds); the connection stays open.
 
-Every ``bot_keys_refresh_s`` each process re-reads the keys its rooms use (one query, however many
+Every ``bot.keys_refresh_s`` each process re-reads the keys its rooms use (one query, however many
 rooms): a revoked key's rooms get a ``key_revoked`` error frame and are closed (4403). Lookups are
 cached as long (the newest ``MAX_CACHED`` secrets seen, unknown ones too). Per-key figures go to
 ``/metrics``, labelled by the key's name (never its secret).

@@ -135,7 +135,8 @@ async def _restore(session: BotSession, stored: StoredBotRoom, token: str,
     key = unseal(str(kept.get("key", "")), token)
     if key is None:
         raise BadMemory("stored bot room: its transcript key does not open with this token")
-    transcript = Transcript(session.id, kept.get("room"), kept.get("name"), session.settings.transcript_bytes)
+    transcript = Transcript(session.id, kept.get("room"), kept.get("name"),
+                            session.settings.bot.transcript_bytes)
     transcript.key = key
     transcript.started_at = float(kept.get("started_at") or time.time())
     transcript.rounds, transcript.guesses = int(kept.get("rounds", 0)), int(kept.get("guesses", 0))

@@ -39,7 +39,7 @@ DAY_S = 86_400
 
 
 class BotRegistry:
-    """Live bot sessions and the transcripts of finished ones (the newest ``transcripts_kept``)."""
+    """Live bot sessions and the transcripts of finished ones (the newest ``bot.transcripts_kept``)."""
 
     def __init__(self, settings: Settings, archive: TranscriptArchive | None = None,
                  writer: BackgroundWriter | None = None, clock: Callable[[], float] = time.time,
@@ -76,11 +76,11 @@ class BotRegistry:
         return len(self.live) + len(self.finished)
 
     def open(self, shared: Shared, workers: Workers | None = None) -> BotSession | None:
-        """A new session, or None when ``max_bot_sessions`` are already open — not counting one
+        """A new session, or None when ``bot.max_sessions`` are already open — not counting one
         place for each session waiting for its room to resume it (a resume needs a connection
         before its hello can name the session: `over_limit` refuses the others at hello). Under
         ``workers``, its id is one this worker owns (a resume landing elsewhere is relayed here)."""
-        if len(self.live) >= self.settings.max_bot_sessions + len(self.expiries):
+        if len(self.live) >= self.settings.bot.max_sessions + len(self.expiries):
             return None
         session_id = secrets.token_hex(6)
         while workers is not None and not workers.owns(session_id):
@@ -90,19 +90,19 @@ class BotRegistry:
         return session
 
     def over_limit(self) -> bool:
-        """Whether more than ``max_bot_sessions`` sessions are open (a new one and those waiting
+        """Whether more than ``bot.max_sessions`` sessions are open (a new one and those waiting
         for a resume included)."""
-        return len(self.live) > self.settings.max_bot_sessions
+        return len(self.live) > self.settings.bot.max_sessions
 
     def release(self, session: BotSession, resumable: bool) -> None:
-        """The session's socket is gone: keep it ``bot_resume_s`` for a resume when ``resumable``
+        """The session's socket is gone: keep it ``bot.resume_s`` for a resume when ``resumable``
         (version 2, no ``bye``), else finish it."""
-        if not resumable or self.settings.bot_resume_s <= 0 or session.id not in self.live:
+        if not resumable or self.settings.bot.resume_s <= 0 or session.id not in self.live:
             self.finish(session)
             return
         session.detach(time.monotonic())
         loop = asyncio.get_running_loop()
-        self.expiries[session.id] = loop.call_later(self.settings.bot_resume_s, self._expire, session)
+        self.expiries[session.id] = loop.call_later(self.settings.bot.resume_s, self._expire, session)
         self.remember(session)
 
     def _expire(self, session: BotSession) -> None:
@@ -135,7 +135,7 @@ class BotRegistry:
         if self.keys is not None:
             self.keys.release(session.id)
         self.finished[session.id] = session.transcript
-        while len(self.finished) > self.settings.transcripts_kept:
+        while len(self.finished) > self.settings.bot.transcripts_kept:
             self.finished.popitem(last=False)
         self.save(session, final=True)
         self.forget_memory(session)
@@ -149,13 +149,13 @@ class BotRegistry:
     def keep_drawing(self, drawing: DrawingRecord, client: str) -> bool:
         """Store a room's consented drawing if the server accepts them and `client` is within its
         daily quota; whether it was queued."""
-        if not self.settings.accept_room_drawings or self.writer is None:
+        if not self.settings.bot.accept_drawings or self.writer is None:
             return False
         day = int(self.clock() // DAY_S)
         if day != self.quota_day:
             self.quota_day, self.room_drawings = day, {}
         used = self.room_drawings.get(client, 0)
-        if used >= self.settings.room_drawings_per_day or (
+        if used >= self.settings.bot.drawings_per_day or (
             used == 0 and len(self.room_drawings) >= MAX_QUOTA_CLIENTS
         ):
             return False
@@ -210,7 +210,7 @@ class BotRegistry:
     # -- rooms' memory in the database (service.bot.memory) ----------------------------------------
     def _stored(self, session: BotSession) -> bool:
         """Whether the room's memory is kept in the database (a room that may resume)."""
-        return (self.rooms is not None and self.settings.bot_resume_s > 0 and session.version == 2
+        return (self.rooms is not None and self.settings.bot.resume_s > 0 and session.version == 2
                 and not session.moved)
 
     def remember(self, session: BotSession) -> Future[None] | None:
@@ -274,7 +274,7 @@ class BotRegistry:
 
     def refresh_every(self) -> float:
         """Seconds between two writes of a live room whose memory did not change."""
-        return max(1.0, min(30.0, self.settings.bot_resume_s / 2))
+        return max(1.0, min(30.0, self.settings.bot.resume_s / 2))
 
     async def upkeep(self) -> None:
         """Write again the memory of the live rooms not written for a while (a row not written
@@ -287,7 +287,7 @@ class BotRegistry:
             if now - self.remembered_at.get(session.id, float("-inf")) >= every:
                 self.remember(session)
         try:
-            await asyncio.to_thread(self.rooms.prune_bot_rooms, self.settings.bot_resume_s + 2 * every)
+            await asyncio.to_thread(self.rooms.prune_bot_rooms, self.settings.bot.resume_s + 2 * every)
         except StoreError as error:
             log.warning("bot rooms: prune failed: %s", error)
 
@@ -343,7 +343,7 @@ class BotRegistry:
         self.live[session_id] = session
         session.detach(time.monotonic())
         loop = asyncio.get_running_loop()
-        self.expiries[session_id] = loop.call_later(self.settings.bot_resume_s, self._expire, session)
+        self.expiries[session_id] = loop.call_later(self.settings.bot.resume_s, self._expire, session)
         self.taken_over += 1
         log.info("bot room %s: taken over from its stored memory (%.1f s old)", session_id, stored.age)
         return session
@@ -368,7 +368,7 @@ class BotRegistry:
             return None
         if stored is None or not token_matches(token, stored.token_hash):
             return None
-        if stored.age > self.settings.bot_resume_s + self.refresh_every():
+        if stored.age > self.settings.bot.resume_s + self.refresh_every():
             return None
         return stored
 

@@ -4,28 +4,28 @@ A room connects, says ``hello``, announces rounds, streams the drawing and the o
 guesses; the bot answers with ``guess`` frames when its policy speaks (see
 ``docs/BOT_PROTOCOL.md``). ``GET /v1/bot/sessions/{id}?key=...`` shows what one saw and said, to
 whoever holds the key the room got in ``welcome``; ``GET /v1/bot/sessions`` lists sessions (live,
-then the last ``transcripts_kept`` finished ones) only when ``list_bot_sessions`` is on.
+then the last ``bot.transcripts_kept`` finished ones) only when ``bot.list_sessions`` is on.
 With a database (:class:`store.transcripts.TranscriptArchive`), each transcript is also saved
-after round ends (at most every ``transcript_save_s`` per session, the latest snapshot only) and
+after round ends (at most every ``bot.transcript_save_s`` per session, the latest snapshot only) and
 always when the session ends, off the event loop, and read back from there once it is no longer
 in memory (after a restart): retention is the database's (``GRIFFON_RETAIN_TRANSCRIPTS_*``).
 A room's drawing (``round_end`` with ``drawing_consent``) is stored only when the server accepts
-them (``accept_room_drawings``, off by default) and within ``room_drawings_per_day`` per client
+them (``bot.accept_drawings``, off by default) and within ``bot.drawings_per_day`` per client
 address; ``round_over`` then says ``drawing_kept``.
 
 API keys (service/bot/keys.py, ``BotRegistry.keys``): checked at ``hello``; 4401 no key where one
 is required, or an unknown one; 4403 a revoked key (also a live room's, within
-``bot_keys_refresh_s``); 4429 over the key's rooms at once. A stroke over its strokes per minute
+``bot.keys_refresh_s``); 4429 over the key's rooms at once. A stroke over its strokes per minute
 gets ``quota_exceeded`` and the room stays.
 
-A version 2 session that loses its socket without ``bye`` waits ``bot_resume_s`` for its room to
+A version 2 session that loses its socket without ``bye`` waits ``bot.resume_s`` for its room to
 say ``hello`` with ``resume`` (its id and resume token); meanwhile it still counts toward
-``max_bot_sessions``, then it ends as if the socket had closed.
+``bot.max_sessions``, then it ends as if the socket had closed.
 
 With a database and one process (no ``--workers``), or as a replica (``service.replicas``), a
 version 2 room's memory is also kept in the database (``bot_rooms``, `service.bot.memory`), off
 the event loop, the latest snapshot per room: after every frame that changes it, and at least
-every half ``bot_resume_s`` while the room lives (a row not written for ``bot_resume_s`` plus that
+every half ``bot.resume_s`` while the room lives (a row not written for ``bot.resume_s`` plus that
 is a dead room's, resumable no longer, and pruned). **Durability:** the welcome (its new resume
 token) and every word the bot says reach the room only once the snapshot holding them is
 committed; a stroke is stored within the writer's latency (milliseconds), and a room that resumes
@@ -50,9 +50,9 @@ labels), `.drawing` (the bot's drawing turn), `.memory` (a room's memory as data
 keys), `.registry` (the sessions of a process), `.connection` (one socket), and this module (the
 routes).
 
-Close codes: 1000 after ``bye``; 4408 idle for ``bot_idle_timeout_s``; 4429 a client that keeps
+Close codes: 1000 after ``bye``; 4408 idle for ``bot.idle_timeout_s``; 4429 a client that keeps
 flooding past the rate limit (dropped frames of any type, see :class:`Connection`); 4503 the
-server already holds ``max_bot_sessions`` bots; 1013 the server is at capacity (an ``overloaded``
+server already holds ``bot.max_sessions`` bots; 1013 the server is at capacity (an ``overloaded``
 frame with ``retry_after`` comes first: service/capacity.py).
 """
 
@@ -101,7 +101,7 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
     workers: Workers | None = getattr(ws.app.state, "workers", None)
     session = registry.open(shared, workers)
     if session is None:
-        limit = registry.settings.max_bot_sessions
+        limit = registry.settings.bot.max_sessions
         shared.metrics.refused("server_full")
         await ws.send_json(error_frame("server_full", f"the server already holds {limit} bots"))
         await ws.close(CLOSE_FULL, "server full")
@@ -124,7 +124,7 @@ async def bot_socket(ws: WebSocket, shared: SharedDep, registry: BotsDep) -> Non
 @router.get("/v1/bot/sessions")
 async def bot_sessions(registry: BotsDep) -> dict[str, Any]:
     """Bot sessions, newest first (only when ``GRIFFON_BOT_LIST_SESSIONS`` is on)."""
-    if not registry.settings.list_bot_sessions:
+    if not registry.settings.bot.list_sessions:
         raise NotFound("the list of bot sessions is not public on this server "
                        "(GRIFFON_BOT_LIST_SESSIONS); read one with its key")
     sessions = registry.summaries()
@@ -142,7 +142,7 @@ async def bot_transcript(
         stored = await registry.stored(session_id, key or x_griffon_key)
         if stored is not None:
             return stored
-        kept = registry.settings.transcripts_kept
+        kept = registry.settings.bot.transcripts_kept
         raise NotFound(f"no bot session {session_id[:40]!r} readable with this key (the last {kept} "
                        "finished sessions are kept)", code="unknown_session")
     return transcript.to_dict()

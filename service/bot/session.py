@@ -112,7 +112,7 @@ class BotSession:
         self.released = asyncio.Event()  # set while no socket holds it (lost, or the session ended)
         self.moved = False  # another replica drives this room now (service.replicas): never written again
         self.round: Round | None = None
-        self.transcript = Transcript(session_id, None, None, self.settings.transcript_bytes)
+        self.transcript = Transcript(session_id, None, None, self.settings.bot.transcript_bytes)
         self.budget_key = f"bot:{session_id}"
         self._next_guess_id = 1
         self.artist: Any = None  # the AI drawer of this session's drawing turns (made on the first)
@@ -180,7 +180,7 @@ class BotSession:
             "max_points": s.max_points, "max_stroke_points": s.max_stroke_points,
             "max_strokes": s.max_strokes, "points_per_s": s.client_points_per_s,
             "max_frame_bytes": s.max_frame_bytes, "max_message_rate": s.max_message_rate,
-            "max_message_burst": s.max_message_burst, "idle_timeout_s": s.bot_idle_timeout_s,
+            "max_message_burst": s.max_message_burst, "idle_timeout_s": s.bot.idle_timeout_s,
         }
 
     def on_round_start(self, frame: RoundStart) -> list[Frame]:

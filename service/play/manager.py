@@ -1,10 +1,10 @@
 """The games of the service: creating them, finding them, expiring them, bringing them back.
 
-`GameManager` holds at most ``settings.max_sessions`` games, at most ``games_per_client`` open
-per client (a new game replaces the oldest one its player left) and ``games_per_client_hour``
-created per client; a game nobody has moved in for
-``settings.idle_expiry_s`` (or that no socket joined within ``game_idle_timeout_s``) is closed by a
-sweeper task. Its games' sockets are served by `service.play.sockets`.
+`GameManager` holds at most ``max_games`` games, at most ``games_per_client`` open per client (a
+new game replaces the oldest one its player left) and ``games_per_client_hour`` created per client
+(``settings.play_limits``); a game nobody has moved in for ``idle_expiry_s`` (or that no socket
+joined within ``idle_timeout_s``) is closed by a sweeper task. Its games' sockets are served by
+`service.play.sockets`.
 
 With a database (``store``), every game is stored as its setup and its move log
 (:mod:`service.play.journal`): `resume` brings the unfinished ones back when the server starts, with
@@ -104,7 +104,8 @@ class GameManager:
         self.creating = asyncio.Lock()  # one new game at a time (`open_game`)
         self.owners: dict[str, str] = {}  # game id -> client that created it
         self.joined: set[str] = set()  # games a socket has joined at least once
-        self.created = Buckets(settings.games_per_client_hour / 3600, settings.games_per_client_hour)
+        hourly = settings.play_limits.games_per_client_hour
+        self.created = Buckets(hourly / 3600, hourly)
         self.guesses: dict[tuple[str, str], RateLimit] = {}  # (game id, seat) -> a person's guess budget
         self._closing: set[asyncio.Task[None]] = set()
         self.sweeper: asyncio.Task[None] | None = None
@@ -224,8 +225,8 @@ class GameManager:
         """A new game's session and setup, not stored nor started; and the game it replaces. The
         setup's ``level`` is every AI seat's but those its ``levels`` names (a room's: AI seat ->
         level); a setup without ``levels`` has one level for all."""
-        if len(self.games) >= self.settings.max_sessions:
-            raise TooManyGames(f"all {self.settings.max_sessions} game slots are taken; retry later")
+        if len(self.games) >= self.settings.play_limits.max_games:
+            raise TooManyGames(f"all {self.settings.play_limits.max_games} game slots are taken; retry later")
         replaced = self._check_client(client)
         if self.capacity is not None:
             self.capacity.admit(game, freeing=self.games[replaced].kind if replaced is not None else None,
@@ -290,7 +291,8 @@ class GameManager:
     def _add(self, session: GameSession) -> None:
         self.games[session.id] = session
         for seat in session.people:  # each person's own guess budget
-            self.guesses[session.id, seat] = RateLimit(self.settings.guess_rate, self.settings.guess_burst)
+            limits = self.settings.play_limits
+            self.guesses[session.id, seat] = RateLimit(limits.guess_rate, limits.guess_burst)
 
     def _build(
         self, game_id: str, kind: str, setup: dict[str, Any], token: str, host_hash: str
@@ -319,7 +321,8 @@ class GameManager:
             bounds=self.bounds,
             collaborators=Collaborators(
                 journal=journal, metrics=self.metrics, on_lost=self._lost if journal is not None else None,
-                loop_budget=RateLimit(settings.table_loop_share, settings.table_loop_burst_s),
+                loop_budget=RateLimit(settings.capacity.table_loop_share,
+                                      settings.capacity.table_loop_burst_s),
             ),
         )
         if kind == "kontour":
@@ -340,20 +343,21 @@ class GameManager:
 
     def resume(self) -> tuple[int, int]:
         """Bring back the stored games still in progress (at start): the most recently played
-        ``max_sessions`` ones (the others are marked ``expired``: never reloaded again), each
+        ``play_limits.max_games`` ones (the others are marked ``expired``: never reloaded again), each
         rebuilt from its setup and replayed; one that cannot be is marked ``abandoned`` and
         logged, never blocks the start. Returns (resumed, abandoned). The lobbies of rooms not yet
         started come back too (`Rooms.load`).
 
-        A resumed game has no owner: the per-client limits (``games_per_client``) count only the
+        A resumed game has no owner: the per-client limits (``play_limits.games_per_client``) count only the
         games created since the start (the client's address is not stored); it still holds one
-        of the ``max_sessions`` slots and expires when idle."""
+        of the ``play_limits.max_games`` slots and expires when idle."""
         if self.store is None:
             return 0, 0
         resumed = abandoned = 0
         mine = [gid for gid in self.store.unfinished_game_ids()
                 if self.workers is None or self.workers.owns(gid)]  # each worker resumes its own
-        keep, overflow = mine[: self.settings.max_sessions], mine[self.settings.max_sessions:]
+        most = self.settings.play_limits.max_games
+        keep, overflow = mine[:most], mine[most:]
         for gid in overflow:
             with contextlib.suppress(StoreError):
                 self.store.finish_game(gid, "expired")
@@ -403,26 +407,27 @@ class GameManager:
         self._add(session)
         if stored.setup.get("room"):
             self.rooms.started[stored.setup["room"]] = session.id
-        self.joined.add(session.id)  # its player has idle_expiry_s to come back
+        self.joined.add(session.id)  # its player has play_limits.idle_expiry_s to come back
         session.start()
         session.read_drawings()  # the AI players read the drawings as they are
         return session
 
     def _check_client(self, client: str) -> str | None:
         """Refuse a client over its budget; returns the game a new one of theirs replaces (the
-        oldest they left), if they hold ``games_per_client`` already."""
+        oldest they left), if they hold ``play_limits.games_per_client`` already."""
         bucket = self.created[client]
         if not bucket.allow(0.0) or bucket.tokens < 1:
             wait = bucket.retry_after()
-            raise RateLimited(f"at most {self.settings.games_per_client_hour} new games per hour; "
+            hourly = self.settings.play_limits.games_per_client_hour
+            raise RateLimited(f"at most {hourly} new games per hour; "
                               f"retry in {wait:.0f} s", retry_after=wait)
         mine = [gid for gid, owner in self.owners.items() if owner == client]
         held = len(mine) + (self.capacity.held_elsewhere(client, "games") if self.capacity is not None else 0)
-        if held >= self.settings.games_per_client:  # on every worker (service/placement.py)
+        if held >= self.settings.play_limits.games_per_client:  # on every worker (service/placement.py)
             left = [gid for gid in mine if not self.games[gid].listeners]
             if not left:
                 raise RateLimited(f"you already have {held} games open (at most "
-                                  f"{self.settings.games_per_client}); finish or leave one first",
+                                  f"{self.settings.play_limits.games_per_client}); finish or leave one first",
                                   code="too_many_games", retry_after=60)
             return left[0]  # the oldest game this client left: a new one replaces it
         return None
@@ -510,10 +515,11 @@ class GameManager:
             await session.close()
 
     async def sweep(self) -> list[str]:
-        """Close the games idle for longer than ``idle_expiry_s``, and those no socket joined
-        within ``game_idle_timeout_s``; returns their ids."""
+        """Close the games idle for longer than ``play_limits.idle_expiry_s``, and those no socket joined
+        within ``play_limits.idle_timeout_s``; returns their ids."""
         now = self.clock()
-        limit, unjoined = now - self.settings.idle_expiry_s, now - self.settings.game_idle_timeout_s
+        limits = self.settings.play_limits
+        limit, unjoined = now - limits.idle_expiry_s, now - limits.idle_timeout_s
         expired = [gid for gid, g in self.games.items() if g.gate.paused_at is None
                    and (g.last_activity < limit or (gid not in self.joined and g.t0 < unjoined))]
         for game_id in expired:
@@ -530,7 +536,7 @@ class GameManager:
 
     async def _sweep_forever(self) -> None:
         while True:
-            await asyncio.sleep(min(SWEEP_EVERY_S, self.settings.idle_expiry_s / 2))
+            await asyncio.sleep(min(SWEEP_EVERY_S, self.settings.play_limits.idle_expiry_s / 2))
             await self.sweep()
 
 

@@ -82,7 +82,7 @@ class Rooms(StoredLobbies):
         `create_async` on a replica); returns it and the host's token. Raises `RateLimited` (the
         client's rooms), `RoomError` (bad request, full)."""
         manager, play = self.manager, self.manager.play
-        if len(self.lobbies) + len(manager.games) >= manager.settings.max_sessions:
+        if len(self.lobbies) + len(manager.games) >= manager.settings.play_limits.max_games:
             raise RoomError("too_many_games", "every game slot is taken; retry later")
         mine = sum(1 for room in self.lobbies.values() if room.client == client)
         if mine >= play.rooms_per_client:
@@ -448,7 +448,8 @@ async def serve_lobby(websocket: WebSocket, rooms: Rooms, code: str, token: str)
     sender = asyncio.create_task(_send_lobby(websocket, queue))
     try:
         while not sender.done():
-            message = await asyncio.wait_for(websocket.receive(), rooms.manager.settings.game_idle_timeout_s)
+            message = await asyncio.wait_for(websocket.receive(),
+                                             rooms.manager.settings.play_limits.idle_timeout_s)
             if message["type"] == "websocket.disconnect":
                 break
             if not _within(limit, queue):

@@ -6,7 +6,8 @@ themselves live in ``games/data/*.yaml``; the overrides of the rules (shorter ti
 demos), the pace of the AI players and the bounds of a game's log are ``tuning`` fields: constructor
 parameters, which a server started by the tests takes from ``GRIFFON_TUNING``. The games' limits
 shared with the rest of the service (games per client, idle expiry, guess rate; also
-``GRIFFON_PLAY_*``) are in ``service.settings.Settings``; docs/CONFIG.md lists them all.
+``GRIFFON_PLAY_*``) are ``service.settings.Settings.play_limits`` (`service.settings.PlayLimits`);
+docs/CONFIG.md lists them all.
 """
 
 from __future__ import annotations

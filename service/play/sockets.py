@@ -3,9 +3,9 @@
 `serve_socket` runs one accepted socket of a seat of a `GameManager`'s game: it sends the game's
 frames (`_send_loop`: encoded once each, bounded in bytes waiting) and turns each incoming frame into
 a move (`handle_text`: bounded size, rate-limited, guesses at a human pace, NaN, deep nesting and
-lone surrogates refused; a table whose frames took more than ``table_loop_share`` of the event loop
+lone surrogates refused; a table whose frames took more than ``capacity.table_loop_share`` of the event loop
 waits before its next one is read); anything wrong gets a typed error frame and the socket stays
-open. A socket silent for ``game_idle_timeout_s`` is closed (4408; the page pings every 20 s), one
+open. A socket silent for ``play_limits.idle_timeout_s`` is closed (4408; the page pings every 20 s), one
 that does not read its frames is closed with 1013 (the page reconnects); 4410 means the game is
 over, 1012 that it moved to another replica (reconnect there).
 """
@@ -122,8 +122,8 @@ async def _send_loop(
     session: GameSession,
 ) -> None:
     """Encode the socket's frames as they come and write them in order; a socket that lets more
-    than ``send_queue_bytes`` of them wait (it does not read) is let go and closed (1013): what one
-    socket holds of the server's memory is bounded in bytes, not only in frames."""
+    than ``play_limits.send_queue_bytes`` of them wait (it does not read) is let go and closed
+    (1013): what one socket holds of the server's memory is bounded in bytes, not only in frames."""
     outbox: deque[str] = deque()
     waiting = 0  # bytes in the outbox
     more = asyncio.Event()
@@ -158,7 +158,7 @@ async def _send_loop(
             started = time.perf_counter()
             text = encode_frame(frame)  # the table's loop time too
             await session.take_turn(time.perf_counter() - started)
-            if waiting + len(text) > manager.settings.send_queue_bytes:
+            if waiting + len(text) > manager.settings.play_limits.send_queue_bytes:
                 manager.refused("too_slow")
                 session.detach(queue)  # its seat's frames stop here; the game goes on
                 outbox.clear()
@@ -207,12 +207,12 @@ async def serve_socket(
     try:
         while True:
             try:
-                message = await asyncio.wait_for(websocket.receive(), settings.game_idle_timeout_s)
+                message = await asyncio.wait_for(websocket.receive(), settings.play_limits.idle_timeout_s)
             except TimeoutError:
                 sender.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sender
-                idle = f"no frame for {settings.game_idle_timeout_s:g} s: closing"
+                idle = f"no frame for {settings.play_limits.idle_timeout_s:g} s: closing"
                 await websocket.send_json(error_frame("idle_timeout", idle))
                 await websocket.close(CLOSE_IDLE, "idle timeout")
                 break

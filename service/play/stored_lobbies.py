@@ -251,11 +251,12 @@ class StoredLobbies:
 
     async def recall(self, code: str) -> GameSession | None:
         """The ended game room `code` leads to, brought back from the database (after a restart:
-        a game over is not resumed) when it ended within ``idle_expiry_s``: its end screen and
+        a game over is not resumed) when it ended within ``play_limits.idle_expiry_s``: its end screen and
         « Rejouer » are there again. None when there is none (then a code that was a room is
         « gone »). One server alone: a replica's rooms are found by `locate`."""
         manager, store = self.manager, self.manager.store
-        if store is None or self.ownership is not None or len(manager.games) >= manager.settings.max_sessions:
+        full = len(manager.games) >= manager.settings.play_limits.max_games
+        if store is None or self.ownership is not None or full:
             return None
         try:
             game_id = await asyncio.to_thread(store.room_game, code)
@@ -267,7 +268,7 @@ class StoredLobbies:
             return manager.games[game_id]
         if stored is None:
             return None
-        recent = time.time() - stored.updated_at < manager.settings.idle_expiry_s
+        recent = time.time() - stored.updated_at < manager.settings.play_limits.idle_expiry_s
         session = manager.adopt(stored) if stored.status == "finished" and recent else None
         if not isinstance(session, GameSession):
             self.forget(code)

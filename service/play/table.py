@@ -191,7 +191,7 @@ class GameSession:
     async def take_turn(self, spent: float) -> None:
         """Charge ``spent`` seconds of the event loop to this table (the wall time of a synchronous
         section: what the other tables waited); when it took more than its share
-        (``table_loop_share`` seconds a second), wait until the debt is paid: its own frames and AI
+        (``capacity.table_loop_share`` seconds a second), wait until the debt is paid: its own frames and AI
         players slow down, the other tables' do not."""
         self.loop_used.add(spent)
         budget = self.loop_budget

@@ -209,7 +209,8 @@ async def new_game(
     """Start a solo game against AI players; returns its id and the player's token. Under
     ``--workers N`` the game is made on the least-loaded worker (service/placement.py).
 
-    Bounded per client: ``games_per_client`` live games, ``games_per_client_hour`` created."""
+    Bounded per client: ``play_limits.games_per_client`` live games,
+    ``play_limits.games_per_client_hour`` created."""
     limits = accepted_opponents()[body.game]
     if not limits["min"] <= body.opponents <= limits["max"]:
         raise ServiceError(f"{body.game} takes {limits['min']}-{limits['max']} AI opponents, "
@@ -221,13 +222,14 @@ async def new_game(
     placed = placement
 
     async def make() -> GameCreated:  # the client's games of the last hour, on every worker
-        hourly = games.settings.games_per_client_hour
+        hourly = games.settings.play_limits.games_per_client_hour
         placed.check_created(client, hourly)
         made = await _open_solo(body, games, client, response)
         placed.made(client, hourly)
         return made
 
-    limit = games.settings.games_per_client  # a new game goes where it replaces one its player left
+    # a new game goes where it replaces one its player left
+    limit = games.settings.play_limits.games_per_client
     return await placement.place(request, body.game, client, make, games_limit=limit)
 
 
@@ -360,8 +362,8 @@ async def play_socket(websocket: WebSocket, game_id: str, games: GamesDep, token
         await websocket.send_json(error_frame("bad_token", "this token does not belong to the game"))
         await websocket.close(CLOSE_BAD_TOKEN, "bad token")
         return
-    if sum(1 for s in game.listeners.values() if s == seat) >= games.settings.max_game_sockets:
-        limit = games.settings.max_game_sockets
+    if sum(1 for s in game.listeners.values() if s == seat) >= games.settings.play_limits.max_game_sockets:
+        limit = games.settings.play_limits.max_game_sockets
         games.refused("too_many_sockets")
         message = f"a game holds at most {limit} sockets per player"
         await websocket.send_json(error_frame("too_many_sockets", message))
