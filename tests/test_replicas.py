@@ -25,6 +25,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 from websockets.sync.client import connect
 
+from bench.support import until
 from griffon.launch import (
     Patience,
     Replicas,
@@ -376,19 +377,19 @@ class BotRoom:
     def send(self, frame: dict[str, Any]) -> None:
         self.ws.send(json.dumps(frame))
 
+    def recv(self, timeout: float) -> dict[str, Any] | None:
+        """The next frame (None: none within `timeout` s); guesses are kept on the way."""
+        try:
+            frame = json.loads(self.ws.recv(timeout=max(0.1, timeout)))
+        except TimeoutError:
+            return None
+        if frame["type"] == "guess":
+            self.guesses.append(frame)
+        return frame
+
     def until(self, match: Any, timeout: float = 10) -> dict[str, Any]:
         """Frames until one matches (guesses are kept on the way)."""
-        patience = Patience(timeout, "the bot did not answer")
-        while not patience.expired():
-            try:
-                frame = json.loads(self.ws.recv(timeout=max(0.1, patience.left())))
-            except TimeoutError:
-                break
-            if frame["type"] == "guess":
-                self.guesses.append(frame)
-            if match(frame):
-                return frame
-        raise patience.failure()
+        return until(self.recv, match, Patience(timeout, "the bot did not answer"))
 
     def stroke(self, points: list[list[float]]) -> dict[str, Any]:
         """A whole stroke, and the analysis that acknowledges it."""
@@ -516,17 +517,17 @@ class LobbyPage:
     def send(self, frame: dict[str, Any]) -> None:
         self.ws.send(json.dumps(frame))
 
+    def recv(self, timeout: float) -> dict[str, Any] | None:
+        """The next frame (None: none within `timeout` s); an error frame fails the test."""
+        try:
+            frame = json.loads(self.ws.recv(timeout=max(0.1, timeout)))
+        except TimeoutError:
+            return None
+        assert frame["type"] != "error", frame
+        return frame
+
     def until(self, match: Any, timeout: float = 10) -> dict[str, Any]:
-        patience = Patience(timeout, f"room {self.code}: the frame awaited did not come")
-        while not patience.expired():
-            try:
-                frame = json.loads(self.ws.recv(timeout=max(0.1, patience.left())))
-            except TimeoutError:
-                break
-            assert frame["type"] != "error", frame
-            if match(frame):
-                return frame
-        raise patience.failure()
+        return until(self.recv, match, Patience(timeout, f"room {self.code}: the frame awaited did not come"))
 
     def close(self) -> None:
         self.ws.close()
