@@ -181,7 +181,7 @@ def two_view_checkpoint(tiny_checkpoint: Path, tmp_path_factory: pytest.TempPath
 
     from model import Guesser
     from model.sequence import StrokeSequenceNet, save_member
-    from training.sequence import attach_member
+    from training.sequence_loop import attach_member
 
     folder = tmp_path_factory.mktemp("two-view")
     classes = Guesser.load(tiny_checkpoint, backend="torch").labels

@@ -62,7 +62,6 @@ SHARED_NAMES = {
     "cli.py": "a package's commands, `register(app)`, gathered by griffon/cli.py",
     "settings.py": "a package's own settings",
     "errors.py": "a package's own errors",
-    "sequence.py": "the stroke-sequence member: its inference (model/) and its training (training/)",
 }
 
 

@@ -24,7 +24,7 @@ from model.sequence import (
     save_member,
 )
 from tests.conftest import FIXTURE_WORDS, shape
-from training.sequence import attach_member
+from training.sequence_loop import attach_member
 
 
 def probabilities(network: StrokeSequenceNet, sequences: list[np.ndarray]) -> np.ndarray:

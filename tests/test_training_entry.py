@@ -13,7 +13,7 @@ from model import CheckpointError, Guesser
 from model.sequence import StrokeSequenceNet, load_member, member_training, save_member
 from tests.conftest import FIXTURE_WORDS
 from training.prepare import prepare_cached
-from training.sequence import attach_member, train_member
+from training.sequence_loop import attach_member, train_member
 from training.settings import SequenceConfig, TrainConfig, parse_config
 from training.train import main, native_cpu_bf16, use_bf16
 

@@ -1,4 +1,4 @@
-"""The stroke-sequence members (`training.sequence`, trained through `griffon train` with `network:
+"""The stroke-sequence members (`training.sequence_loop`, trained through `griffon train` with `network:
 sequence`) on the generated fixture folder."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from training.cli import register
 from training.distill import teacher_targets
 from training.model_card import refresh
 from training.prepare import prepare_cached
-from training.sequence import Distillation, collate, compare, predict, train_member
+from training.sequence_loop import Distillation, collate, compare, predict, train_member
 from training.settings import parse_config
 from training.train import check_config, main, train
 
@@ -263,7 +263,7 @@ def test_augmentation_overrides_reach_the_member_views_and_are_recorded(
     fixture_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from training.augment import AugmentConfig
-    from training.sequence import AugmentedSequences
+    from training.sequence_loop import AugmentedSequences
 
     data = prepare_cached(fixture_data, tmp_path / "cache" / "all", None)
     order = np.arange(6)

@@ -13,7 +13,7 @@ from model.sequence import load_member, member_training
 from tests.conftest import FIXTURE_WORDS, shape, write_fixture_folder
 from training.model_card import _member_recipe
 from training.prepare import SPLIT_CODES, prepare_cached
-from training.sequence import predict
+from training.sequence_loop import predict
 from training.settings import parse_config
 from training.taught import ink_length, mix_strokes, soften, with_cached_targets
 from training.teachers import TeacherError, write_cache

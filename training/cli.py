@@ -70,9 +70,9 @@ def calibrate_command(ctx: typer.Context) -> None:
     **FORWARDED,
 )
 def attach_command(ctx: typer.Context) -> None:
-    """Forward every argument to ``training.sequence.attach_main``."""
+    """Forward every argument to ``training.sequence_loop.attach_main``."""
     from training.entry import run_command
-    from training.sequence import attach_main
+    from training.sequence_loop import attach_main
 
     run_command(lambda: attach_main(list(ctx.args)))
 

@@ -1,5 +1,5 @@
 """Distillation shared by both training loops (``training.train``'s raster network and
-``training.sequence``'s stroke-sequence member): the teachers, their softened answers, the loss."""
+``training.sequence_loop``'s stroke-sequence member): the teachers, their softened answers, the loss."""
 
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def _distillation(config: Any) -> str:
             + (f" (the {which}teachers ran through their int8 copies)." if int8 else ".")
         )
         if sequence:
-            parts.append(f"{len(sequence)} of them read stroke sequences (`training/sequence.py`).")
+            parts.append(f"{len(sequence)} of them read stroke sequences (`training/sequence_loop.py`).")
     if getattr(config, "teacher_cache", "") and getattr(config, "cache_teachers", ""):
         parts.append(
             f"Learns, with weight {config.distill_weight}, the answers of `{config.cache_teachers}` as "

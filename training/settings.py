@@ -3,7 +3,7 @@
 Settings come from the dataclass defaults, then a preset file (``training/presets/<name>.yaml``),
 then command-line flags. ``network`` (a preset key or ``--network``) picks the network and so the
 dataclass: ``raster`` (:class:`TrainConfig`, the CNN of ``training.train``; the default) or
-``sequence`` (:class:`SequenceConfig`, the stroke-sequence member of ``training.sequence``). A
+``sequence`` (:class:`SequenceConfig`, the stroke-sequence member of ``training.sequence_loop``). A
 setting that the chosen network does not have is refused, naming the network.
 """
 

@@ -1,6 +1,6 @@
 """``griffon train``: the one training entry point, for the raster network and the stroke-sequence
 members. This module reads top to bottom: data, model, loop, checkpoint (of the raster network; a
-preset with ``network: sequence`` runs :func:`training.sequence.train_sequence` instead).
+preset with ``network: sequence`` runs :func:`training.sequence_loop.train_sequence` instead).
 
     griffon train --help                   # every setting of both networks (python -m training.train)
     griffon train --preset public-resnet   # the public ResNet fine-tuned for the games (a shipped member)
@@ -62,7 +62,7 @@ from training.metrics import headline_metrics
 from training.model_card import write_model_card
 from training.prepare import PreparedData, prepare_cached
 from training.schedule import balanced_epoch, warmup_cosine
-from training.sequence import check_sequence_config, train_sequence
+from training.sequence_loop import check_sequence_config, train_sequence
 from training.settings import TEACHER_BACKENDS, SequenceConfig, TrainConfig, parse_config
 from training.taught import drawing_target, mix_strokes, with_cached_targets
 
