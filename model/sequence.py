@@ -1,7 +1,7 @@
 """The stroke-sequence member in PyTorch: the network (1-D convolutions, a bidirectional GRU, mean and
 max over the points), its exact ONNX form and its checkpoint; what it reads (the pen's path in order,
 :func:`featurize`) and how its ONNX graph runs without PyTorch are in :mod:`model.sequence_view`.
-Trained by ``training.sequence``; a two-view checkpoint (the shipped one) carries one or more beside
+Trained by ``training.sequence_loop``; a two-view checkpoint (the shipped one) carries one or more beside
 its raster network: ``Guesser`` averages the members into the sequence view, then the sequence view
 with the raster network."""
 
