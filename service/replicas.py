@@ -274,6 +274,7 @@ class Ownership:
         self.taken = self.lost_count = 0
         self.watcher: asyncio.Task[None] | None = None
         self.frozen_count = 0
+        self.beat = time.monotonic()  # when the loop was last seen running (`check_awake`)
         self.lobbies: dict[str, int] = {}  # lobby code -> the fence of our lease
         self.lobbies_done: set[str] = set()  # lobbies started or closed: leases deleted at the next renewal
 
@@ -361,13 +362,22 @@ class Ownership:
     async def watch(self, every_s: float = WATCH_S) -> None:
         """Every ``every_s``: when the loop stood still past the lease (the process was frozen), every
         lease may have gone to another replica: stand down everything now (`stand_down_all`)."""
-        last = time.monotonic()
+        self.beat = time.monotonic()
         while True:
             await asyncio.sleep(every_s)
-            now = time.monotonic()
-            if now - last > self.settings.lease_s:
-                self.stand_down_all(now - last)
-            last = now
+            self.check_awake()
+
+    def check_awake(self) -> bool:
+        """Whether the loop stood still past the lease since it was last seen running (then every
+        table and room is stood down now). The watcher asks every ``WATCH_S``, and a person's frame
+        asks before it is applied: after a freeze, the frames that waited in the socket may run
+        before the watcher does, and none of them may be applied to a table another replica drives."""
+        now = time.monotonic()
+        still, self.beat = now - self.beat, now
+        if still > self.settings.lease_s:
+            self.stand_down_all(still)
+            return True
+        return False
 
     def stand_down_all(self, frozen_s: float) -> None:
         """This replica stood still ``frozen_s`` seconds, past its leases: stop driving every game and

@@ -332,6 +332,42 @@ def test_a_socket_relayed_to_a_frozen_replica_closes_and_comes_back_on_another(c
     relayed.close()
 
 
+def test_a_frame_that_waited_out_a_freeze_is_not_applied_by_the_woken_replica(cluster: Cluster) -> None:
+    """A person's stroke sent straight to the holder while it is frozen (SIGSTOP) waits in its socket
+    while another replica takes the table over. Woken, the holder stands down before it reads that
+    frame: nothing is applied or written (no refused write in its log), and the socket closes with
+    1012, for the page to come back on the new holder."""
+    page = start_table(cluster, "pictomania")
+    frozen = cluster.holder(page.id)
+    index = cluster.index(frozen)
+    direct = Page(cluster.replicas.url(index), page.game)  # the holder's own port: not relayed
+    page.close()
+    server = cluster.replicas.servers[index]
+    refused, stood = server.log().count("not stored"), server.log().count("stood still")
+    cluster.replicas.kill(index, signal.SIGSTOP)
+    try:
+        direct.move(kind="stroke", points=[[10, 200], [200, 10]])  # waits in the frozen replica's socket
+        eventually(lambda: cluster.holder(page.id) not in ("", frozen), 30, "nobody took the table over")
+    finally:
+        cluster.replicas.kill(index, signal.SIGCONT)
+    patience = Patience(30, "the woken replica kept the socket open")
+    while True:
+        try:
+            frame = direct.accept(json.loads(direct.ws.recv(timeout=0.5)))
+        except TimeoutError:
+            assert not patience.expired(), patience.failure()
+            continue
+        except ConnectionClosed:
+            break
+        assert not has_event("stroke_drawn", player="joueur")(frame), frame  # never applied there
+    assert direct.ws.close_code == 1012, direct.ws.close_code
+    assert server.log().count("stood still") > stood
+    assert server.log().count("not stored") == refused, server.log()[-3000:]
+    back = Page(cluster.url, page.game)  # the new holder: the stroke was never applied anywhere
+    assert cluster.holder(page.id) not in ("", frozen)
+    back.close()
+
+
 def test_a_replica_stopped_cleanly_hands_its_tables_over(cluster: Cluster) -> None:
     page = start_table(cluster, "kontour")
     stopped = cluster.holder(page.id)

@@ -221,6 +221,10 @@ async def serve_socket(
             text = message.get("text")
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
+            if manager.ownership is not None:
+                manager.ownership.check_awake()  # a frame that waited out a freeze: stood down first
+            if session.moved:  # another replica drives the table: the sender closes with 1012
+                continue
             started = time.perf_counter()
             guesses = manager.guesses.get((session.id, seat))
             reply = _reply(session, text, settings, limit, guesses, spend, seat, manager.rooms.again)
