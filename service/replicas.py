@@ -369,9 +369,12 @@ class Ownership:
 
     def check_awake(self) -> bool:
         """Whether the loop stood still past the lease since it was last seen running (then every
-        table and room is stood down now). The watcher asks every ``WATCH_S``, and a person's frame
-        asks before it is applied: after a freeze, the frames that waited in the socket may run
-        before the watcher does, and none of them may be applied to a table another replica drives."""
+        table and room is stood down now). The watcher asks every ``WATCH_S``; a table's driver and
+        a person's frame ask before they move: after a freeze, the timers and frames that waited may
+        run before the watcher does, and none may move a table another replica drives. Without a
+        running watcher (not started, or stopped) nothing is judged."""
+        if self.watcher is None or self.watcher.done():
+            return False
         now = time.monotonic()
         still, self.beat = now - self.beat, now
         if still > self.settings.lease_s:

@@ -323,6 +323,7 @@ class GameManager:
                 journal=journal, metrics=self.metrics, on_lost=self._lost if journal is not None else None,
                 loop_budget=RateLimit(settings.capacity.table_loop_share,
                                       settings.capacity.table_loop_burst_s),
+                frozen=self.ownership.check_awake if self.ownership is not None else None,
             ),
         )
         if kind == "kontour":

@@ -221,8 +221,8 @@ async def serve_socket(
             text = message.get("text")
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", "replace")
-            if manager.ownership is not None:
-                manager.ownership.check_awake()  # a frame that waited out a freeze: stood down first
+            if session.frozen is not None:
+                session.frozen()  # a frame that waited out a freeze: every table stood down first
             if session.moved:  # another replica drives the table: the sender closes with 1012
                 continue
             started = time.perf_counter()

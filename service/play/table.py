@@ -5,10 +5,8 @@ One update path (`GameSession.apply`): the move (a person's, from a WebSocket fr
 goes through `rules.apply(state, move, now)`; the new state is stored, the AI players hear about
 the events, and each person gets what changed in their own `rules.view` with the events they may
 see. A refused move raises `RuleError`; for a person it becomes an error frame and the game goes on.
-
 Frames: a socket gets the whole view once, then one update per move carrying only what the move
 changed (`service.play.views`).
-
 Time: `now` is seconds since the game was created, read from the game's clock (`time.monotonic`,
 the event loop's own; tests and benchmarks give a `ManualClock` they move by hand) and passed
 into the pure engines and the AI driver. A task (`run`) wakes every `tick_s` and calls
@@ -81,6 +79,7 @@ class Collaborators:
     metrics: Metrics | None = None  # where its strokes, recognitions and store writes are counted
     on_lost: Callable[[GameSession, BaseException], None] | None = None  # the database lost it: closed
     loop_budget: RateLimit | None = None  # its share of the event loop (`take_turn`)
+    frozen: Callable[[], bool] | None = None  # a replica woken past its leases (`Ownership.check_awake`)
 
 
 class GameSession:
@@ -117,7 +116,8 @@ class GameSession:
         self.hashes: dict[str, str] = {HUMAN: host, **seating.friends}
         self.people = list(self.hashes)  # the seats played by people (the host first)
         self.journal, self.metrics = collaborators.journal, collaborators.metrics
-        self.on_lost, self.loop_budget = collaborators.on_lost, collaborators.loop_budget
+        self.on_lost, self.loop_budget, self.frozen = collaborators.on_lost, collaborators.loop_budget, \
+            collaborators.frozen
         self.words, self.recognize, self.labels, self.play = words, recognize, labels, play
         self.bounds = bounds or MoveBounds.of(play)
         self.ais = [p for p in self.names if p not in self.hashes]
@@ -204,6 +204,8 @@ class GameSession:
     def tick(self) -> None:
         """One period of the driver: the timers and the AI decisions due now (none while the
         table is paused). A move the rules refuse, or a bug, is logged and the game goes on."""
+        if self.frozen is not None and self.frozen() or self.moved:
+            return  # woken past the leases: stood down, another replica drives the table
         self.check_store()
         if self.gate.closed:
             return
