@@ -151,7 +151,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for _ in range(args.freezes):
             freezes.append(asyncio.run(freeze(front, replicas, database, tables, args.freeze_s)))
             time.sleep(5)  # HAProxy sees the woken replica up again
-    result = {"freezes": freezes}
+        refused = sum(server.log().count("not stored") for server in replicas.servers.values())
+    result = {"freezes": freezes, "refused_writes": refused}
+    print(f"writes refused by the fence in the replicas' logs (a woken replica that moved a table "
+          f"another drives): {refused}")
     for kind in ("direct", "relayed"):
         print(summary(freezes, kind))
     if args.json:
