@@ -385,7 +385,23 @@ def test_a_replica_stopped_cleanly_hands_its_tables_over(cluster: Cluster) -> No
     cluster.replicas.start(index)
 
 
-class BotRoom:
+class JsonSocket:
+    """A client socket of JSON frames (`ws`: a websockets sync connection)."""
+
+    ws: Any
+
+    def send(self, frame: dict[str, Any]) -> None:
+        self.ws.send(json.dumps(frame))
+
+    def read(self, timeout: float) -> dict[str, Any] | None:
+        """The next frame (None: none within `timeout` s)."""
+        try:
+            return json.loads(self.ws.recv(timeout=max(0.1, timeout)))
+        except TimeoutError:
+            return None
+
+
+class BotRoom(JsonSocket):
     """A bot room (protocol version 2, an analysis after each stroke) through the balancer."""
 
     def __init__(self, url: str) -> None:
@@ -410,16 +426,10 @@ class BotRoom:
         assert back["type"] == "welcome", back
         return back
 
-    def send(self, frame: dict[str, Any]) -> None:
-        self.ws.send(json.dumps(frame))
-
     def recv(self, timeout: float) -> dict[str, Any] | None:
         """The next frame (None: none within `timeout` s); guesses are kept on the way."""
-        try:
-            frame = json.loads(self.ws.recv(timeout=max(0.1, timeout)))
-        except TimeoutError:
-            return None
-        if frame["type"] == "guess":
+        frame = self.read(timeout)
+        if frame is not None and frame["type"] == "guess":
             self.guesses.append(frame)
         return frame
 
@@ -530,7 +540,7 @@ def test_a_replica_paused_past_a_bot_room_s_lease_stands_down_without_writing(cl
     room.until(lambda f: f["type"] == "bye")
 
 
-class LobbyPage:
+class LobbyPage(JsonSocket):
     """A person's lobby page of room ``code`` (service/static/app.js ``openLobby``): with its seat's
     token once it has one; reconnects after any close, as the page does."""
 
@@ -550,16 +560,10 @@ class LobbyPage:
                 time.sleep(0.5)
         raise patience.failure()
 
-    def send(self, frame: dict[str, Any]) -> None:
-        self.ws.send(json.dumps(frame))
-
     def recv(self, timeout: float) -> dict[str, Any] | None:
         """The next frame (None: none within `timeout` s); an error frame fails the test."""
-        try:
-            frame = json.loads(self.ws.recv(timeout=max(0.1, timeout)))
-        except TimeoutError:
-            return None
-        assert frame["type"] != "error", frame
+        frame = self.read(timeout)
+        assert frame is None or frame["type"] != "error", frame
         return frame
 
     def until(self, match: Any, timeout: float = 10) -> dict[str, Any]:
