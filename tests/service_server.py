@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from griffon.launch import slowness, tuning
+from griffon.launch import Server, slowness, tuning
 
 # Small limits and short timeouts: one real server (``tight_server`` in conftest, started with
 # `tight_settings`) shared by the bot protocol, solo game and attack tests.
@@ -63,3 +63,12 @@ def in_process(checkpoint: Path | None = None, **settings: object) -> Iterator[o
         app = create_app(Settings(**settings), StoreSettings(data_dir=Path(folder)))  # type: ignore[arg-type]
         with TestClient(app, raise_server_exceptions=False) as client:
             yield client
+
+
+def secret_of(server: Server) -> str:
+    """The workers' secret, from a worker's environment (the test runs as the same user)."""
+    for pid in Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split():
+        for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            if entry.startswith(b"GRIFFON_WORKER_SECRET="):
+                return entry.split(b"=", 1)[1].decode()
+    raise AssertionError("no worker environment")

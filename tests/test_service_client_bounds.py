@@ -20,6 +20,7 @@ from websockets.asyncio.client import connect, unix_connect
 
 from griffon.launch import Server, eventually, patient, running_server
 from service.workers import CLIENT_HEADER, RELAY_HEADER
+from tests.service_server import secret_of
 
 KONTOUR = {"game": "kontour", "opponents": 1}
 LIMIT = 2  # bot rooms and solo games one client may hold
@@ -39,13 +40,6 @@ def bounded(tmp_path_factory: pytest.TempPathFactory, tiny_checkpoint: Path) -> 
         yield server, folder
 
 
-def secret_of(server: Server) -> str:
-    """The workers' secret, from a worker's environment (the test runs as the same user)."""
-    for pid in Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split():
-        for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
-            if entry.startswith(b"GRIFFON_WORKER_SECRET="):
-                return entry.split(b"=", 1)[1].decode()
-    raise AssertionError("no worker environment")
 
 
 def as_client(server: Server, address: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ from service.placement import STALE_S, WEIGHTS, Placement, table_weight, weighte
 from service.play.web import GameCreated, RoomCreated
 from service.ratelimit import DecayingRate
 from service.workers import CLIENT_HEADER, RELAY_HEADER, Workers
+from tests.service_server import secret_of
 
 STROKE = {"type": "move", "move": {"kind": "stroke", "points": [[10, 10], [60, 80], [120, 40]]}}
 KONTOUR = {"game": "kontour", "opponents": 1}  # the cheapest table: the tests open a dozen
@@ -140,13 +141,6 @@ def socket_of(folder: Path, index: int) -> str:
     return str(folder / f"worker-{index}.sock")
 
 
-def secret_of(server: Server) -> str:
-    """The workers' secret, from a worker's environment (the test runs as the same user)."""
-    for pid in Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split():
-        for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
-            if entry.startswith(b"GRIFFON_WORKER_SECRET="):
-                return entry.split(b"=", 1)[1].decode()
-    raise AssertionError("no worker environment")
 
 
 def on_worker(folder: Path, index: int) -> httpx.Client:
