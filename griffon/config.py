@@ -1,7 +1,7 @@
 """Every environment variable Griffon reads, as one table: docs/CONFIG.md is generated here.
 
 The settings classes (`store.settings.EnvSettings`, read by pydantic-settings) give each variable's
-name, former name, type, default, bounds and description (`service.settings.Settings`,
+name, type, default, bounds and description (`service.settings.Settings`,
 `service.play.settings.PlaySettings`, `store.settings.StoreSettings`,
 `service.replicas.ReplicaSettings`, each field's ``Field(description=...)``, the nested feature
 models of `Settings` included); their tuning fields are keys of ``GRIFFON_TUNING`` (a part's by its
@@ -48,7 +48,6 @@ class Variable:
     default: str
     accepted: str
     description: str
-    former: tuple[str, ...] = ()  # its former names, still read (deprecated)
 
 
 @dataclass(frozen=True)
@@ -124,9 +123,9 @@ TUNING = Group(
     "`settings.bot.tick_s`); `griffon serve` and `griffon.launch.tuning` refuse a key that is not below.",
 )
 FORMER = Group(
-    "Former names",
-    "Each feature has one prefix; these variables were renamed. The former name is still read, and "
-    "a warning names the new one; it will stop being read in a later release.",
+    "Renamed",
+    "Each feature has one prefix; these variables were renamed. An environment that still sets a "
+    "former name is refused at start, with a line naming the new one.",
 )
 
 # The service's settings by group: each part (nested feature model) of `Settings` is one group, its
@@ -295,9 +294,9 @@ def settings_fields(tuned: bool) -> list[Variable]:
             if not field.description:
                 raise LookupError(f"{cls.__name__}.{name} has no Field(description=...)")
             accepted = " ".join(filter(None, (kind(field.annotation), bounds(field))))
-            key, *former = env_names(cls, name) or [path + name]
+            key = (env_names(cls, name) or [path + name])[0]
             default = shown_default(field, rules.get(name) if not path else None)
-            out.append(Variable(key, group, default, accepted, field.description, tuple(former)))
+            out.append(Variable(key, group, default, accepted, field.description))
     return out
 
 
@@ -312,10 +311,9 @@ def tuning_fields() -> list[Variable]:
 
 
 def variables() -> list[Variable]:
-    """Every ``GRIFFON_*`` variable Griffon reads (each name once; former names apart)."""
+    """Every ``GRIFFON_*`` variable Griffon reads (each name once)."""
     found = [*settings_variables(), *LOOSE]
     names = [v.name for v in found]
-    names += [name for v in found for name in v.former]
     keys = [v.name for v in tuning_fields()]
     twice = sorted({n for n in names if names.count(n) > 1} | {k for k in keys if keys.count(k) > 1})
     if twice:
@@ -332,7 +330,8 @@ def variables() -> list[Variable]:
 
 def former_names() -> dict[str, str]:
     """Former name → name, of every renamed variable."""
-    return {old: v.name for v in variables() for old in v.former}
+    variables()  # every settings class imported: their `renamed` fields recorded
+    return dict(sorted(store_settings.RENAMED.items()))
 
 
 def anchor(title: str) -> str:
@@ -397,8 +396,8 @@ def render() -> str:
               "| key | part | default | accepted | meaning |", "|---|---|---|---|---|"]
     lines += [f"| `{v.name}` | {GROUPS[v.group].title} | {cell(v.default)} | {cell(v.accepted)} | "
               f"{cell(v.description)} |" for v in tuned]
-    lines += ["", f"## {FORMER.title}", "", FORMER.intro, "", "| former name | read as |", "|---|---|"]
-    lines += [f"| `{old}` | `{new}` |" for old, new in former_names().items()]
+    lines += ["", f"## {FORMER.title}", "", FORMER.intro, "",
+              ", ".join(f"`{old}` → `{new}`" for old, new in former_names().items())]
     lines += ["", "## Retired", "", "These variables are no longer read (a tuning field or a constant now); "
               "`griffon serve` logs a warning naming each one still set.", "",
               ", ".join(f"`{name}`" for name in sorted(RETIRED))]

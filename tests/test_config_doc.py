@@ -95,7 +95,7 @@ def test_every_row_has_a_group_a_default_and_a_description() -> None:
     assert by_name["GRIFFON_HEADER_TIMEOUT_S"].accepted == "number > 0, ≤ 300"
     assert by_name["GRIFFON_DB_CHECK"].accepted == "`quick`, `full` or `off`"
     assert by_name["GRIFFON_BOT_ACCEPT_DRAWINGS"].default == "`false`"
-    assert by_name["GRIFFON_DB_URL"].former == ("GRIFFON_DATABASE_URL",)
+    assert config.former_names()["GRIFFON_DATABASE_URL"] == "GRIFFON_DB_URL"
     tuned = {v.name: v for v in config.tuning_fields()}
     assert tuned["kontour_timer_s"].default.startswith("rules: ")  # games/data/kontour.yaml
     assert tuned["bot.tick_s"].accepted == "number > 0, ≤ 1" and not set(tuned) & set(by_name)
@@ -133,5 +133,5 @@ def test_the_operators_table_stays_short_and_the_internals_are_apart() -> None:
     text = config.render()
     internals = text[text.index("## " + config.INTERNALS.title):]
     assert "`capacity.pictomania_table_cost` | Capacity |" in internals  # a measured cost: a tuning field
-    assert "`GRIFFON_MAX_SESSIONS` | `GRIFFON_PLAY_MAX_GAMES` |" in internals  # a former name
+    assert "`GRIFFON_MAX_SESSIONS` → `GRIFFON_PLAY_MAX_GAMES`" in internals  # a former name
     assert "`GRIFFON_TEST_SLOWNESS` | Tests and development |" in internals

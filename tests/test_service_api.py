@@ -364,16 +364,14 @@ def test_each_feature_is_a_nested_model_read_with_its_own_prefix() -> None:
         assert named in message
 
 
-def test_a_renamed_variable_is_read_by_its_former_name_with_a_warning(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    with caplog.at_level("WARNING", logger="griffon.settings"):
-        assert Settings.from_env({"GRIFFON_MAX_SESSIONS": "7"}).play_limits.max_games == 7
-    assert "GRIFFON_MAX_SESSIONS is deprecated" in caplog.text and "GRIFFON_PLAY_MAX_GAMES" in caplog.text
-    both = {"GRIFFON_PLAY_MAX_GAMES": "5", "GRIFFON_MAX_SESSIONS": "7"}
-    assert Settings.from_env(both).play_limits.max_games == 5
-    with pytest.raises(SettingsError, match="GRIFFON_MAX_SESSIONS: Input should be greater than or equal"):
-        Settings.from_env({"GRIFFON_MAX_SESSIONS": "0"})  # the error names the variable that is set
+def test_a_renamed_variable_set_by_its_former_name_is_refused_naming_the_new_one() -> None:
+    """A former name is not read: an environment that sets it is refused, so that an operator's
+    limit is never silently dropped; the new name is read."""
+    with pytest.raises(SettingsError, match="GRIFFON_MAX_SESSIONS was renamed GRIFFON_PLAY_MAX_GAMES"):
+        Settings.from_env({"GRIFFON_MAX_SESSIONS": "7"})
+    with pytest.raises(SettingsError, match="GRIFFON_MAX_SESSIONS was renamed"):
+        Settings.from_env({"GRIFFON_PLAY_MAX_GAMES": "5", "GRIFFON_MAX_SESSIONS": "7"})
+    assert Settings.from_env({"GRIFFON_PLAY_MAX_GAMES": "5"}).play_limits.max_games == 5
 
 
 # -- the shared micro-batcher, in process with the real model --------------------------------------
@@ -460,7 +458,7 @@ def test_a_test_server_whose_port_was_taken_moves_to_another(
 def test_a_retired_variable_is_named_in_a_warning_at_start(caplog: pytest.LogCaptureFixture) -> None:
     """A variable no longer read (a tuning field now) changes nothing, so `griffon serve` says so."""
     from griffon.serve import warn_retired
-    from store.settings import RETIRED, env_names
+    from store.settings import RENAMED, RETIRED, env_names
 
     with caplog.at_level("WARNING", logger="griffon.service"):
         warn_retired({"GRIFFON_PLAY_KONTOUR_TIMER_S": "30", "GRIFFON_PLAY_MAX_GAMES": "5"})
@@ -474,5 +472,6 @@ def test_a_retired_variable_is_named_in_a_warning_at_start(caplog: pytest.LogCap
     classes = (Settings, ModelSettings, CapacitySettings, PlayLimits, BotSettings, PlaySettings,
                ReplicaSettings, StoreSettings)
     read = {n for cls in classes for field in cls.model_fields for n in env_names(cls, field)}
-    assert {"GRIFFON_MODEL", "GRIFFON_BOT_MAX_SESSIONS", "GRIFFON_MAX_BOT_SESSIONS"} <= read
+    assert {"GRIFFON_MODEL", "GRIFFON_BOT_MAX_SESSIONS"} <= read
+    assert RENAMED["GRIFFON_MAX_BOT_SESSIONS"] == "GRIFFON_BOT_MAX_SESSIONS"  # a former name: refused, named
     assert not RETIRED & read  # a retired name is never one that is read

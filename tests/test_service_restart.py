@@ -272,7 +272,7 @@ def test_a_taken_port_stops_griffon_serve_at_once_with_one_line(tmp_path: Path, 
 
 
 BAD = [("GRIFFON_MAX_POINTS", "abc"), ("GRIFFON_PLAY_ROOM_GRACE_S", "-1"),
-       ("GRIFFON_MAX_SESSIONS", "0"),  # a former name: the message names the variable that is set
+       ("GRIFFON_MAX_SESSIONS", "7"),  # a former name: refused, naming the new one
        ("GRIFFON_TUNING", '{"tick_s": -1}'), ("GRIFFON_TUNING", '{"tick": 1}')]  # a bad value, no such key
 
 
